@@ -1,0 +1,169 @@
+/**
+ * `crawl run`: the whole topology in one process over the embedded log, WARC files in
+ * <out>/warc, handoff events in <out>/handoff/crawl.handoff.v3.avro, state journaled in
+ * <out>/state so the same command resumes a killed crawl.
+ */
+import { join } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, unlinkSync } from 'node:fs';
+import { createHttpClient } from '../connectors/http-undici';
+import { LocalPageStore } from '../connectors/page-store-local';
+import { loadSchema, avroType } from '../lib/avro';
+import { loadConfig, type CrawlConfig } from '../lib/config';
+import { createLogger, type Logger } from '../lib/logger';
+import type { LinkMsg } from '../lib/messages';
+import { normalizeUrl, registeredDomain } from '../lib/url-normalize';
+import { WarcWriter } from '../lib/warc/writer';
+import type { FrontierStage } from '../processors/frontier';
+import { AvroFileSink } from '../runtime/avro-file-sink';
+import { buildStages, STAGE_NAMES } from '../runtime/build-stages';
+import { EmbeddedRunner } from '../runtime/embedded-runner';
+import { FileLog } from '../runtime/file-log';
+import type { OutRecord, Stage } from '../runtime/stage';
+import { Progress } from './progress';
+
+export interface RunOptions {
+  seeds: string[];
+  out: string;
+  maxPages?: number;
+  maxSecs?: number;
+  allowPrivateNetwork?: boolean;
+  /** 'domain' (default): stay within the seeds' registered domains; 'host'; 'any'. */
+  scope?: 'domain' | 'host' | 'any';
+  config?: Partial<CrawlConfig>;
+  logger?: Logger;
+  /** Print a progress line to stderr every second. */
+  progress?: boolean;
+}
+
+export interface RunSummary {
+  pagesStored: number;
+  fetches: number;
+  failures: number;
+  handoffEvents: number;
+  warcFiles: number;
+  seconds: number;
+  pagesPerSecond: number;
+  stoppedBy: 'done' | 'max-pages' | 'max-secs' | 'signal';
+  handoffFile: string;
+  /** URLs parked for a later retry (failed fetches, unreachable robots.txt); a re-run retries them when due. */
+  waitingRetry: number;
+}
+
+/** Valid seeds as links; each invalid one is reported and skipped. */
+export function seedLinks(seeds: readonly string[], log: Logger, now = Date.now()): LinkMsg[] {
+  const links: LinkMsg[] = [];
+  for (const s of seeds) {
+    const n = normalizeUrl(s);
+    if (!n.ok) {
+      log.error({ seed: s, reason: n.reason, detail: n.detail }, 'invalid seed URL: skipped');
+      continue;
+    }
+    links.push({ url: n.url, source_url: null, depth: 0, discovered_at: now, is_seed: true });
+  }
+  return links;
+}
+
+export function scopeOf(links: readonly LinkMsg[], scope: RunOptions['scope']): Set<string> {
+  if (scope === 'any') return new Set();
+  return new Set(
+    links.map((l) => {
+      const host = new URL(l.url).hostname;
+      return scope === 'host' ? host : registeredDomain(host) ?? host;
+    }),
+  );
+}
+
+/** A killed crawl may leave a half-written `.partial` file; its pages are fetched again. */
+function removePartials(dir: string, log: Logger): void {
+  if (!existsSync(dir)) return;
+  for (const f of readdirSync(dir)) {
+    if (!f.endsWith('.partial')) continue;
+    unlinkSync(join(dir, f));
+    log.warn({ file: f }, 'removed an unfinished WARC file from an interrupted run');
+  }
+}
+
+export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promise<RunSummary> {
+  mkdirSync(opts.out, { recursive: true });
+  const log = opts.logger ?? createLogger({ file: join(opts.out, 'crawl.log') });
+  const config = loadConfig(process.env, {
+    warcMaxAgeMs: process.env.CRAWL_WARC_MAX_AGE_MS ? undefined : 2000,
+    ...opts.config,
+    allowPrivateNetwork: opts.allowPrivateNetwork ?? false,
+  });
+  const seeds = seedLinks(opts.seeds, log);
+  if (seeds.length === 0) throw new Error('no valid seed URL: give --seed http(s)://… or --seeds-file');
+
+  const fileLog = new FileLog({ dir: join(opts.out, 'state'), partitions: config.partitions });
+  removePartials(join(opts.out, 'warc'), log);
+  const store = new LocalPageStore(opts.out);
+  const warc = new WarcWriter({
+    store, prefix: config.warcPrefix, maxRecords: config.warcMaxRecords, maxBytes: config.warcMaxBytes, maxAgeMs: config.warcMaxAgeMs,
+    software: 'kcrawl/0.1', onError: (err, key) => log.error({ err, key }, 'CDXJ index not stored'),
+  });
+  const http = createHttpClient();
+  mkdirSync(join(opts.out, 'handoff'), { recursive: true });
+  const handoffFile = join(opts.out, 'handoff', 'crawl.handoff.v3.avro');
+  const sink = new AvroFileSink(handoffFile, avroType('crawl.handoff.v3'), loadSchema('crawl.handoff.v3'));
+  const handoffAtStart = sink.count;
+
+  const counts = { pages: 0, fetches: 0, failures: 0 };
+  const stages = buildStages(STAGE_NAMES, {
+    config, http, warc, scope: scopeOf(seeds, opts.scope ?? 'domain'),
+    onOutcome: (outcome, status) => {
+      if (outcome === 'FETCHED' || outcome === 'NOT_HTML') {
+        if (status !== null) counts.fetches++;
+      } else if (outcome === 'FAILED' || outcome === 'REFUSED' || outcome === 'ROBOTS_UNAVAILABLE') counts.failures++;
+    },
+    onReject: (reason, url) => log.debug({ reason, url }, 'link dropped'),
+  });
+  const sinkStage: Stage = {
+    id: 'handoff-file',
+    inputs: ['handoff'],
+    outputs: [],
+    handle: (rec) => {
+      sink.append([rec.value]);
+      counts.pages++;
+      return [] as OutRecord[];
+    },
+  };
+  const runner = new EmbeddedRunner(fileLog, [...stages, sinkStage], log);
+  const frontier = stages.find((s) => s.id === 'frontier') as FrontierStage;
+  runner.start();
+  fileLog.append(seeds.map((l) => ({ topic: 'links' as const, key: new URL(l.url).hostname, host: new URL(l.url).hostname, value: l })));
+  log.info({ seeds: seeds.length, out: opts.out }, 'crawl started');
+
+  const started = Date.now();
+  const progress = opts.progress ? new Progress(process.stderr) : null;
+  let stoppedBy: RunSummary['stoppedBy'] = 'done';
+  let idleTicks = 0;
+  for (;;) {
+    await new Promise((r) => setTimeout(r, 200));
+    const st = frontier.state.stats();
+    progress?.update(counts.fetches, `queued ${st.queued}, in flight ${st.leased}, hosts ${st.hosts}, handoff ${counts.pages}`);
+    if (signal?.aborted) { stoppedBy = 'signal'; break; }
+    if (opts.maxPages !== undefined && counts.fetches >= opts.maxPages) { stoppedBy = 'max-pages'; break; }
+    if (opts.maxSecs !== undefined && Date.now() - started >= opts.maxSecs * 1000) { stoppedBy = 'max-secs'; break; }
+    idleTicks = runner.idle() ? idleTicks + 1 : 0;
+    if (idleTicks >= 5) break;
+  }
+  const waitingRetry = frontier.state.stats().retrying;
+  await runner.stop();
+  await warc.close();
+  await http.close();
+  // Drain what stopping produced (the last WARC file's pages) through parse and handoff.
+  const drain = new EmbeddedRunner(fileLog, [...buildStages(['parse', 'handoff'], { config, http, warc }), sinkStage], log);
+  drain.start();
+  for (let i = 0; i < 100 && !drain.idle(); i++) await new Promise((r) => setTimeout(r, 20));
+  await drain.stop();
+  fileLog.close();
+  sink.close();
+  progress?.done();
+  const seconds = (Date.now() - started) / 1000;
+  const summary: RunSummary = {
+    pagesStored: counts.fetches, fetches: counts.fetches, failures: counts.failures, handoffEvents: sink.count - handoffAtStart,
+    warcFiles: warc.stats.files, seconds, pagesPerSecond: counts.fetches / seconds, stoppedBy, handoffFile, waitingRetry,
+  };
+  log.info(summary, 'crawl stopped');
+  return summary;
+}

@@ -1,0 +1,99 @@
+/**
+ * Kafka mode: `crawl init`, `crawl seed`, `crawl process`. Services come from the environment:
+ *   CRAWL_KAFKA_BROKERS   host:port[,host:port]
+ *   CRAWL_REGISTRY_URL    Confluent-API base URL (Apicurio: http://host:port/apis/ccompat/v7)
+ *   CRAWL_S3_ENDPOINT, CRAWL_S3_BUCKET, CRAWL_S3_ACCESS_KEY, CRAWL_S3_SECRET_KEY, CRAWL_S3_REGION
+ *   CRAWL_TOPIC_PREFIX    optional prefix for every topic and consumer group
+ * plus the CRAWL_* settings of lib/config.ts.
+ */
+import type { Kafka } from 'kafkajs';
+import { createHttpClient } from '../connectors/http-undici';
+import { connectKafka, createProducer, ensureTopics, partitionCounts, produce } from '../connectors/kafka';
+import { createPageStore, pageStoreConfigFromEnv } from '../connectors/page-store';
+import { AvroRegistry, subjectFor } from '../connectors/registry';
+import { loadSchema } from '../lib/avro';
+import { loadConfig, type CrawlConfig } from '../lib/config';
+import { createLogger, type Logger } from '../lib/logger';
+import { WarcWriter } from '../lib/warc/writer';
+import { buildStages, STAGE_NAMES, type StageName } from '../runtime/build-stages';
+import { encodeRecords, runStageOnKafka, type KafkaRuntime, type RunningStage } from '../runtime/kafka-runner';
+import { allTopics, topics, type TopicId } from '../topologies/crawl';
+import { seedLinks } from './embedded';
+
+export interface KafkaEnv {
+  brokers: string[];
+  registryUrl: string;
+  prefix: string;
+}
+
+export function kafkaEnv(env: NodeJS.ProcessEnv = process.env): KafkaEnv {
+  const brokers = (env.CRAWL_KAFKA_BROKERS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  if (brokers.length === 0) throw new Error('CRAWL_KAFKA_BROKERS is not set (e.g. 127.0.0.1:19092; `crawl stack up` starts a local one and `crawl stack env` prints it)');
+  if (!env.CRAWL_REGISTRY_URL) throw new Error('CRAWL_REGISTRY_URL is not set (e.g. http://127.0.0.1:18081/apis/ccompat/v7)');
+  return { brokers, registryUrl: env.CRAWL_REGISTRY_URL, prefix: env.CRAWL_TOPIC_PREFIX ?? '' };
+}
+
+/** Register every schema under its topic's subject; returns the ids by topic. */
+export async function registerSchemas(registry: AvroRegistry, prefix: string): Promise<Map<TopicId, number>> {
+  const ids = new Map<TopicId, number>();
+  for (const id of Object.keys(topics) as TopicId[]) {
+    const spec = topics[id];
+    ids.set(id, await registry.register(subjectFor(prefix + spec.name), loadSchema(spec.valueSchema), 'BACKWARD'));
+  }
+  return ids;
+}
+
+export async function runtimeFor(env: KafkaEnv, config: CrawlConfig, log: Logger): Promise<KafkaRuntime> {
+  const kafka = connectKafka({ brokers: env.brokers });
+  const registry = new AvroRegistry(env.registryUrl);
+  const counts = await partitionCounts(kafka, allTopics.map((t) => env.prefix + t.name));
+  for (const [topic, n] of counts) {
+    if (n !== config.partitions) throw new Error(`${topic} has ${n} partitions but CRAWL_PARTITIONS is ${config.partitions}: run \`crawl init\` with the same setting`);
+  }
+  return { kafka, registry, schemaIds: await registerSchemas(registry, env.prefix), prefix: env.prefix, partitions: config.partitions, log };
+}
+
+export async function init(env = kafkaEnv(), config = loadConfig()): Promise<void> {
+  const kafka: Kafka = connectKafka({ brokers: env.brokers });
+  const r = await ensureTopics(kafka, allTopics, config.partitions, env.prefix);
+  const ids = await registerSchemas(new AvroRegistry(env.registryUrl), env.prefix);
+  process.stdout.write(`topics created: ${r.created.length}, updated: ${r.updated.length}; schemas registered: ${ids.size}\n`);
+}
+
+export async function seed(urls: string[], env = kafkaEnv(), config = loadConfig()): Promise<void> {
+  const log = createLogger();
+  const links = seedLinks(urls, log);
+  if (links.length === 0) throw new Error('no valid seed URL');
+  const rt = await runtimeFor(env, config, log);
+  const producer = await createProducer(rt.kafka);
+  const outs = links.map((l) => ({ topic: 'links' as const, key: new URL(l.url).hostname, host: new URL(l.url).hostname, value: l }));
+  await produce(producer, await encodeRecords(rt, outs));
+  await producer.disconnect();
+  process.stdout.write(`seeded ${links.length} URL(s) to ${env.prefix}${topics.links.name}\n`);
+}
+
+export async function processes(names: string[], o: { allowPrivateNetwork: boolean }, env = kafkaEnv()): Promise<void> {
+  const wanted = (names.includes('all') ? [...STAGE_NAMES] : names) as StageName[];
+  for (const n of wanted) if (!STAGE_NAMES.includes(n)) throw new Error(`unknown processor "${n}": ${STAGE_NAMES.join(', ')} or all`);
+  const config = loadConfig(process.env, { allowPrivateNetwork: o.allowPrivateNetwork || process.env.CRAWL_ALLOW_PRIVATE_NETWORK === 'true' });
+  const log = createLogger();
+  const rt = await runtimeFor(env, config, log);
+  const store = createPageStore(pageStoreConfigFromEnv());
+  const warc = new WarcWriter({
+    store, prefix: `${config.warcPrefix}-${process.pid}`, maxRecords: config.warcMaxRecords, maxBytes: config.warcMaxBytes,
+    maxAgeMs: config.warcMaxAgeMs, software: 'kcrawl/0.1', onError: (err, key) => log.error({ err, key }, 'CDXJ index not stored'),
+  });
+  const http = createHttpClient();
+  const running: RunningStage[] = [];
+  for (const stage of buildStages(wanted, { config, http, warc })) running.push(await runStageOnKafka(stage, rt));
+  log.info({ processors: wanted, pid: process.pid }, 'processors running');
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  log.info('stopping');
+  for (const r of running) await r.stop();
+  await warc.close();
+  await http.close();
+  await store.close();
+}

@@ -1,0 +1,219 @@
+/**
+ * Kafka through kafkajs, behind the few operations the runtime needs: create/update topics
+ * from topologies/, produce records to explicit (host-chosen) partitions, consume as a group
+ * with co-partitioned assignment, and read a compacted table to its end.
+ */
+import { randomUUID } from 'node:crypto';
+import {
+  AssignerProtocol,
+  Kafka,
+  logLevel,
+  type Admin,
+  type Consumer,
+  type EachBatchPayload,
+  type PartitionAssigner,
+  type Producer,
+} from 'kafkajs';
+import type { TopicSpec } from '../topologies/crawl';
+
+export interface KafkaSettings {
+  brokers: string[];
+  clientId?: string;
+  /** Prepended to every topic and group name (tests use a unique one per run). */
+  prefix?: string;
+}
+
+export interface RawRecord {
+  topic: string;
+  partition: number;
+  key: string;
+  value: Buffer | null;
+}
+
+export interface ConsumedRecord extends RawRecord {
+  offset: number;
+  timestamp: number;
+}
+
+export function connectKafka(s: KafkaSettings): Kafka {
+  if (s.brokers.length === 0) throw new Error('no Kafka brokers: set CRAWL_KAFKA_BROKERS=host:port[,host:port]');
+  return new Kafka({
+    clientId: s.clientId ?? 'kcrawl',
+    brokers: s.brokers,
+    logLevel: logLevel.WARN,
+    retry: { initialRetryTime: 200, retries: 10 },
+  });
+}
+
+/** Create missing topics and bring existing ones to the declared config; idempotent. */
+export async function ensureTopics(kafka: Kafka, specs: readonly TopicSpec[], partitions: number, prefix = ''): Promise<{ created: string[]; updated: string[] }> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const existing = new Set(await admin.listTopics());
+    const configEntries = (s: TopicSpec): Array<{ name: string; value: string }> => [
+      { name: 'cleanup.policy', value: s.cleanupPolicy },
+      { name: 'retention.ms', value: String(s.retentionMs) },
+      { name: 'max.message.bytes', value: String(s.maxMessageBytes) },
+    ];
+    const missing = specs.filter((s) => !existing.has(prefix + s.name));
+    if (missing.length) {
+      await admin.createTopics({
+        waitForLeaders: true,
+        topics: missing.map((s) => ({ topic: prefix + s.name, numPartitions: partitions, replicationFactor: -1, configEntries: configEntries(s) })),
+      });
+    }
+    const present = specs.filter((s) => existing.has(prefix + s.name));
+    if (present.length) {
+      const meta = await admin.fetchTopicMetadata({ topics: present.map((s) => prefix + s.name) });
+      const grow = meta.topics.filter((t) => t.partitions.length < partitions).map((t) => ({ topic: t.name, count: partitions }));
+      if (grow.length) await admin.createPartitions({ topicPartitions: grow });
+      // ConfigResourceTypes.TOPIC = 2
+      await admin.alterConfigs({ validateOnly: false, resources: present.map((s) => ({ type: 2, name: prefix + s.name, configEntries: configEntries(s) })) });
+    }
+    return { created: missing.map((s) => prefix + s.name), updated: present.map((s) => prefix + s.name) };
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+export async function partitionCounts(kafka: Kafka, topics: string[]): Promise<Map<string, number>> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const meta = await admin.fetchTopicMetadata({ topics });
+    return new Map(meta.topics.map((t) => [t.name, t.partitions.length]));
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+export async function createProducer(kafka: Kafka): Promise<Producer> {
+  const producer = kafka.producer({ allowAutoTopicCreation: false, maxInFlightRequests: 5 });
+  await producer.connect();
+  return producer;
+}
+
+/** Produce and wait for all in-sync replicas to have them (acks = -1). */
+export async function produce(producer: Producer, records: readonly RawRecord[]): Promise<void> {
+  if (records.length === 0) return;
+  const byTopic = new Map<string, RawRecord[]>();
+  for (const r of records) {
+    let list = byTopic.get(r.topic);
+    if (!list) byTopic.set(r.topic, (list = []));
+    list.push(r);
+  }
+  await producer.sendBatch({
+    acks: -1,
+    topicMessages: [...byTopic].map(([topic, list]) => ({
+      topic,
+      messages: list.map((r) => ({ key: r.key, value: r.value, partition: r.partition })),
+    })),
+  });
+}
+
+/**
+ * Gives every member the same partition numbers of every subscribed topic, so the instance
+ * that owns partition p of crawl.frontier also owns p of crawl.fetch-status (and of crawl.urls
+ * for its restore): one host's whole state in one place.
+ */
+export const CoPartitionAssigner: PartitionAssigner = ({ cluster }) => ({
+  name: 'CoPartitionAssigner',
+  version: 1,
+  async assign({ members, topics }) {
+    const sorted = [...members].map((m) => m.memberId).sort();
+    const plan = new Map<string, Record<string, number[]>>(sorted.map((id) => [id, {}]));
+    for (const topic of topics) {
+      const partitions = cluster.findTopicPartitionMetadata(topic).map((p) => p.partitionId).sort((a, b) => a - b);
+      for (const p of partitions) {
+        const owner = plan.get(sorted[p % sorted.length])!;
+        (owner[topic] ??= []).push(p);
+      }
+    }
+    return sorted.map((memberId) => ({
+      memberId,
+      memberAssignment: AssignerProtocol.MemberAssignment.encode({ version: 1, assignment: plan.get(memberId)!, userData: Buffer.alloc(0) }),
+    }));
+  },
+  protocol({ topics }) {
+    return { name: 'CoPartitionAssigner', metadata: AssignerProtocol.MemberMetadata.encode({ version: 1, topics, userData: Buffer.alloc(0) }) };
+  },
+});
+
+export interface GroupHandlers {
+  /** The partitions (of the first subscribed topic) this member owns after a rebalance. */
+  onAssign(partitions: number[]): void;
+  /** A batch of one partition; resolve when its results are produced. */
+  onBatch(records: ConsumedRecord[], heartbeat: () => Promise<void>): Promise<void>;
+}
+
+export async function runGroup(kafka: Kafka, groupId: string, topics: string[], h: GroupHandlers): Promise<Consumer> {
+  const consumer = kafka.consumer({
+    groupId,
+    partitionAssigners: [CoPartitionAssigner],
+    sessionTimeout: 30_000,
+    heartbeatInterval: 3_000,
+    maxWaitTimeInMs: 100,
+    allowAutoTopicCreation: false,
+  });
+  consumer.on(consumer.events.GROUP_JOIN, (e) => h.onAssign([...(e.payload.memberAssignment[topics[0]] ?? [])]));
+  await consumer.connect();
+  await consumer.subscribe({ topics, fromBeginning: true });
+  await consumer.run({
+    autoCommit: false,
+    eachBatchAutoResolve: false,
+    partitionsConsumedConcurrently: 4,
+    eachBatch: async ({ batch, heartbeat, isRunning, isStale }: EachBatchPayload) => {
+      if (!isRunning() || isStale() || batch.messages.length === 0) return;
+      const records = batch.messages.map((m) => ({
+        topic: batch.topic, partition: batch.partition, offset: Number(m.offset), timestamp: Number(m.timestamp),
+        key: m.key?.toString('utf8') ?? '', value: m.value,
+      }));
+      await h.onBatch(records, heartbeat);
+      const next = String(Number(batch.lastOffset()) + 1);
+      await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: next }]);
+    },
+  });
+  return consumer;
+}
+
+/** Every record of a compacted topic's given partitions, from the start to the current end. */
+export async function readTable(kafka: Kafka, topic: string, partitions: readonly number[]): Promise<ConsumedRecord[]> {
+  const admin = kafka.admin();
+  await admin.connect();
+  const offsets = await admin.fetchTopicOffsets(topic);
+  const ends = new Map<number, number>();
+  for (const o of offsets) {
+    if (partitions.includes(o.partition) && Number(o.high) > Number(o.low)) ends.set(o.partition, Number(o.high));
+  }
+  const out: ConsumedRecord[] = [];
+  if (ends.size === 0) {
+    await admin.disconnect();
+    return out;
+  }
+  const groupId = `kcrawl.restore.${randomUUID()}`;
+  const consumer = kafka.consumer({ groupId, maxWaitTimeInMs: 100, allowAutoTopicCreation: false });
+  await consumer.connect();
+  await consumer.subscribe({ topics: [topic], fromBeginning: true });
+  await new Promise<void>((resolve, reject) => {
+    consumer
+      .run({
+        eachBatch: async ({ batch }) => {
+          const end = ends.get(batch.partition);
+          if (end === undefined) return;
+          for (const m of batch.messages) {
+            const offset = Number(m.offset);
+            if (offset >= end) break;
+            out.push({ topic, partition: batch.partition, offset, timestamp: Number(m.timestamp), key: m.key?.toString('utf8') ?? '', value: m.value });
+          }
+          if (Number(batch.lastOffset()) >= end - 1) ends.delete(batch.partition);
+          if (ends.size === 0) resolve();
+        },
+      })
+      .catch(reject);
+  });
+  await consumer.disconnect();
+  await admin.deleteGroups([groupId]).catch(() => undefined);
+  await admin.disconnect();
+  return out;
+}

@@ -1,0 +1,96 @@
+/**
+ * Narrow interfaces to the outside world. Processors and lib/ code see only these; the
+ * implementations in connectors/ are the only files that import kafkajs, ioredis, @aws-sdk,
+ * undici or the schema-registry client.
+ */
+
+/** Object storage for WARC, CDXJ and WET files: S3-compatible, or a local folder. */
+export interface PageStore {
+  /** Human-readable location, e.g. `s3://bucket/prefix` or `file:///abs/dir`. */
+  readonly location: string;
+  /**
+   * Store an object durably under `key` (a relative path such as `warc/2026/…warc.gz`).
+   * Resolves with the object's URI only once the bytes are durable; an object is never visible
+   * under its final key in a partial state.
+   */
+  put(key: string, body: Buffer, contentType?: string): Promise<string>;
+  /** Read `length` bytes at `offset` of the object at `uri` (as returned by put). */
+  read(uri: string, offset: number, length: number): Promise<Buffer>;
+  /** Read a whole object. */
+  readAll(uri: string): Promise<Buffer>;
+  /** Keys under a prefix, for tests and tools. */
+  list(prefix: string): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+/** A refusal or failure of one HTTP exchange. `code` is stable and goes into logs and metrics. */
+export class FetchError extends Error {
+  constructor(
+    readonly code: FetchErrorCode,
+    message: string,
+    /** True when trying again later could succeed (timeouts, resets, 5xx-free network errors). */
+    readonly retriable: boolean,
+  ) {
+    super(message);
+    this.name = 'FetchError';
+  }
+}
+
+export type FetchErrorCode =
+  | 'BAD_URL'
+  | 'UNSUPPORTED_SCHEME'
+  | 'SSRF_BLOCKED'
+  | 'DNS_FAILED'
+  | 'CONNECT_TIMEOUT'
+  | 'CONNECT_FAILED'
+  | 'DEADLINE_EXCEEDED'
+  | 'HEADERS_TOO_LARGE'
+  | 'CONNECTION_RESET'
+  | 'PROTOCOL_ERROR';
+
+export interface HttpFetchOptions {
+  userAgent: string;
+  /** Extra request headers (conditional GET, Accept). */
+  headers?: Record<string, string>;
+  connectTimeoutMs: number;
+  /** Deadline for the whole exchange, headers and body; a slow drip cannot outlive it. */
+  overallTimeoutMs: number;
+  maxHeaderBytes: number;
+  /** Decoded body bytes kept; the rest is dropped and the capture marked truncated. */
+  maxBodyBytes: number;
+  /** Refuse bodies that decode to more than this many times their encoded size. */
+  maxDecompressionRatio: number;
+  /** Permit loopback/private targets (tests, intranets). Default false. */
+  allowPrivateNetwork: boolean;
+  /** Extra CIDR ranges to permit even when allowPrivateNetwork is false. */
+  allowCidrs?: string[];
+}
+
+/** One HTTP exchange as it happened, with what a WARC request/response record pair needs. */
+export interface HttpCapture {
+  url: string;
+  /** The address actually connected to (after the SSRF check); null if none. */
+  ip: string | null;
+  status: number;
+  statusText: string;
+  /** Response header pairs in the order received. */
+  headers: Array<[string, string]>;
+  /** The request as sent: request line and headers, CRLF-separated, ending with a blank line. */
+  requestHead: string;
+  /** Body after removing transfer and content encodings, at most maxBodyBytes. */
+  body: Buffer;
+  /**
+   * Why the body is incomplete (WARC-Truncated): 'length' body cap, 'time' overall deadline,
+   * 'decompression' ratio cap / corrupt or stacked encodings, 'disconnect' the server closed
+   * or broke the connection mid-body.
+   */
+  truncated: false | 'length' | 'time' | 'decompression' | 'disconnect';
+  startedAt: number;
+  elapsedMs: number;
+}
+
+export interface HttpClient {
+  /** One request, no redirects followed (the caller re-checks each hop). Throws FetchError. */
+  fetch(url: string, opts: HttpFetchOptions): Promise<HttpCapture>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,368 @@
+/**
+ * One pass over a page's HTML, without building a tree: title, visible text, outgoing links,
+ * canonical, <base>, robots directives, meta refresh, meta charset and <html lang>.
+ *
+ * We drive parse5's spec tokenizer through parse5-sax-parser, whose parser-feedback simulator
+ * switches the tokenizer into RAWTEXT / RCDATA / script-data states the way the tree builder
+ * would, so `<script>"</div><a href=x>"</script>` is script text and never a link. We call the
+ * tokenizer synchronously (one write with the "last chunk" flag) instead of using the stream
+ * interface, whose end()/_final runs on a later tick: extract() stays a plain function.
+ *
+ * <base href> applies to the whole document even when it comes after links, so hrefs are kept raw
+ * while scanning and resolved once at the end against the first <base href> (itself resolved
+ * against the page URL). That is still one pass over the input.
+ */
+import { TextDecoder, TextEncoder } from 'node:util';
+import { SAXParser, type SaxToken, type StartTag, type EndTag, type Text } from 'parse5-sax-parser';
+
+export interface ExtractedLink {
+  /** Absolute, resolved against <base href> or the page URL; not normalised further. */
+  url: string;
+  nofollow: boolean;
+  rel: string | null;
+  source: 'a' | 'area' | 'link' | 'meta-refresh';
+}
+
+export interface Extracted {
+  title: string | null;
+  /** Visible text: no script/style/noscript/template/head content; whitespace collapsed; blocks on their own lines. */
+  text: string;
+  /** Deduplicated by url, document order, http(s) only. */
+  links: ExtractedLink[];
+  canonical: string | null;
+  baseHref: string | null;
+  metaRobots: { noindex: boolean; nofollow: boolean };
+  /** The resolved target URL of <meta http-equiv=refresh> (the delay is not kept), or null. */
+  metaRefresh: string | null;
+  /** The label as written in <meta charset> / http-equiv Content-Type, lower-cased; not validated. */
+  metaCharset: string | null;
+  lang: string | null;
+}
+
+export interface ExtractOptions {
+  xRobotsTag?: string | null;
+  /** Our robots user-agent token, for <meta name=TOKEN> and `TOKEN: noindex` in X-Robots-Tag. */
+  productToken?: string;
+  maxLinks?: number;
+  maxTextBytes?: number;
+}
+
+// Elements whose content is not page text: code, fallbacks, templates, form-field values. `title`
+// is captured separately; `head` is handled with a flag because </head> is usually implied.
+const SKIP = new Set(['script', 'style', 'noscript', 'template', 'title', 'iframe', 'noembed', 'noframes', 'textarea']);
+// Start tags that may appear in <head>; any other start tag means the body has begun.
+const HEAD_OK = new Set(['html', 'head', 'meta', 'link', 'title', 'script', 'style', 'noscript', 'template', 'base']);
+const BLOCK = new Set([
+  'address', 'article', 'aside', 'blockquote', 'body', 'br', 'caption', 'dd', 'details', 'div', 'dl', 'dt',
+  'fieldset', 'figcaption', 'figure', 'footer', 'form', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'header', 'hr',
+  'li', 'main', 'nav', 'ol', 'p', 'pre', 'section', 'summary', 'table', 'tr', 'ul',
+]);
+const CELL = new Set(['td', 'th']);
+const HTML_WS = /[\t\n\f\r \0]+/g;
+// Same collapse, but leaves lone spaces alone, so typical prose is returned as is, without a copy.
+const HTML_WS_RUN = /[\t\n\f\r\0][\t\n\f\r \0]*| [\t\n\f\r \0]+/g;
+const SKIP_SCHEME = /^[\s\0-\x1f]*(?:javascript|mailto|tel|data):/i;
+const encoder = new TextEncoder();
+
+interface RawLink { href: string; nofollow: boolean; rel: string | null; source: ExtractedLink['source'] }
+
+function attr(t: StartTag, name: string): string | null {
+  for (const a of t.attrs) if (a.name === name) return a.value;
+  return null;
+}
+
+function relTokens(rel: string | null): string[] {
+  return rel === null ? [] : rel.toLowerCase().split(/[\t\n\f\r ]+/).filter(Boolean);
+}
+
+/** Applies a robots directive list ("noindex, nofollow", "none") to `into`. */
+function applyDirectives(list: string, into: { noindex: boolean; nofollow: boolean }): void {
+  for (const d of list.toLowerCase().split(/[\s,]+/)) {
+    if (d === 'noindex' || d === 'none') into.noindex = true;
+    if (d === 'nofollow' || d === 'none') into.nofollow = true;
+  }
+}
+
+// Directives whose own syntax is `name: value`, so their colon does not name a user agent.
+const VALUED = new Set(['unavailable_after', 'max-snippet', 'max-image-preview', 'max-video-preview']);
+
+/**
+ * X-Robots-Tag: `noindex, nofollow` applies to everyone; `kcrawl: noindex` only to that agent.
+ * Following Google's reading, directives after `agent:` belong to that agent until the next one.
+ * Several header lines joined with ", " are therefore ambiguous; we accept that.
+ */
+export function parseXRobotsTag(value: string, token: string, into: { noindex: boolean; nofollow: boolean }): void {
+  let agent: string | null = null;
+  for (const raw of value.split(',')) {
+    let part = raw.trim();
+    const m = /^([A-Za-z0-9_.-]+)\s*:\s*(.*)$/.exec(part);
+    if (m && !VALUED.has(m[1].toLowerCase())) { agent = m[1].toLowerCase(); part = m[2]; }
+    if (agent === null || agent === token) applyDirectives(part, into);
+  }
+}
+
+/** The URL part of a refresh content value ("0; url=/next"), per HTML's shared declarative refresh steps. */
+function refreshUrl(content: string): string | null {
+  const m = /^[\t\n\f\r ]*[\d.]+[\t\n\f\r ;,]+(?:url[\t\n\f\r ]*=[\t\n\f\r ]*)?([\s\S]*)$/i.exec(content);
+  if (!m) return null;
+  let url = m[1];
+  const q = url[0];
+  if (q === '"' || q === "'") { const end = url.indexOf(q, 1); url = url.slice(1, end < 0 ? undefined : end); }
+  url = url.trim();
+  return url === '' ? null : url;
+}
+
+function tryUrl(href: string, base?: string | URL): URL | null {
+  try { return new URL(href, base); } catch { return null; }
+}
+
+/** Token sink: all document state lives here. */
+class Collector {
+  title: string | null = null; lang: string | null = null; baseRaw: string | null = null;
+  canonicalRaw: string | null = null; refreshRaw: string | null = null; metaCharset: string | null = null;
+  robots = { noindex: false, nofollow: false };
+  raw = new Map<string, RawLink>();
+  parts: string[] = [];
+  private titleBuf: string | null = null; private inTitle = false; private sawHtml = false;
+  private inHead = false; private headDone = false; private svgDepth = 0; private skipDepth = 0; private skipOpen = new Map<string, number>();
+  private space = false; private newline = false; private textBytes = 0;
+  linksFull = false; textFull = false;
+
+  constructor(private readonly token: string, private readonly maxLinks: number, private readonly maxText: number) {}
+
+  start(t: StartTag): void {
+    const name = t.tagName;
+    if (this.inHead && !HEAD_OK.has(name)) this.leaveHead();
+    switch (name) {
+      case 'html': if (!this.sawHtml) { this.sawHtml = true; this.lang = attr(t, 'lang')?.trim() || null; } break;
+      case 'head': if (!this.headDone) this.inHead = true; break; // a stray <head> in the body is ignored
+      case 'body': this.leaveHead(); break;
+      case 'base': if (this.baseRaw === null) this.baseRaw = attr(t, 'href'); break;
+      case 'a': case 'area': {
+        const href = attr(t, 'href');
+        const rel = attr(t, 'rel');
+        if (href !== null) this.addLink(href, relTokens(rel).includes('nofollow'), rel, name);
+        break;
+      }
+      case 'link': this.link(t); break;
+      case 'meta': this.meta(t); break;
+      case 'title': if (this.titleBuf === null && this.svgDepth === 0) { this.inTitle = true; this.titleBuf = ''; } break;
+      case 'svg': if (!t.selfClosing) this.svgDepth++; break;
+    }
+    if (SKIP.has(name) && !(t.selfClosing && name === 'template')) {
+      this.skipOpen.set(name, (this.skipOpen.get(name) ?? 0) + 1);
+      this.skipDepth++;
+    }
+    if (this.skipDepth > 0) return; // blocks inside <template> etc. must not break the visible text
+    if (BLOCK.has(name)) this.newline = true; else if (CELL.has(name)) this.space = true;
+  }
+
+  end(t: EndTag): void {
+    const name = t.tagName;
+    if (name === 'head') this.leaveHead();
+    else if (name === 'svg' && this.svgDepth > 0) this.svgDepth--;
+    else if (name === 'title' && this.inTitle) {
+      this.inTitle = false;
+      this.title = this.titleBuf!.replace(HTML_WS, ' ').trim() || null;
+    }
+    const open = this.skipOpen.get(name);
+    if (open) { this.skipOpen.set(name, open - 1); this.skipDepth--; }
+    if (this.skipDepth > 0) return;
+    if (BLOCK.has(name)) this.newline = true; else if (CELL.has(name)) this.space = true;
+  }
+
+  text(s: string): void {
+    if (this.inTitle) { this.titleBuf += s; return; }
+    if (this.skipDepth > 0 || this.inHead || this.textFull) return;
+    let t = s.replace(HTML_WS_RUN, ' ');
+    if (t.charCodeAt(0) === 32) { this.space = true; t = t.slice(1); }
+    if (t === '') return;
+    const trailing = t.charCodeAt(t.length - 1) === 32;
+    if (trailing) t = t.slice(0, -1);
+    const sep = this.parts.length === 0 ? '' : this.newline ? '\n' : this.space ? ' ' : '';
+    let chunk = sep + t;
+    const bytes = Buffer.byteLength(chunk, 'utf8');
+    if (this.textBytes + bytes > this.maxText) {
+      // encodeInto only writes whole characters, so `read` is a safe cut point in UTF-16 units.
+      chunk = chunk.slice(0, encoder.encodeInto(chunk, new Uint8Array(this.maxText - this.textBytes)).read);
+      this.textFull = true;
+    }
+    this.textBytes += bytes;
+    if (chunk !== '') this.parts.push(chunk);
+    this.space = trailing; this.newline = false;
+  }
+
+  private leaveHead(): void { this.inHead = false; this.headDone = true; }
+
+  private link(t: StartTag): void {
+    const href = attr(t, 'href');
+    if (href === null) return;
+    const rel = attr(t, 'rel');
+    const tokens = relTokens(rel);
+    if (tokens.includes('canonical') && this.canonicalRaw === null) this.canonicalRaw = href;
+    // Pagination and alternates (translations, feeds) are pages worth crawling; an
+    // "alternate stylesheet" or icon is not.
+    const wanted = tokens.some((r) => r === 'next' || r === 'prev' || r === 'previous' || r === 'alternate');
+    if (wanted && !tokens.some((r) => r === 'stylesheet' || r === 'icon')) {
+      this.addLink(href, tokens.includes('nofollow'), rel, 'link');
+    }
+  }
+
+  private meta(t: StartTag): void {
+    const name = attr(t, 'name')?.trim().toLowerCase();
+    const content = attr(t, 'content');
+    if (content !== null && (name === 'robots' || name === this.token)) applyDirectives(content, this.robots);
+    const charset = attr(t, 'charset');
+    const equiv = attr(t, 'http-equiv')?.trim().toLowerCase();
+    if (this.metaCharset === null) {
+      const label = charset ?? (equiv === 'content-type' && content !== null ? charsetParam(content) : null);
+      if (label !== null && label.trim() !== '') this.metaCharset = label.trim().toLowerCase();
+    }
+    if (equiv === 'refresh' && content !== null && this.refreshRaw === null) {
+      this.refreshRaw = refreshUrl(content);
+      if (this.refreshRaw !== null) this.addLink(this.refreshRaw, false, null, 'meta-refresh');
+    }
+  }
+
+  private addLink(href: string, nofollow: boolean, rel: string | null, source: ExtractedLink['source']): void {
+    const h = href.trim();
+    if (h === '' || h[0] === '#' || SKIP_SCHEME.test(h)) return;
+    const seen = this.raw.get(h);
+    // The same target linked both ways stays followable: one followed link is enough to reach it.
+    if (seen) { seen.nofollow &&= nofollow; return; }
+    if (this.linksFull) return;
+    this.raw.set(h, { href: h, nofollow, rel, source });
+    if (this.raw.size >= this.maxLinks) this.linksFull = true;
+  }
+}
+
+/** Subclass only to run the tokenizer synchronously and hand tokens straight to the collector. */
+class Scanner extends SAXParser {
+  constructor(private readonly sink: Collector) { super(); }
+  run(html: string): void { this.tokenizer.write(html, true); }
+  protected override emitIfListenerExists(event: string, token: SaxToken): boolean {
+    const c = this.sink;
+    if (event === 'startTag') c.start(token as StartTag);
+    else if (event === 'endTag') c.end(token as EndTag);
+    else if (event === 'text') c.text((token as Text).text);
+    else return false;
+    // Nothing later in the page can change links or text once both caps are hit; stop paying for it.
+    // (A <link>/<meta> after that point, invalid outside <head> anyway, is then missed.)
+    if (c.linksFull && c.textFull) this.stop();
+    return true;
+  }
+}
+
+export function extract(html: string, pageUrl: string, opts: ExtractOptions = {}): Extracted {
+  const token = (opts.productToken ?? 'kcrawl').toLowerCase();
+  const c = new Collector(token, opts.maxLinks ?? 5000, opts.maxTextBytes ?? 1024 * 1024);
+  new Scanner(c).run(html);
+
+  const robots = { ...c.robots };
+  if (opts.xRobotsTag) parseXRobotsTag(opts.xRobotsTag, token, robots);
+
+  const page = tryUrl(pageUrl);
+  let base: URL | null = page;
+  let baseHref: string | null = null;
+  if (c.baseRaw !== null && c.baseRaw.trim() !== '') {
+    const b = tryUrl(c.baseRaw.trim(), page ?? undefined);
+    // A base with a non-http(s) scheme could only make every link unusable; ignore it.
+    if (b && (b.protocol === 'http:' || b.protocol === 'https:')) { base = b; baseHref = b.href; }
+  }
+  const resolve = (href: string): string | null => {
+    const u = tryUrl(href, base ?? undefined);
+    return u && (u.protocol === 'http:' || u.protocol === 'https:') ? u.href : null;
+  };
+
+  const byUrl = new Map<string, ExtractedLink>();
+  for (const r of c.raw.values()) {
+    const url = resolve(r.href);
+    if (url === null) continue;
+    const seen = byUrl.get(url);
+    if (seen) { seen.nofollow &&= r.nofollow; continue; }
+    byUrl.set(url, { url, nofollow: r.nofollow, rel: r.rel, source: r.source });
+  }
+  const links = [...byUrl.values()];
+  if (robots.nofollow) for (const l of links) l.nofollow = true;
+
+  return {
+    title: c.title,
+    text: c.parts.join(''),
+    links,
+    canonical: c.canonicalRaw === null ? null : resolve(c.canonicalRaw.trim()),
+    baseHref,
+    metaRobots: robots,
+    metaRefresh: c.refreshRaw === null ? null : resolve(c.refreshRaw),
+    metaCharset: c.metaCharset,
+    lang: c.lang,
+  };
+}
+
+// ---- Charset sniffing (WHATWG "encoding sniffing algorithm", simplified) ----
+
+/** The charset parameter of a Content-Type value or a meta content attribute. */
+function charsetParam(value: string): string | null {
+  const m = /charset[\t\n\f\r ]*=[\t\n\f\r ]*(?:"([^"]*)"|'([^']*)'|([^\t\n\f\r ;"']+))/i.exec(value);
+  return m ? (m[1] ?? m[2] ?? m[3]) : null;
+}
+
+const encodingCache = new Map<string, string | null>();
+/** WHATWG "get an encoding": Node's TextDecoder implements the label table (latin1 → windows-1252). */
+function getEncoding(label: string): string | null {
+  const key = label.trim().toLowerCase();
+  let enc = encodingCache.get(key);
+  if (enc === undefined) {
+    // x-user-defined is WHATWG's for meta-declared labels; Node cannot decode it, and 1252 is the nearest.
+    if (key === 'x-user-defined') enc = 'windows-1252';
+    else try { enc = new TextDecoder(key).encoding; } catch { enc = null; }
+    if (encodingCache.size < 256) encodingCache.set(key, enc);
+  }
+  return enc;
+}
+
+/** The meta prescan over the first 1024 bytes; a regex scan, not the byte-level state machine. */
+function prescan(head: Buffer): string | null {
+  const s = head.toString('latin1').replace(/<!--[\s\S]*?(?:-->|$)/g, '');
+  for (const tag of s.match(/<meta[\t\n\f\r \/][^>]*>/gi) ?? []) {
+    const attrs = new Map<string, string>();
+    for (const m of tag.slice(5).matchAll(/([^\t\n\f\r \/>="']+)(?:[\t\n\f\r ]*=[\t\n\f\r ]*(?:"([^"]*)"|'([^']*)'|([^\t\n\f\r >]+)))?/g)) {
+      const k = m[1].toLowerCase();
+      if (!attrs.has(k)) attrs.set(k, m[2] ?? m[3] ?? m[4] ?? '');
+    }
+    let label = attrs.get('charset') ?? null;
+    if (label === null && attrs.get('http-equiv')?.toLowerCase() === 'content-type') label = charsetParam(attrs.get('content') ?? '');
+    const enc = label === null ? null : getEncoding(label);
+    if (enc === null) continue; // unknown label: keep looking, as the spec does
+    // A document that could be read as ASCII to find this tag is not UTF-16.
+    if (enc === 'utf-16le' || enc === 'utf-16be') return 'utf-8';
+    return enc;
+  }
+  return null;
+}
+
+export function sniffCharset(body: Buffer, contentTypeHeader: string | null): string {
+  if (body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf) return 'utf-8';
+  if (body[0] === 0xff && body[1] === 0xfe) return 'utf-16le';
+  if (body[0] === 0xfe && body[1] === 0xff) return 'utf-16be';
+  const header = contentTypeHeader === null ? null : charsetParam(contentTypeHeader);
+  const fromHeader = header === null ? null : getEncoding(header);
+  if (fromHeader !== null) return fromHeader;
+  return prescan(body.subarray(0, 1024)) ?? 'utf-8';
+}
+
+// Node 20's windows-1252 decoder is really ISO-8859-1 (0x80 -> U+0080, not the euro sign). Where that
+// is so, map the C1 range through the windows-1252 table ourselves (5 bytes are unassigned: kept).
+const CP1252 = '\u20ac\x81\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u0160\u2039\u0152\x8d\u017d\x8f' +
+  '\x90\u2018\u2019\u201c\u201d\u2022\u2013\u2014\u02dc\u2122\u0161\u203a\u0153\x9d\u017e\u0178';
+const CP1252_BROKEN = new TextDecoder('windows-1252').decode(new Uint8Array([0x80])) !== '\u20ac';
+
+const decoders = new Map<string, TextDecoder>();
+export function decodeBody(body: Buffer, contentTypeHeader: string | null): { text: string; charset: string } {
+  const charset = sniffCharset(body, contentTypeHeader);
+  let d = decoders.get(charset);
+  if (!d) { d = new TextDecoder(charset); decoders.set(charset, d); }
+  // TextDecoder drops a BOM that matches the encoding and replaces invalid bytes with U+FFFD.
+  let text = d.decode(body);
+  if (charset === 'windows-1252' && CP1252_BROKEN) text = text.replace(/[\x80-\x9f]/g, (c) => CP1252[c.charCodeAt(0) - 0x80]);
+  return { text, charset };
+}

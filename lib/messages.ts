@@ -1,0 +1,163 @@
+/**
+ * The messages that flow between processors. Each has an Avro schema in schemas/ with the same
+ * field names (snake_case, as on the wire); times are epoch milliseconds (Avro long).
+ *
+ *   crawl.links --seen-test--> crawl.frontier --frontier--> crawl.fetch --fetch--> crawl.fetched --parse--> crawl.parsed --handoff--> crawl.handoff.v3
+ *                                     ^                                  \--> crawl.fetch-status --> frontier
+ *                                     '------------------ parse emits new links to crawl.links
+ */
+
+/** crawl.links: a URL somebody found (a seed, or a link on a page). Not yet normalised. */
+export interface LinkMsg {
+  url: string;
+  source_url: string | null;
+  depth: number;
+  discovered_at: number;
+  /** Seeds bypass the "seen" filter so an operator can always re-inject a URL. */
+  is_seed: boolean;
+}
+
+/** crawl.frontier: a normalised URL that seen-test had not seen; the frontier's exact check decides. */
+export interface CandidateMsg {
+  url: string;
+  host: string;
+  depth: number;
+  discovered_at: number;
+  source_url: string | null;
+}
+
+/** crawl.fetch: one leased fetch. The frontier releases at most one per host at a time. */
+export interface FetchRequestMsg {
+  url: string;
+  host: string;
+  depth: number;
+  lease_id: string;
+  lease_expires_at: number;
+  attempt: number;
+  /** Content hash of the last stored copy, so parse can tell NEW from CHANGED from unchanged. */
+  prev_sha256: string | null;
+  etag: string | null;
+  last_modified: string | null;
+}
+
+export type FetchOutcome =
+  | 'FETCHED' // a response was stored (any HTTP status)
+  | 'ROBOTS_DISALLOWED'
+  | 'ROBOTS_UNAVAILABLE' // robots.txt 5xx / unreachable: disallow all, retry later
+  | 'NOT_HTML' // stored as metadata only
+  | 'FAILED' // network error, timeout, refused target; retried with back-off
+  | 'REFUSED'; // never retried (SSRF guard, bad URL)
+
+/** crawl.fetch-status: what happened to a leased fetch; the frontier releases the host on it. */
+export interface FetchStatusMsg {
+  url: string;
+  host: string;
+  lease_id: string;
+  /**
+   * false: sent as soon as the response is in, so the host's politeness clock starts now and
+   * the host is free again; the URL stays leased. true: final, sent after the WARC file holding
+   * the page is stored (or at once when nothing is stored).
+   */
+  stored: boolean;
+  outcome: FetchOutcome;
+  http_status: number | null;
+  reason: string | null;
+  started_at: number;
+  finished_at: number;
+  response_ms: number;
+  /** max(Crawl-delay from robots.txt, 0) in ms; the frontier turns it into the host's delay. */
+  crawl_delay_ms: number;
+  retry_after_ms: number | null;
+  sha256: string | null;
+  etag: string | null;
+  last_modified: string | null;
+  warc_uri: string | null;
+  warc_offset: number | null;
+  warc_length: number | null;
+}
+
+/** A pointer to one record in a stored file: read `length` bytes at `offset` of `uri`. */
+export interface RecordPointer {
+  uri: string;
+  offset: number;
+  length: number;
+}
+
+/** crawl.fetched: a stored page (its WARC file is already durable), with the body for parse. */
+export interface FetchedPageMsg {
+  url: string;
+  final_url: string;
+  host: string;
+  depth: number;
+  fetched_at: number;
+  http_status: number;
+  content_type: string | null;
+  /** Body after content decoding, at most the body cap. */
+  body: Buffer;
+  truncated: boolean;
+  sha256: string;
+  prev_sha256: string | null;
+  warc: RecordPointer;
+  x_robots_tag: string | null;
+}
+
+export type ChangeKind = 'NEW' | 'CHANGED' | 'UNCHANGED';
+
+/** crawl.parsed: what parse learned of a page; handoff turns NEW/CHANGED ones into events. */
+export interface ParsedPageMsg {
+  url: string;
+  canonical_url: string | null;
+  host: string;
+  fetched_at: number;
+  change: ChangeKind;
+  sha256: string;
+  simhash64: string | null;
+  language: string | null;
+  title: string | null;
+  text_length: number;
+  outlinks: number;
+  noindex: boolean;
+  warc: RecordPointer;
+  text: RecordPointer | null;
+}
+
+export type UrlStatus = 'QUEUED' | 'LEASED' | 'FETCHED' | 'FAILED' | 'DEAD' | 'DISALLOWED';
+
+/** crawl.urls (compacted, key = url): the frontier's URL table row. */
+export interface UrlStateMsg {
+  url: string;
+  host: string;
+  state: UrlStatus;
+  depth: number;
+  discovered_at: number;
+  updated_at: number;
+  lease_id: string | null;
+  lease_expires_at: number | null;
+  attempts: number;
+  next_due_at: number | null;
+  fetched_at: number | null;
+  http_status: number | null;
+  sha256: string | null;
+  etag: string | null;
+  last_modified: string | null;
+  warc_uri: string | null;
+  warc_offset: number | null;
+  warc_length: number | null;
+  reason: string | null;
+}
+
+/** crawl.handoff.v3: the indexer's event. */
+export interface HandoffEvent {
+  event_id: string;
+  url: string;
+  canonical_url: string | null;
+  fetched_at: number;
+  change: 'NEW' | 'CHANGED';
+  simhash64: string | null;
+  language: string | null;
+  importance: number | null;
+  usage: { search_index: boolean; ai_training: boolean };
+  usage_registry_version: number;
+  warc: RecordPointer;
+  text: RecordPointer | null;
+}

@@ -1,0 +1,42 @@
+/**
+ * Kafka's default partitioner (murmur2 of the key bytes, made positive, modulo the partition
+ * count), so the embedded log and Kafka put a host in the same partition number. We always
+ * partition by the host, whatever the record key, so one host lives in one partition of every
+ * co-partitioned topic.
+ */
+
+const SEED = 0x9747b28c;
+const M = 0x5bd1e995;
+
+/** murmur2 as in org.apache.kafka.common.utils.Utils.murmur2 (32-bit, signed result). */
+export function murmur2(data: Buffer): number {
+  const length = data.length;
+  let h = (SEED ^ length) | 0;
+  const length4 = length >>> 2;
+  for (let i = 0; i < length4; i++) {
+    const i4 = i * 4;
+    let k = data[i4] | (data[i4 + 1] << 8) | (data[i4 + 2] << 16) | (data[i4 + 3] << 24);
+    k = Math.imul(k, M);
+    k ^= k >>> 24;
+    k = Math.imul(k, M);
+    h = Math.imul(h, M);
+    h ^= k;
+  }
+  const tail = length & ~3;
+  const rest = length % 4;
+  if (rest === 3) h ^= data[tail + 2] << 16;
+  if (rest >= 2) h ^= data[tail + 1] << 8;
+  if (rest >= 1) {
+    h ^= data[tail];
+    h = Math.imul(h, M);
+  }
+  h ^= h >>> 13;
+  h = Math.imul(h, M);
+  h ^= h >>> 15;
+  return h | 0;
+}
+
+/** Partition for a host, as Kafka's default partitioner would choose for key = host. */
+export function partitionForHost(host: string, partitions: number): number {
+  return (murmur2(Buffer.from(host, 'utf8')) & 0x7fffffff) % partitions;
+}

@@ -1,0 +1,235 @@
+/**
+ * Appends records to rotating WARC files on a PageStore. A page is announced downstream only
+ * once its WARC file is stored, so `append` resolves with the record's pointer only after the
+ * file holding it has been put; if that put fails, every append in the file rejects and the
+ * caller lets its lease expire so the URL is fetched again.
+ */
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { HttpCapture, PageStore } from '../../connectors/types';
+import type { RecordPointer } from '../messages';
+import { WarcFileBuilder, type RecordSpan } from './file-builder';
+import {
+  conversionRecord,
+  exchangeRecords,
+  metadataRecord,
+  revisitRecord,
+  type RevisitProfile,
+  type WarcRecord,
+} from './record';
+
+export type WarcEntry =
+  /** A fetched page: request and response records; the response is the main record. */
+  | { type: 'exchange'; capture: HttpCapture }
+  | {
+      type: 'revisit';
+      capture: HttpCapture;
+      profile: RevisitProfile;
+      refersToTargetUri: string;
+      refersToDate: Date;
+      refersTo?: string;
+    }
+  /** A page not stored (non-HTML, refused): what we know of it as `key: value` fields. */
+  | { type: 'metadata'; targetUri: string; fields: Array<[string, string]>; concurrentTo?: string; date?: Date }
+  /** Extracted text of a stored response, whose WARC-Record-ID is `refersTo`. */
+  | { type: 'conversion'; targetUri: string; text: string; refersTo: string; date?: Date };
+
+/** A RecordPointer to the entry's main record, plus that record's WARC-Record-ID. */
+export interface WarcPointer extends RecordPointer {
+  recordId: string;
+}
+
+export interface WarcWriterOptions {
+  store: PageStore;
+  /** File names are `<prefix>-<yyyymmddhhmmss>-<serial>-<random>.warc.gz`; e.g. the worker id. */
+  prefix: string;
+  /** Rotate once a file holds this many records (warcinfo not counted). An entry is never split. */
+  maxRecords?: number;
+  /** Rotate once a file's compressed size reaches this; a file exceeds it by one entry at most. */
+  maxBytes?: number;
+  /** Store a file at the latest this long after its first record, so pages are not held back. */
+  maxAgeMs?: number;
+  software?: string;
+  operator?: string;
+  isPartOf?: string;
+  /** Told of failures that reject no append (a CDXJ index not stored). */
+  onError?: (err: unknown, key: string) => void;
+}
+
+export interface WarcWriterStats {
+  files: number;
+  bytes: number;
+  records: number;
+  failedFiles: number;
+  failedIndexes: number;
+}
+
+interface OpenFile {
+  key: string;
+  builder: WarcFileBuilder;
+  timer: NodeJS.Timeout;
+  stored: { promise: Promise<string>; resolve(uri: string): void; reject(err: unknown): void };
+}
+
+const DEFAULTS = { maxRecords: 2000, maxBytes: 100 * 1024 * 1024, maxAgeMs: 30_000 };
+
+export class WarcWriter {
+  private readonly limits: typeof DEFAULTS;
+  private current: OpenFile | null = null;
+  /** The store of the last sealed file; never rejects (failures go to that file's appends). */
+  private inFlight: Promise<void> = Promise.resolve();
+  /** Serialises appends, rotations and close, which all touch `current`. */
+  private queue: Promise<unknown> = Promise.resolve();
+  private serial = 0;
+  private closed = false;
+  private readonly counters: WarcWriterStats = { files: 0, bytes: 0, records: 0, failedFiles: 0, failedIndexes: 0 };
+
+  constructor(private readonly opts: WarcWriterOptions) {
+    this.limits = { ...DEFAULTS };
+    for (const name of ['maxRecords', 'maxBytes', 'maxAgeMs'] as const) {
+      const value = opts[name];
+      if (value === undefined) continue;
+      if (!Number.isInteger(value) || value <= 0) {
+        throw new Error(`WarcWriter: ${name} must be a positive integer, got ${value}`);
+      }
+      this.limits[name] = value;
+    }
+    if (!/^[A-Za-z0-9._-]+$/.test(opts.prefix)) {
+      throw new Error(`WarcWriter: prefix must be letters, digits, '.', '_' or '-', got "${opts.prefix}"`);
+    }
+  }
+
+  get stats(): WarcWriterStats {
+    return { ...this.counters };
+  }
+
+  append(entry: WarcEntry): Promise<WarcPointer> {
+    const added = this.exclusive(async () => {
+      if (this.closed) throw new Error('WarcWriter is closed');
+      const file = this.current ?? (this.current = this.openFile());
+      const { records, main } = entryRecords(entry, file.builder.warcinfoId);
+      let span: RecordSpan = { offset: 0, length: 0 };
+      for (const record of records) {
+        const s = file.builder.add(record);
+        if (record === main) span = s;
+      }
+      const { recordCount, byteLength } = file.builder;
+      if (recordCount - 1 >= this.limits.maxRecords || byteLength >= this.limits.maxBytes) await this.seal();
+      return { file, span, recordId: main.id };
+    });
+    return added.then(async ({ file, span, recordId }) => ({ uri: await file.stored.promise, ...span, recordId }));
+  }
+
+  /** Store the current file now. Rejects if storing it fails. */
+  async flush(): Promise<void> {
+    const sealed = await this.exclusive(async () => {
+      const file = this.current;
+      await this.seal();
+      return file;
+    });
+    await this.inFlight;
+    if (sealed) await sealed.stored.promise;
+  }
+
+  /** Flush and refuse further appends. The store stays open: it belongs to the caller. */
+  async close(): Promise<void> {
+    await this.exclusive(async () => {
+      this.closed = true;
+    });
+    await this.flush();
+  }
+
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(fn);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private openFile(): OpenFile {
+    const now = new Date();
+    this.serial += 1;
+    const stamp = now.toISOString().replace(/[-:T]/g, '').slice(0, 14);
+    const serial = String(this.serial).padStart(5, '0');
+    const filename = `${this.opts.prefix}-${stamp}-${serial}-${randomBytes(4).toString('hex')}.warc.gz`;
+    const builder = new WarcFileBuilder(filename, {
+      software: this.opts.software ?? 'kcrawl',
+      hostname: hostname(),
+      operator: this.opts.operator,
+      isPartOf: this.opts.isPartOf,
+      date: now,
+    });
+    let resolve!: (uri: string) => void;
+    let reject!: (err: unknown) => void;
+    const promise = new Promise<string>((res, rej) => ((resolve = res), (reject = rej)));
+    // Appends attach their handlers asynchronously; this keeps an early failure from being "unhandled".
+    promise.catch(() => undefined);
+    const file: OpenFile = {
+      key: `warc/${filename}`,
+      builder,
+      stored: { promise, resolve, reject },
+      timer: setTimeout(() => {
+        void this.exclusive(async () => {
+          if (this.current === file) await this.seal();
+        });
+      }, this.limits.maxAgeMs),
+    };
+    // A pending rotation must not keep the process alive; close() flushes what is left.
+    file.timer.unref();
+    return file;
+  }
+
+  /** Hand the current file to the store; later appends go to a fresh file. */
+  private async seal(): Promise<void> {
+    const file = this.current;
+    if (!file) return;
+    this.current = null;
+    clearTimeout(file.timer);
+    // At most one store in flight: appends wait here instead of piling files up in memory.
+    await this.inFlight;
+    this.inFlight = this.store(file);
+  }
+
+  private async store(file: OpenFile): Promise<void> {
+    const body = file.builder.toBuffer();
+    try {
+      const uri = await this.opts.store.put(file.key, body, 'application/warc');
+      this.counters.files += 1;
+      this.counters.bytes += body.length;
+      this.counters.records += file.builder.recordCount;
+      file.stored.resolve(uri);
+    } catch (err) {
+      this.counters.failedFiles += 1;
+      file.stored.reject(err);
+      return;
+    }
+    // The index comes after the WARC it points into, and can be rebuilt from it if lost.
+    const cdxjKey = file.key.replace(/\.warc\.gz$/, '.cdxj');
+    try {
+      await this.opts.store.put(cdxjKey, Buffer.from(file.builder.cdxj(), 'utf8'), 'application/cdxj');
+    } catch (err) {
+      this.counters.failedIndexes += 1;
+      this.opts.onError?.(err, cdxjKey);
+    }
+  }
+}
+
+function entryRecords(e: WarcEntry, warcinfoId: string): { records: WarcRecord[]; main: WarcRecord } {
+  switch (e.type) {
+    case 'exchange': {
+      const [request, response] = exchangeRecords(e.capture, { warcinfoId });
+      return { records: [request, response], main: response };
+    }
+    case 'revisit': {
+      const main = revisitRecord(e.capture, { ...e, warcinfoId });
+      return { records: [main], main };
+    }
+    case 'metadata': {
+      const main = metadataRecord({ ...e, warcinfoId });
+      return { records: [main], main };
+    }
+    case 'conversion': {
+      const main = conversionRecord({ ...e, warcinfoId });
+      return { records: [main], main };
+    }
+  }
+}

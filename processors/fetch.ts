@@ -1,0 +1,254 @@
+/**
+ * fetch: one leased URL -> robots check -> one HTTP exchange -> WARC records -> statuses.
+ * In: crawl.fetch. Out: crawl.fetch-status (twice per lease: at once when the response is in,
+ * so the host's politeness clock starts; again once the WARC file is stored), crawl.fetched
+ * (stored HTML pages, for parse), crawl.links (redirect targets).
+ *
+ * Redirects are not followed inline: the 3xx is stored and its Location goes back through
+ * crawl.links, so every hop is normalised, seen-tested, scheduled politely and robots-checked
+ * like any other URL, and a redirect loop ends at the seen test.
+ */
+import { createHash } from 'node:crypto';
+import { FetchError, type HttpCapture, type HttpClient, type HttpFetchOptions } from '../connectors/types';
+import type { CrawlConfig } from '../lib/config';
+import type { FetchOutcome, FetchRequestMsg, FetchStatusMsg, FetchedPageMsg, LinkMsg, RecordPointer } from '../lib/messages';
+import { crawlDelayMs, isAllowed, type RobotsFetchResult } from '../lib/robots';
+import type { WarcEntry } from '../lib/warc/writer';
+import type { HandleResult, OutRecord, Stage, StageContext } from '../runtime/stage';
+import { RobotsCache } from './robots-cache';
+
+export type Archive = (entry: WarcEntry) => Promise<RecordPointer & { recordId: string }>;
+
+export interface FetchDeps {
+  http: HttpClient;
+  archive: Archive;
+  config: CrawlConfig;
+  now?: () => number;
+  sleep?: (ms: number) => Promise<void>;
+  /** Told of every outcome, for metrics and progress. */
+  onOutcome?: (outcome: FetchOutcome, status: number | null, reason: string | null) => void;
+}
+
+const HTML_TYPES = /^\s*(text\/html|application\/xhtml\+xml)\b/i;
+const MAX_ROBOTS_REDIRECTS = 5;
+
+export function header(c: HttpCapture, name: string): string | null {
+  const lower = name.toLowerCase();
+  for (const [k, v] of c.headers) if (k.toLowerCase() === lower) return v;
+  return null;
+}
+
+/** Retry-After as ms from now: delta-seconds or an HTTP-date (RFC 9110 §10.2.3). */
+export function retryAfterMs(value: string | null, now: number): number | null {
+  if (!value) return null;
+  if (/^\s*\d+\s*$/.test(value)) return Number(value) * 1000;
+  const t = Date.parse(value);
+  return Number.isNaN(t) ? null : Math.max(0, t - now);
+}
+
+export function isHtml(c: HttpCapture): boolean {
+  const ct = header(c, 'content-type');
+  if (ct) return HTML_TYPES.test(ct);
+  return /^\s*(<!doctype html|<html)/i.test(c.body.subarray(0, 512).toString('latin1'));
+}
+
+export function fetchOptions(config: CrawlConfig, headers: Record<string, string> = {}): HttpFetchOptions {
+  return {
+    userAgent: config.userAgent,
+    headers: { Accept: 'text/html,application/xhtml+xml;q=0.9,*/*;q=0.1', ...headers },
+    connectTimeoutMs: config.connectTimeoutMs,
+    overallTimeoutMs: config.fetchTimeoutMs,
+    maxHeaderBytes: config.maxHeaderBytes,
+    maxBodyBytes: config.maxBodyBytes,
+    maxDecompressionRatio: config.maxDecompressionRatio,
+    allowPrivateNetwork: config.allowPrivateNetwork,
+    allowCidrs: config.allowCidrs,
+  };
+}
+
+/** robots.txt of an origin, following up to 5 redirects (RFC 9309 §2.3.1.2), archived too. */
+export function robotsFetcher(deps: FetchDeps): (origin: string) => Promise<RobotsFetchResult> {
+  const opts = { ...fetchOptions(deps.config), maxBodyBytes: 512 * 1024 };
+  return async (origin) => {
+    let url = `${origin}/robots.txt`;
+    for (let hop = 0; hop <= MAX_ROBOTS_REDIRECTS; hop++) {
+      let c: HttpCapture;
+      try {
+        c = await deps.http.fetch(url, opts);
+      } catch (err) {
+        return { error: err instanceof FetchError ? `${err.code}: ${err.message}` : String(err) };
+      }
+      deps.archive({ type: 'exchange', capture: c }).catch(() => undefined); // best effort: robots.txt is policy, not a page
+      const location = header(c, 'location');
+      if (c.status >= 300 && c.status < 400 && location) {
+        url = new URL(location, url).href;
+        continue;
+      }
+      return { status: c.status, body: c.body };
+    }
+    return { status: 310, body: Buffer.alloc(0) }; // too many redirects: "unavailable" per RFC 9309
+  };
+}
+
+interface Verdict {
+  outcome: FetchOutcome;
+  reason: string | null;
+  entry: WarcEntry | null;
+  page: boolean;
+  links: string[];
+  retryAfter: number | null;
+}
+
+/** Pure: what an HTTP exchange means for the crawl. */
+export function classify(c: HttpCapture, req: FetchRequestMsg, now: number): Verdict {
+  const v: Verdict = { outcome: 'FETCHED', reason: null, entry: { type: 'exchange', capture: c }, page: false, links: [], retryAfter: null };
+  const location = header(c, 'location');
+  if (c.status === 304 && req.prev_sha256) {
+    v.entry = { type: 'revisit', capture: c, profile: 'server-not-modified', refersToTargetUri: req.url, refersToDate: new Date(now) };
+  } else if (c.status >= 300 && c.status < 400) {
+    if (location) {
+      try {
+        v.links.push(new URL(location, req.url).href);
+      } catch {
+        v.reason = 'bad-location';
+      }
+    }
+  } else if (c.status === 429 || c.status >= 500) {
+    v.outcome = 'FAILED';
+    v.reason = `http-${c.status}`;
+    v.retryAfter = retryAfterMs(header(c, 'retry-after'), now);
+  } else if (c.status >= 200 && c.status < 300) {
+    if (isHtml(c)) v.page = true;
+    else {
+      v.outcome = 'NOT_HTML';
+      v.reason = 'not-html';
+      v.entry = {
+        type: 'metadata', targetUri: req.url,
+        fields: [['http-status', String(c.status)], ['content-type', header(c, 'content-type') ?? ''], ['content-length-seen', String(c.body.length)]],
+      };
+    }
+  }
+  return v;
+}
+
+function status(req: FetchRequestMsg, fields: Partial<FetchStatusMsg> & Pick<FetchStatusMsg, 'outcome' | 'started_at' | 'finished_at'>): FetchStatusMsg {
+  return {
+    url: req.url, host: req.host, lease_id: req.lease_id, stored: true, http_status: null, reason: null, response_ms: 0,
+    crawl_delay_ms: 0, retry_after_ms: null, sha256: null, etag: null, last_modified: null, warc_uri: null, warc_offset: null,
+    warc_length: null, ...fields,
+  };
+}
+
+const statusRecord = (s: FetchStatusMsg): OutRecord => ({ topic: 'fetchStatus', key: s.host, host: s.host, value: s });
+
+export function fetchStage(deps: FetchDeps): Stage {
+  const now = deps.now ?? Date.now;
+  const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const cfg = deps.config;
+  const robots = new RobotsCache(robotsFetcher(deps), { cacheMs: cfg.robotsCacheMs, retryMs: 60_000, maxEntries: 100_000 }, now);
+  const report = (s: FetchStatusMsg): void => deps.onOutcome?.(s.outcome, s.http_status, s.reason);
+
+  async function handle(req: FetchRequestMsg, ctx: StageContext): Promise<HandleResult> {
+    const started = now();
+    let origin: string;
+    try {
+      origin = new URL(req.url).origin;
+    } catch {
+      const s = status(req, { outcome: 'REFUSED', reason: 'bad-url', started_at: started, finished_at: now() });
+      report(s);
+      return [statusRecord(s)];
+    }
+    const r = await robots.get(origin);
+    if (r.error?.startsWith('SSRF_BLOCKED')) {
+      // A target we must never contact (private network without the opt-in): final, no retry.
+      const s = status(req, { outcome: 'REFUSED', reason: 'SSRF_BLOCKED', started_at: started, finished_at: now() });
+      ctx.log.warn({ url: req.url, err: r.error }, 'refused target');
+      report(s);
+      return [statusRecord(s)];
+    }
+    const delay = Math.min(crawlDelayMs(r.rules, cfg.userAgent) ?? 0, cfg.maxCrawlDelayMs);
+    const verdict = r.retryLater ? 'ROBOTS_UNAVAILABLE' : isAllowed(r.rules, req.url, cfg.userAgent).allowed ? null : 'ROBOTS_DISALLOWED';
+    if (verdict) {
+      const s = status(req, { outcome: verdict, reason: r.kind, started_at: started, finished_at: now(), crawl_delay_ms: delay });
+      ctx.log.info({ url: req.url, outcome: verdict, robots: r.kind }, 'not fetched: robots.txt');
+      report(s);
+      return [statusRecord(s)];
+    }
+    // robots.txt was itself a request to this host: wait the host's gap before the page.
+    if (r.fresh) await sleep(Math.max(cfg.minHostDelayMs, delay));
+    const conditional: Record<string, string> = {};
+    if (req.prev_sha256 && req.etag) conditional['If-None-Match'] = req.etag;
+    if (req.prev_sha256 && req.last_modified) conditional['If-Modified-Since'] = req.last_modified;
+    const t0 = now();
+    let c: HttpCapture;
+    try {
+      c = await deps.http.fetch(req.url, fetchOptions(cfg, conditional));
+    } catch (err) {
+      const fe = err instanceof FetchError ? err : null;
+      const s = status(req, {
+        outcome: fe && !fe.retriable ? 'REFUSED' : 'FAILED', reason: fe?.code ?? 'error', started_at: started, finished_at: now(),
+        response_ms: now() - t0, crawl_delay_ms: delay,
+      });
+      ctx.log.warn({ url: req.url, code: s.reason, err: (err as Error).message }, 'fetch failed');
+      report(s);
+      return [statusRecord(s)];
+    }
+    const finished = now();
+    const v = classify(c, req, finished);
+    if (c.truncated) ctx.log.info({ url: req.url, truncated: c.truncated, bytes: c.body.length }, 'body truncated');
+    if (v.outcome === 'NOT_HTML') ctx.log.info({ url: req.url, contentType: header(c, 'content-type') }, 'not HTML: metadata only');
+    const sha256 = v.page || v.outcome === 'FETCHED' ? createHash('sha256').update(c.body).digest('hex') : null;
+    const base = status(req, {
+      outcome: v.outcome, reason: v.reason, http_status: c.status, started_at: started, finished_at: finished, response_ms: c.elapsedMs,
+      crawl_delay_ms: delay, retry_after_ms: v.retryAfter, sha256: c.status === 304 ? req.prev_sha256 : sha256,
+      etag: header(c, 'etag'), last_modified: header(c, 'last-modified'),
+    });
+    const early = [statusRecord({ ...base, stored: false })];
+    const pending = (async (): Promise<OutRecord[]> => {
+      let ptr: (RecordPointer & { recordId: string }) | null = null;
+      try {
+        ptr = v.entry ? await deps.archive(v.entry) : null;
+      } catch (err) {
+        // Not stored, so not announced: the URL is retried later (a full disk, a store outage).
+        ctx.log.error({ url: req.url, err: (err as Error).message }, 'WARC store failed');
+        const failed = { ...base, outcome: 'FAILED' as const, reason: 'store-failed' };
+        report(failed);
+        return [statusRecord(failed)];
+      }
+      const final = { ...base, warc_uri: ptr?.uri ?? null, warc_offset: ptr?.offset ?? null, warc_length: ptr?.length ?? null };
+      report(final);
+      const out: OutRecord[] = [statusRecord(final)];
+      if (v.page && ptr) {
+        const page: FetchedPageMsg = {
+          url: req.url, final_url: req.url, host: req.host, depth: req.depth, fetched_at: finished, http_status: c.status,
+          content_type: header(c, 'content-type'), body: c.body, truncated: c.truncated !== false, sha256: sha256!,
+          prev_sha256: req.prev_sha256, warc: { uri: ptr.uri, offset: ptr.offset, length: ptr.length }, x_robots_tag: header(c, 'x-robots-tag'),
+        };
+        out.push({ topic: 'fetched', key: req.host, host: req.host, value: page });
+      }
+      for (const url of v.links) {
+        const link: LinkMsg = { url, source_url: req.url, depth: req.depth, discovered_at: finished, is_seed: false };
+        out.push({ topic: 'links', key: req.host, host: hostKey(url), value: link });
+      }
+      return out;
+    })();
+    return { early, pending };
+  }
+
+  return {
+    id: 'fetch',
+    inputs: ['fetch'],
+    outputs: ['fetchStatus', 'fetched', 'links'],
+    concurrency: cfg.fetchConcurrency,
+    handle: (rec, ctx) => handle(rec.value as FetchRequestMsg, ctx),
+  };
+}
+
+/** The partitioning host of a raw URL (links are keyed by their own host). */
+export function hostKey(url: string): string {
+  try {
+    return new URL(url).hostname.toLowerCase();
+  } catch {
+    return '';
+  }
+}

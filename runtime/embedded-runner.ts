@@ -1,0 +1,174 @@
+/**
+ * Runs stages over the embedded FileLog in one process: one consumer group per stage, all
+ * partitions owned, at-least-once. A record's emits are appended to the log before its offset
+ * can be committed, and offsets advance only over a contiguous run of finished records.
+ */
+import type { Logger } from 'pino';
+import type { TopicId } from '../topologies/crawl';
+import type { FileLog } from './file-log';
+import { Dispatcher, type InRecord, type Stage, type StageContext } from './stage';
+
+export interface EmbeddedRunnerOptions {
+  /** How often offsets are written to disk. */
+  checkpointMs?: number;
+  /** Records read ahead per stage beyond what is running (fetch waits on WARC flushes). */
+  readAhead?: number;
+  retryDelayMs?: number;
+}
+
+interface Inflight {
+  offset: number;
+  done: boolean;
+}
+
+class StageLoop {
+  private readonly group: string;
+  private readonly dispatcher: Dispatcher;
+  private readonly position = new Map<string, number>();
+  private readonly inflight = new Map<string, Inflight[]>();
+  private running = 0;
+  private stopped = false;
+  private tickTimer: NodeJS.Timeout | null = null;
+
+  constructor(
+    readonly stage: Stage,
+    private readonly log: FileLog,
+    private readonly ctx: StageContext,
+    private readonly readAhead: number,
+    private readonly retryDelayMs: number,
+  ) {
+    this.group = `crawl.${stage.id}`;
+    this.dispatcher = new Dispatcher(stage, ctx);
+    const offsets = log.subscribe(this.group, stage.inputs);
+    for (const t of stage.inputs) {
+      for (let p = 0; p < log.partitions; p++) this.position.set(`${t}/${p}`, offsets[t]![p]);
+    }
+  }
+
+  start(): void {
+    const all = Array.from({ length: this.log.partitions }, (_, p) => p);
+    for (const topic of this.stage.restoreFrom ?? []) {
+      for (const p of all) for (const row of this.log.table(topic, p)) this.stage.restore?.(row, topic);
+    }
+    this.stage.assigned?.(all);
+    if (this.stage.tick) {
+      this.tickTimer = setInterval(() => this.tick(), this.stage.tickMs ?? 100);
+    }
+    this.pump();
+  }
+
+  private tick(): void {
+    if (this.stopped) return;
+    try {
+      this.log.append(this.stage.tick!(this.ctx));
+    } catch (err) {
+      this.ctx.log.error({ err }, 'tick failed');
+    }
+  }
+
+  /** Dispatch whatever is available, up to the read-ahead limit. */
+  pump(): void {
+    if (this.stopped) return;
+    for (const topic of this.stage.inputs) {
+      for (let p = 0; p < this.log.partitions; p++) {
+        const k = `${topic}/${p}`;
+        while (this.running < this.readAhead) {
+          const from = this.position.get(k)!;
+          const recs = this.log.read(topic, p, from, Math.min(256, this.readAhead - this.running));
+          if (recs.length === 0) break;
+          for (const rec of recs) this.dispatch(rec, k);
+          this.position.set(k, recs[recs.length - 1].offset + 1);
+        }
+      }
+    }
+  }
+
+  private dispatch(rec: InRecord, k: string): void {
+    const entry: Inflight = { offset: rec.offset, done: false };
+    let list = this.inflight.get(k);
+    if (!list) this.inflight.set(k, (list = []));
+    list.push(entry);
+    this.running++;
+    const attempt = (): void => {
+      this.dispatcher.run(rec, (early) => this.log.append(early)).then(
+        (outs) => {
+          this.log.append(outs);
+          entry.done = true;
+          this.running--;
+          this.advance(rec.topic, rec.partition, list!);
+          setImmediate(() => this.pump());
+        },
+        (err: unknown) => {
+          // At-least-once: a failed record is retried; its offset stays uncommitted meanwhile.
+          this.ctx.log.error({ err, topic: rec.topic, partition: rec.partition, offset: rec.offset }, 'handler failed; retrying');
+          if (!this.stopped) setTimeout(attempt, this.retryDelayMs).unref();
+        },
+      );
+    };
+    attempt();
+  }
+
+  private advance(topic: TopicId, partition: number, list: Inflight[]): void {
+    let next = -1;
+    while (list.length > 0 && list[0].done) next = list.shift()!.offset + 1;
+    if (next >= 0) this.log.commit(this.group, topic, partition, next);
+  }
+
+  /** Nothing to read, nothing running, and the stage itself has no waiting work. */
+  idle(): boolean {
+    if (this.running > 0) return false;
+    for (const topic of this.stage.inputs) {
+      for (let p = 0; p < this.log.partitions; p++) {
+        if (this.position.get(`${topic}/${p}`)! < this.log.endOffset(topic, p)) return false;
+      }
+    }
+    return (this.stage as { idle?: () => boolean }).idle?.() ?? true;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.tickTimer) clearInterval(this.tickTimer);
+    // Let pending handlers (e.g. fetches waiting for their WARC file) finish and append.
+    await this.stage.close?.();
+    const deadline = Date.now() + 10_000;
+    while (this.running > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+export class EmbeddedRunner {
+  private readonly loops: StageLoop[];
+  private checkpointTimer: NodeJS.Timeout | null = null;
+  private readonly onAppend = (): void => {
+    for (const l of this.loops) l.pump();
+  };
+
+  constructor(
+    private readonly log: FileLog,
+    stages: readonly Stage[],
+    logger: Logger,
+    private readonly opts: EmbeddedRunnerOptions = {},
+  ) {
+    this.loops = stages.map(
+      (s) =>
+        new StageLoop(s, log, { now: Date.now, log: logger.child({ stage: s.id }) }, opts.readAhead ?? 2048, opts.retryDelayMs ?? 1000),
+    );
+  }
+
+  start(): void {
+    for (const l of this.loops) l.start();
+    this.log.on('append', this.onAppend);
+    this.checkpointTimer = setInterval(() => this.log.checkpoint(), this.opts.checkpointMs ?? 500);
+  }
+
+  idle(): boolean {
+    return this.loops.every((l) => l.idle());
+  }
+
+  async stop(): Promise<void> {
+    if (this.checkpointTimer) clearInterval(this.checkpointTimer);
+    // Stop upstream first so downstream stages drain what upstream emitted while stopping.
+    for (const l of this.loops) await l.stop();
+    this.log.off('append', this.onAppend);
+    this.log.checkpoint();
+  }
+}

@@ -1,0 +1,241 @@
+/**
+ * The embedded default's in-process log: the same topics, partition counts and host
+ * partitioner as Kafka, with consumer-group offsets, journaled under a folder so a killed
+ * crawl resumes where it stopped.
+ *
+ * On disk, per topic-partition, append-only segment files of frames
+ *   [u32 frame length][u32 key length][key][f64 timestamp][avro value or empty for a tombstone]
+ * and one offsets file per consumer group, replaced atomically. Records are appended before
+ * the offsets that depend on them, so a crash replays (duplicates), never skips.
+ * A torn final frame (a crash mid-write) is cut off when the segment is reopened.
+ */
+import { closeSync, existsSync, fstatSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { EventEmitter } from 'node:events';
+import type * as avro from 'avsc';
+import { avroType } from '../lib/avro';
+import { partitionForHost } from '../lib/partitioner';
+import { topics, type TopicId, type TopicSpec } from '../topologies/crawl';
+import type { InRecord, OutRecord, TableRecord } from './stage';
+
+const SEGMENT_BYTES = 64 * 1024 * 1024;
+
+interface Segment {
+  baseOffset: number;
+  path: string;
+  fd: number;
+  bytes: number;
+}
+
+class PartitionLog {
+  /** Records still held in memory: offsets [memBase, end). */
+  private records: InRecord[] = [];
+  private memBase = 0;
+  end = 0;
+  private segments: Segment[] = [];
+
+  constructor(
+    readonly topic: TopicId,
+    readonly partition: number,
+    private readonly dir: string,
+    private readonly type: avro.Type,
+    private readonly compacted: boolean,
+    /** For compacted topics: latest record per key. */
+    readonly table: Map<string, InRecord> = new Map(),
+  ) {
+    mkdirSync(dir, { recursive: true });
+    this.load();
+  }
+
+  private load(): void {
+    const files = readdirSync(this.dir).filter((f) => f.endsWith('.seg')).sort();
+    for (const f of files) {
+      const baseOffset = Number(f.slice(0, -4));
+      const path = join(this.dir, f);
+      const buf = readFileSync(path);
+      let pos = 0;
+      let offset = baseOffset;
+      while (pos + 4 <= buf.length) {
+        const len = buf.readUInt32LE(pos);
+        if (pos + 4 + len > buf.length || len < 12) break; // torn tail
+        const frame = buf.subarray(pos + 4, pos + 4 + len);
+        this.keep(this.decode(frame, offset));
+        pos += 4 + len;
+        offset++;
+      }
+      const fd = openSync(path, 'r+');
+      if (pos < buf.length) ftruncateSync(fd, pos);
+      this.segments.push({ baseOffset, path, fd, bytes: pos });
+      this.end = offset;
+    }
+    if (this.records.length === 0) this.memBase = this.end;
+  }
+
+  private decode(frame: Buffer, offset: number): InRecord {
+    const keyLen = frame.readUInt32LE(0);
+    const key = frame.toString('utf8', 4, 4 + keyLen);
+    const timestamp = frame.readDoubleLE(4 + keyLen);
+    const valueBuf = frame.subarray(12 + keyLen);
+    const value = valueBuf.length === 0 ? null : this.type.fromBuffer(valueBuf);
+    return { topic: this.topic, partition: this.partition, offset, key, value, timestamp };
+  }
+
+  private keep(rec: InRecord): void {
+    if (this.compacted) {
+      if (rec.value === null) this.table.delete(rec.key);
+      else this.table.set(rec.key, rec);
+      return;
+    }
+    if (this.records.length === 0) this.memBase = rec.offset;
+    this.records.push(rec);
+  }
+
+  append(key: string, value: unknown, timestamp: number): InRecord {
+    const valueBuf = value === null ? Buffer.alloc(0) : this.type.toBuffer(value);
+    const keyBuf = Buffer.from(key, 'utf8');
+    const frame = Buffer.allocUnsafe(4 + 4 + keyBuf.length + 8 + valueBuf.length);
+    frame.writeUInt32LE(frame.length - 4, 0);
+    frame.writeUInt32LE(keyBuf.length, 4);
+    keyBuf.copy(frame, 8);
+    frame.writeDoubleLE(timestamp, 8 + keyBuf.length);
+    valueBuf.copy(frame, 16 + keyBuf.length);
+    const seg = this.writableSegment();
+    // Positional: a segment reopened after a restart has its fd at 0 (opened r+ to cut a torn tail).
+    writeSync(seg.fd, frame, 0, frame.length, seg.bytes);
+    seg.bytes += frame.length;
+    const rec: InRecord = { topic: this.topic, partition: this.partition, offset: this.end++, key, value, timestamp };
+    this.keep(rec);
+    return rec;
+  }
+
+  private writableSegment(): Segment {
+    const last = this.segments[this.segments.length - 1];
+    if (last && last.bytes < SEGMENT_BYTES) return last;
+    const path = join(this.dir, `${String(this.end).padStart(20, '0')}.seg`);
+    const fd = openSync(path, 'a+');
+    const seg = { baseOffset: this.end, path, fd, bytes: fstatSync(fd).size };
+    this.segments.push(seg);
+    return seg;
+  }
+
+  read(from: number, max: number): InRecord[] {
+    const start = Math.max(from, this.memBase) - this.memBase;
+    return this.records.slice(start, start + max);
+  }
+
+  /** Drop what every group has consumed: from memory, and whole segments from disk. */
+  trim(below: number, keepOnDisk = false): void {
+    if (this.compacted || below <= this.memBase) return;
+    const n = Math.min(below - this.memBase, this.records.length);
+    this.records.splice(0, n);
+    this.memBase += n;
+    while (!keepOnDisk && this.segments.length > 1 && this.segments[1].baseOffset <= below) {
+      const seg = this.segments.shift()!;
+      closeSync(seg.fd);
+      unlinkSync(seg.path);
+    }
+  }
+
+  close(): void {
+    for (const s of this.segments) closeSync(s.fd);
+    this.segments = [];
+  }
+}
+
+export interface FileLogOptions {
+  dir: string;
+  partitions: number;
+}
+
+/** Committed offsets of one consumer group: topic -> partition -> next offset to read. */
+export type GroupOffsets = Partial<Record<TopicId, number[]>>;
+
+export class FileLog extends EventEmitter {
+  private readonly logs = new Map<TopicId, PartitionLog[]>();
+  private readonly groups = new Map<string, GroupOffsets>();
+  readonly partitions: number;
+
+  constructor(private readonly opts: FileLogOptions) {
+    super();
+    this.setMaxListeners(100);
+    this.partitions = opts.partitions;
+    mkdirSync(join(opts.dir, 'offsets'), { recursive: true });
+    for (const [id, spec] of Object.entries(topics) as Array<[TopicId, TopicSpec]>) {
+      const type = avroType(spec.valueSchema);
+      const parts: PartitionLog[] = [];
+      for (let p = 0; p < opts.partitions; p++) {
+        parts.push(new PartitionLog(id, p, join(opts.dir, 'topics', spec.name, String(p)), type, spec.cleanupPolicy === 'compact'));
+      }
+      this.logs.set(id, parts);
+    }
+  }
+
+  private partitionLogs(topic: TopicId): PartitionLog[] {
+    return this.logs.get(topic)!;
+  }
+
+  /** Append records (routed by host) and wake consumers. */
+  append(records: readonly OutRecord[], now = Date.now()): void {
+    if (records.length === 0) return;
+    for (const r of records) {
+      this.partitionLogs(r.topic)[partitionForHost(r.host, this.partitions)].append(r.key, r.value, now);
+    }
+    this.emit('append');
+  }
+
+  read(topic: TopicId, partition: number, from: number, max: number): InRecord[] {
+    return this.partitionLogs(topic)[partition].read(from, max);
+  }
+
+  endOffset(topic: TopicId, partition: number): number {
+    return this.partitionLogs(topic)[partition].end;
+  }
+
+  /** Current rows of a compacted topic's partition. */
+  table(topic: TopicId, partition: number): TableRecord[] {
+    return [...this.partitionLogs(topic)[partition].table.values()].map((r) => ({ partition, key: r.key, value: r.value }));
+  }
+
+  committed(group: string): GroupOffsets {
+    let g = this.groups.get(group);
+    if (!g) {
+      const path = join(this.opts.dir, 'offsets', `${group}.json`);
+      g = existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as GroupOffsets) : {};
+      this.groups.set(group, g);
+    }
+    return g;
+  }
+
+  /** Register a group's interest so nothing it has not read is trimmed. */
+  subscribe(group: string, topicIds: readonly TopicId[]): GroupOffsets {
+    const g = this.committed(group);
+    for (const t of topicIds) g[t] ??= new Array<number>(this.partitions).fill(0);
+    return g;
+  }
+
+  commit(group: string, topic: TopicId, partition: number, next: number): void {
+    const g = this.committed(group);
+    const arr = (g[topic] ??= new Array<number>(this.partitions).fill(0));
+    if (next > arr[partition]) arr[partition] = next;
+  }
+
+  /** Write every group's offsets atomically, then drop what all of them have consumed. */
+  checkpoint(): void {
+    for (const [group, offsets] of this.groups) {
+      const path = join(this.opts.dir, 'offsets', `${group}.json`);
+      writeFileSync(`${path}.tmp`, JSON.stringify(offsets));
+      renameSync(`${path}.tmp`, path);
+    }
+    for (const [topic, parts] of this.logs) {
+      const readers = [...this.groups.values()].filter((g) => g[topic]);
+      // A topic nobody reads here (the handoff copy) stays on disk, not in memory.
+      if (readers.length === 0) parts.forEach((log) => log.trim(log.end, true));
+      else parts.forEach((log, p) => log.trim(Math.min(...readers.map((g) => g[topic]![p] ?? 0))));
+    }
+  }
+
+  close(): void {
+    this.checkpoint();
+    for (const parts of this.logs.values()) for (const l of parts) l.close();
+  }
+}

@@ -1,0 +1,423 @@
+import { FrontierState, type FrontierPolicy } from '../../processors/frontier-state';
+import type { CandidateMsg, FetchOutcome, FetchRequestMsg, FetchStatusMsg, UrlStateMsg } from '../../lib/messages';
+
+const POLICY: FrontierPolicy = {
+  minHostDelayMs: 1000,
+  maxCrawlDelayMs: 10_000,
+  responseTimeFactor: 10,
+  leaseMs: 60_000,
+  retryBackoffMs: [5_000, 10_000, 20_000],
+  maxAttempts: 4,
+};
+
+function leaseIds(): () => string {
+  let n = 0;
+  return () => `L${++n}`;
+}
+
+function cand(url: string, host = new URL(url).hostname, depth = 0): CandidateMsg {
+  return { url, host, depth, discovered_at: 0, source_url: null };
+}
+
+function statusFor(
+  f: FetchRequestMsg,
+  fields: Partial<FetchStatusMsg> & { finished_at: number },
+): FetchStatusMsg {
+  return {
+    url: f.url, host: f.host, lease_id: f.lease_id, stored: true, outcome: 'FETCHED', http_status: 200, reason: null,
+    started_at: fields.finished_at, response_ms: 0, crawl_delay_ms: 0, retry_after_ms: null, sha256: null, etag: null,
+    last_modified: null, warc_uri: null, warc_offset: null, warc_length: null, ...fields,
+  };
+}
+
+function row(url: string, fields: Partial<UrlStateMsg>): UrlStateMsg {
+  return {
+    url, host: new URL(url).hostname, state: 'QUEUED', depth: 0, discovered_at: 0, updated_at: 0, lease_id: null,
+    lease_expires_at: null, attempts: 0, next_due_at: null, fetched_at: null, http_status: null, sha256: null, etag: null,
+    last_modified: null, warc_uri: null, warc_offset: null, warc_length: null, reason: null, ...fields,
+  };
+}
+
+/** The earliest time >= from (stepping by 1 ms, bounded) at which tick releases a fetch. */
+function firstReleaseAt(fs: FrontierState, from: number, limit: number): { at: number; fetch: FetchRequestMsg } | null {
+  for (let t = from; t <= from + limit; t++) {
+    const e = fs.tick(t);
+    if (e.fetches.length > 0) return { at: t, fetch: e.fetches[0] };
+  }
+  return null;
+}
+
+describe('FrontierState: release and politeness', () => {
+  it('queues candidates and releases at most one URL per host per tick', () => {
+    const fs = new FrontierState(POLICY, leaseIds());
+    const e1 = fs.onCandidate(cand('http://a.test/1'), 0);
+    expect(e1.rows).toHaveLength(1);
+    expect(e1.rows[0]).toMatchObject({ state: 'QUEUED', url: 'http://a.test/1', host: 'a.test', attempts: 0 });
+    fs.onCandidate(cand('http://a.test/2'), 0);
+    fs.onCandidate(cand('http://b.test/1'), 0);
+    fs.onCandidate(cand('http://c.test/1'), 0);
+    expect(fs.stats()).toMatchObject({ urls: 4, queued: 4, leased: 0, hosts: 3 });
+
+    const t = fs.tick(0);
+    expect(t.fetches.map((f) => f.host).sort()).toEqual(['a.test', 'b.test', 'c.test']);
+    expect(t.fetches.find((f) => f.host === 'a.test')!.url).toBe('http://a.test/1'); // FIFO per host
+    expect(t.rows.every((r) => r.state === 'LEASED')).toBe(true);
+    expect(t.fetches[0]).toMatchObject({ attempt: 1, lease_expires_at: POLICY.leaseMs });
+    expect(fs.stats()).toMatchObject({ queued: 1, leased: 3 });
+    // a.test has one in flight: nothing else for it, however late.
+    expect(fs.tick(1_000_000).fetches).toEqual([]);
+  });
+
+  it('maxFetches caps a tick', () => {
+    const fs = new FrontierState(POLICY, leaseIds());
+    for (const h of ['a', 'b', 'c', 'd']) fs.onCandidate(cand(`http://${h}.test/`), 0);
+    expect(fs.tick(0, 2).fetches).toHaveLength(2);
+    expect(fs.tick(0, 10).fetches).toHaveLength(2);
+  });
+
+  it('drops duplicate candidates by the URL table', () => {
+    const fs = new FrontierState(POLICY, leaseIds());
+    fs.onCandidate(cand('http://a.test/1'), 0);
+    expect(fs.onCandidate(cand('http://a.test/1'), 5)).toEqual({ rows: [], fetches: [] });
+    expect(fs.stats()).toMatchObject({ urls: 1, queued: 1 });
+  });
+
+  // gap = max(minHostDelayMs, min(crawlDelay, maxCrawlDelayMs), factor * response_ms, retry_after)
+  it.each<[string, Partial<FetchStatusMsg>, number]>([
+    ['min host delay', {}, 1000],
+    ['crawl delay', { crawl_delay_ms: 3000 }, 3000],
+    ['crawl delay capped', { crawl_delay_ms: 999_999 }, 10_000],
+    ['response time x factor', { response_ms: 250 }, 2500],
+    ['retry-after', { retry_after_ms: 7000, outcome: 'FAILED', http_status: 503 }, 7000],
+    ['largest wins', { crawl_delay_ms: 2000, response_ms: 400, retry_after_ms: 3000 }, 4000],
+  ])('next URL of a host waits finish + %s', (_name, fields, gap) => {
+    const fs = new FrontierState(POLICY, leaseIds());
+    fs.onCandidate(cand('http://a.test/1'), 0);
+    fs.onCandidate(cand('http://a.test/2'), 0);
+    const [f] = fs.tick(0).fetches;
+    const finish = 500;
+    fs.onStatus(statusFor(f, { ...fields, finished_at: finish, stored: false }), 600);
+    const next = firstReleaseAt(fs, 600, 20_000);
+    expect(next).not.toBeNull();
+    expect(next!.at).toBe(finish + gap);
+    expect(next!.fetch.url).toBe('http://a.test/2');
+  });
+
+  it('a status received after finish + delay releases at receipt time, not before', () => {
+    const fs = new FrontierState(POLICY, leaseIds());
+    fs.onCandidate(cand('http://a.test/1'), 0);
+    fs.onCandidate(cand('http://a.test/2'), 0);
+    const [f] = fs.tick(0).fetches;
+    fs.onStatus(statusFor(f, { finished_at: 100, stored: false }), 5000);
+    expect(fs.tick(5000).fetches.map((x) => x.url)).toEqual(['http://a.test/2']);
+  });
+
+  it('early status frees the host but keeps the URL leased; the final one settles it', () => {
+    const fs = new FrontierState(POLICY, leaseIds());
+    fs.onCandidate(cand('http://a.test/1'), 0);
+    fs.onCandidate(cand('http://a.test/2'), 0);
+    const [f] = fs.tick(0).fetches;
+    const early = fs.onStatus(statusFor(f, { finished_at: 10, stored: false, sha256: 'h1' }), 10);
+    expect(early.rows).toEqual([]);
+    expect(fs.stats().leased).toBe(1);
+    expect(fs.row(f.url)!.state).toBe('LEASED');
+    expect(fs.idle()).toBe(false);
+    const [f2] = fs.tick(1010).fetches;
+    expect(f2.url).toBe('http://a.test/2');
+    expect(fs.stats().leased).toBe(2);
+
+    const fin = fs.onStatus(
+      statusFor(f, { finished_at: 10, stored: true, sha256: 'h1', etag: '"e"', warc_uri: 'file:///w.warc.gz', warc_offset: 42, warc_length: 99 }),
+      2000,
+    );
+    expect(fin.rows).toHaveLength(1);
+    expect(fin.rows[0]).toMatchObject({
+      state: 'FETCHED', fetched_at: 10, sha256: 'h1', etag: '"e"', warc_uri: 'file:///w.warc.gz', warc_offset: 42, warc_length: 99,
+      lease_id: null, lease_expires_at: null, attempts: 0, http_status: 200,
+    });
+    expect(fs.stats().leased).toBe(1);
+    // The final status does not touch the host's politeness again (f2 is in flight).
+    expect(fs.tick(1_000_000).fetches).toEqual([]);
+  });
+
+  it('stale and duplicate statuses are ignored', () => {
+    const fs = new FrontierState(POLICY, leaseIds());
+    fs.onCandidate(cand('http://a.test/1'), 0);
+    fs.onCandidate(cand('http://a.test/2'), 0);
+    const [f] = fs.tick(0).fetches;
+    // Wrong lease id: neither frees the host nor settles.
+    expect(fs.onStatus(statusFor({ ...f, lease_id: 'bogus' }, { finished_at: 1 }), 1)).toEqual({ rows: [], fetches: [] });
+    expect(fs.tick(50_000).fetches).toEqual([]); // before the lease (60 s) expires
+    expect(fs.row(f.url)!.state).toBe('LEASED');
+    // Unknown URL.
+    expect(fs.onStatus(statusFor({ ...f, url: 'http://a.test/nope' }, { finished_at: 1 }), 1)).toEqual({ rows: [], fetches: [] });
+    // The real one settles; a duplicate of it changes nothing.
+    expect(fs.onStatus(statusFor(f, { finished_at: 50_000 }), 50_000).rows).toHaveLength(1);
+    const [f2] = fs.tick(51_000).fetches;
+    expect(f2.url).toBe('http://a.test/2');
+    expect(fs.onStatus(statusFor(f, { finished_at: 50_000, outcome: 'FAILED' }), 51_500)).toEqual({ rows: [], fetches: [] });
+    expect(fs.row(f.url)!.state).toBe('FETCHED');
+    // A duplicate early status of the old lease must not free the host while f2 is in flight.
+    fs.onCandidate(cand('http://a.test/3'), 51_500);
+    fs.onStatus(statusFor(f, { finished_at: 50_000, stored: false }), 51_600);
+    expect(fs.tick(100_000).fetches).toEqual([]); // f2's lease runs until 111 000
+  });
+
+  it.each<[FetchOutcome, Partial<UrlStateMsg>]>([
+    ['ROBOTS_DISALLOWED', { state: 'DISALLOWED' }],
+    ['REFUSED', { state: 'DEAD' }],
+    ['NOT_HTML', { state: 'FETCHED' }],
+  ])('final %s settles the row', (outcome, expected) => {
+    const fs = new FrontierState(POLICY, leaseIds());
+    fs.onCandidate(cand('http://a.test/1'), 0);
+    const [f] = fs.tick(0).fetches;
+    const e = fs.onStatus(statusFor(f, { finished_at: 5, outcome, reason: 'why' }), 5);
+    expect(e.rows[0]).toMatchObject({ ...expected, reason: 'why', lease_id: null });
+    expect(fs.idle()).toBe(true);
+    expect(fs.tick(10_000_000).fetches).toEqual([]);
+  });
+
+  it('FAILED backs off 1st/2nd/3rd and is DEAD after maxAttempts', () => {
+    const fs = new FrontierState(POLICY, leaseIds());
+    fs.onCandidate(cand('http://a.test/1'), 0);
+    let now = 0;
+    const seenAttempts: number[] = [];
+    for (let i = 0; i < POLICY.maxAttempts; i++) {
+      const rel = firstReleaseAt(fs, now, 100_000);
+      expect(rel).not.toBeNull();
+      now = rel!.at;
+      seenAttempts.push(rel!.fetch.attempt);
+      const e = fs.onStatus(statusFor(rel!.fetch, { finished_at: now, outcome: 'FAILED', http_status: 500, reason: 'http-500' }), now);
+      const r = e.rows[0];
+      expect(r.attempts).toBe(i + 1);
+      if (i + 1 < POLICY.maxAttempts) {
+        expect(r.state).toBe('FAILED');
+        expect(r.next_due_at).toBe(now + POLICY.retryBackoffMs[Math.min(i, POLICY.retryBackoffMs.length - 1)]);
+        expect(fs.stats().retrying).toBe(1);
+        // Not re-queued before its due time.
+        expect(fs.tick(r.next_due_at! - 1).fetches).toEqual([]);
+        expect(fs.row(r.url)!.state).toBe('FAILED');
+      } else {
+        expect(r.state).toBe('DEAD');
+        expect(r.next_due_at).toBeNull();
+      }
+    }
+    expect(seenAttempts).toEqual([1, 2, 3, 4]);
+    expect(fs.tick(now + 10_000_000).fetches).toEqual([]);
+    expect(fs.idle()).toBe(true);
+  });
+
+  it('retry_after longer than the back-off sets next_due_at', () => {
+    const fs = new FrontierState(POLICY, leaseIds());
+    fs.onCandidate(cand('http://a.test/1'), 0);
+    const [f] = fs.tick(0).fetches;
+    const e = fs.onStatus(statusFor(f, { finished_at: 0, outcome: 'FAILED', retry_after_ms: 60_000 }), 0);
+    expect(e.rows[0].next_due_at).toBe(60_000);
+    const rel = firstReleaseAt(fs, 59_990, 100);
+    expect(rel!.at).toBe(60_000);
+  });
+
+  it('ROBOTS_UNAVAILABLE is retried like a failure', () => {
+    const fs = new FrontierState(POLICY, leaseIds());
+    fs.onCandidate(cand('http://a.test/1'), 0);
+    const [f] = fs.tick(0).fetches;
+    const e = fs.onStatus(statusFor(f, { finished_at: 0, outcome: 'ROBOTS_UNAVAILABLE', http_status: null }), 0);
+    expect(e.rows[0]).toMatchObject({ state: 'FAILED', attempts: 1, next_due_at: 5000 });
+  });
+
+  it('an expired lease re-queues the URL at the front and the host waits a full delay', () => {
+    const fs = new FrontierState({ ...POLICY, leaseMs: 1000 }, leaseIds());
+    fs.onCandidate(cand('http://a.test/1'), 0);
+    fs.onCandidate(cand('http://a.test/2'), 0);
+    const [f] = fs.tick(0).fetches;
+    expect(fs.tick(999).fetches).toEqual([]);
+    const exp = fs.tick(1000);
+    expect(exp.fetches).toEqual([]); // host waits minHostDelayMs from expiry
+    expect(exp.rows).toEqual([expect.objectContaining({ url: f.url, state: 'QUEUED', attempts: 1, reason: 'lease-expired', lease_id: null })]);
+    const rel = firstReleaseAt(fs, 1001, 5000);
+    expect(rel!.at).toBe(2000);
+    expect(rel!.fetch.url).toBe('http://a.test/1');
+    expect(rel!.fetch.attempt).toBe(2);
+    expect(rel!.fetch.lease_id).not.toBe(f.lease_id);
+    // The old lease's late answer is stale.
+    expect(fs.onStatus(statusFor(f, { finished_at: 2001 }), 2001)).toEqual({ rows: [], fetches: [] });
+  });
+
+  it('a lease expiring after maxAttempts makes the URL DEAD', () => {
+    const fs = new FrontierState({ ...POLICY, leaseMs: 10, maxAttempts: 1 }, leaseIds());
+    fs.onCandidate(cand('http://a.test/1'), 0);
+    fs.tick(0);
+    const e = fs.tick(10);
+    expect(e.rows[0]).toMatchObject({ state: 'DEAD', attempts: 1 });
+    expect(fs.idle()).toBe(true);
+  });
+});
+
+describe('FrontierState: restore and retain', () => {
+  it('restores rows; hosts wait minHostDelayMs; LEASED blocks the host until its status', () => {
+    const fs = new FrontierState(POLICY, leaseIds());
+    const now = 10_000;
+    fs.restore(row('http://q.test/1', { state: 'QUEUED' }), now);
+    fs.restore(row('http://l.test/1', { state: 'LEASED', lease_id: 'old', lease_expires_at: now + 50_000 }), now);
+    fs.restore(row('http://l.test/2', { state: 'QUEUED' }), now);
+    fs.restore(row('http://f.test/1', { state: 'FETCHED', sha256: 'abc' }), now);
+    fs.restore(row('http://r.test/1', { state: 'FAILED', attempts: 1, next_due_at: now + 3000 }), now);
+    expect(fs.stats()).toMatchObject({ urls: 5, queued: 2, leased: 1, retrying: 1 });
+
+    expect(fs.tick(now + 999).fetches).toEqual([]);
+    expect(fs.tick(now + 1000).fetches.map((f) => f.url)).toEqual(['http://q.test/1']);
+    // FETCHED is known: a candidate for it is dropped.
+    expect(fs.onCandidate(cand('http://f.test/1'), now + 1000).rows).toEqual([]);
+    // FAILED comes back at next_due_at.
+    expect(fs.tick(now + 2999).fetches).toEqual([]);
+    const r = fs.tick(now + 3000);
+    expect(r.fetches.map((f) => f.url)).toEqual(['http://r.test/1']);
+    expect(r.fetches[0].attempt).toBe(2);
+    // l.test blocked by the restored live lease...
+    expect(fs.tick(now + 40_000).fetches).toEqual([]);
+    // ...until its status arrives.
+    const leased: FetchRequestMsg = {
+      url: 'http://l.test/1', host: 'l.test', depth: 0, lease_id: 'old', lease_expires_at: now + 50_000, attempt: 1,
+      prev_sha256: null, etag: null, last_modified: null,
+    };
+    fs.onStatus(statusFor(leased, { finished_at: now + 40_000, stored: false }), now + 40_000);
+    expect(fs.tick(now + 40_999).fetches).toEqual([]);
+    expect(fs.tick(now + 41_000).fetches.map((f) => f.url)).toEqual(['http://l.test/2']);
+  });
+
+  it('a restored lease that expires frees the host and re-queues its URL first', () => {
+    const fs = new FrontierState(POLICY, leaseIds());
+    fs.restore(row('http://l.test/1', { state: 'LEASED', lease_id: 'old', lease_expires_at: 5000 }), 0);
+    fs.restore(row('http://l.test/2', { state: 'QUEUED' }), 0);
+    expect(fs.tick(4999).fetches).toEqual([]);
+    const e = fs.tick(5000);
+    expect(e.rows.map((r) => [r.url, r.state])).toEqual([['http://l.test/1', 'QUEUED']]);
+    const rel = firstReleaseAt(fs, 5001, 5000);
+    expect(rel).toEqual({ at: 6000, fetch: expect.objectContaining({ url: 'http://l.test/1', attempt: 2 }) });
+  });
+
+  it('retain() drops non-owned hosts and never releases their URLs afterwards', () => {
+    const fs = new FrontierState(POLICY, leaseIds());
+    fs.onCandidate(cand('http://keep.test/1'), 0);
+    fs.onCandidate(cand('http://drop.test/1'), 0);
+    fs.onCandidate(cand('http://drop.test/2'), 0);
+    fs.onCandidate(cand('http://gone.test/1'), 0);
+    const [gone] = fs.tick(0, 10).fetches.filter((f) => f.host === 'gone.test');
+    fs.tick(0, 10);
+    fs.retain((h) => h === 'keep.test');
+    expect(fs.stats()).toMatchObject({ urls: 1, hosts: 1, leased: 1 });
+    // Nothing for the dropped hosts: not on expiry, not after any amount of time.
+    for (const t of [1000, 60_000, 120_000, 10_000_000]) {
+      const e = fs.tick(t);
+      expect(e.fetches.filter((f) => f.host !== 'keep.test')).toEqual([]);
+      expect(e.rows.filter((r) => r.host !== 'keep.test')).toEqual([]);
+    }
+    expect(fs.onStatus(statusFor(gone, { finished_at: 5 }), 5)).toEqual({ rows: [], fetches: [] });
+  });
+
+  it('idle() is true only with nothing queued, leased or retrying', () => {
+    const fs = new FrontierState(POLICY, leaseIds());
+    expect(fs.idle()).toBe(true);
+    fs.onCandidate(cand('http://a.test/1'), 0);
+    expect(fs.idle()).toBe(false);
+    const [f] = fs.tick(0).fetches;
+    expect(fs.idle()).toBe(false);
+    fs.onStatus(statusFor(f, { finished_at: 0, outcome: 'FAILED' }), 0);
+    expect(fs.idle()).toBe(false);
+    const [f2] = fs.tick(5000).fetches;
+    fs.onStatus(statusFor(f2, { finished_at: 5000 }), 5000);
+    expect(fs.idle()).toBe(true);
+  });
+});
+
+/** mulberry32: small seeded PRNG. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+describe('FrontierState: randomized politeness property', () => {
+  it.each([1, 2, 3, 42, 1234])('seed %i: never two outstanding requests to a host, gaps respected', (seed) => {
+    const rnd = prng(seed);
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)];
+    const policy: FrontierPolicy = { ...POLICY, leaseMs: 20_000, maxAttempts: 3, retryBackoffMs: [2000, 4000] };
+    const fs = new FrontierState(policy, leaseIds());
+    const hosts = Array.from({ length: 20 }, (_, i) => `h${i}.test`);
+    // Per host: the lease currently holding the host (until its first status or expiry), and
+    // the earliest time the next fetch may go out.
+    const holder = new Map<string, { lease: string; expiresAt: number }>();
+    const earliest = new Map<string, number>();
+    /** Outstanding leases (URL still leased), with whether the early status was sent. */
+    const open = new Map<string, { f: FetchRequestMsg; early: boolean; issuedAt: number }>();
+    let now = 0;
+    let released = 0;
+
+    const check = (fetches: FetchRequestMsg[]): void => {
+      for (const f of fetches) {
+        const h = holder.get(f.host);
+        if (h) {
+          // Only allowed once the holder's lease has expired (then a full delay applies).
+          expect(now).toBeGreaterThanOrEqual(h.expiresAt + policy.minHostDelayMs);
+        }
+        expect(now).toBeGreaterThanOrEqual(earliest.get(f.host) ?? 0);
+        holder.set(f.host, { lease: f.lease_id, expiresAt: f.lease_expires_at });
+        open.set(f.lease_id, { f, early: false, issuedAt: now });
+        released++;
+      }
+    };
+
+    for (let step = 0; step < 3000; step++) {
+      const r = rnd();
+      if (r < 0.25) {
+        const h = pick(hosts);
+        fs.onCandidate(cand(`http://${h}/p${Math.floor(rnd() * 40)}`, h), now);
+      } else if (r < 0.6 && open.size > 0) {
+        const leases = [...open.values()];
+        const o = pick(leases);
+        const outcome = pick<FetchOutcome>(['FETCHED', 'FETCHED', 'FAILED', 'NOT_HTML', 'ROBOTS_DISALLOWED', 'REFUSED']);
+        const stored = o.early ? true : rnd() < 0.5;
+        const responseMs = Math.floor(rnd() * 300);
+        const crawlDelay = rnd() < 0.2 ? Math.floor(rnd() * 20_000) : 0;
+        const retryAfter = outcome === 'FAILED' && rnd() < 0.3 ? Math.floor(rnd() * 5000) : null;
+        const finished = Math.max(o.issuedAt, now - Math.floor(rnd() * 200));
+        const s = statusFor(o.f, {
+          finished_at: finished, stored, outcome, response_ms: responseMs, crawl_delay_ms: crawlDelay, retry_after_ms: retryAfter,
+        });
+        const h = holder.get(o.f.host);
+        const live = (fs.row(o.f.url)?.lease_id ?? null) === o.f.lease_id;
+        fs.onStatus(s, now);
+        if (live && h?.lease === o.f.lease_id && !o.early) {
+          holder.delete(o.f.host);
+          const gap = Math.max(policy.minHostDelayMs, Math.min(crawlDelay, policy.maxCrawlDelayMs), policy.responseTimeFactor * responseMs, retryAfter ?? 0);
+          earliest.set(o.f.host, Math.max(earliest.get(o.f.host) ?? 0, finished + gap));
+        }
+        if (stored || !live) open.delete(o.f.lease_id);
+        else o.early = true;
+      } else {
+        now += Math.floor(rnd() * 1500);
+        // Expired holders: the host may go again a full delay after expiry.
+        for (const [host, h] of holder) {
+          if (h.expiresAt <= now && (open.get(h.lease)?.early ?? true) === false) {
+            earliest.set(host, Math.max(earliest.get(host) ?? 0, h.expiresAt + policy.minHostDelayMs));
+          }
+        }
+        for (const [id, o] of open) if (o.f.lease_expires_at <= now) open.delete(id);
+        for (const [host, h] of holder) if (h.expiresAt <= now) holder.delete(host);
+        const e = fs.tick(now);
+        check(e.fetches);
+        // Every emitted fetch row is LEASED with the same lease id.
+        for (const f of e.fetches) expect(fs.row(f.url)).toMatchObject({ state: 'LEASED', lease_id: f.lease_id });
+      }
+    }
+    expect(released).toBeGreaterThan(50); // the run exercised the scheduler
+    const s = fs.stats();
+    expect(s.queued).toBeGreaterThanOrEqual(0);
+    expect(s.leased).toBeLessThanOrEqual(s.urls);
+  });
+});

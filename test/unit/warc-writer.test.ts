@@ -1,0 +1,161 @@
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { gunzipSync } from 'node:zlib';
+import { WARCParser } from 'warcio';
+import { LocalPageStore } from '../../connectors/page-store-local';
+import type { PageStore } from '../../connectors/types';
+import { WarcWriter, type WarcWriterOptions } from '../../lib/warc/writer';
+import { capture } from './warc-fixtures';
+
+let dir: string;
+let store: LocalPageStore;
+const writers: WarcWriter[] = [];
+
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), 'warc-writer-'));
+  store = new LocalPageStore(dir);
+});
+
+afterEach(async () => {
+  await Promise.allSettled(writers.splice(0).map((w) => w.close()));
+  await rm(dir, { recursive: true, force: true });
+});
+
+function writer(opts: Partial<WarcWriterOptions> = {}): WarcWriter {
+  const w = new WarcWriter({ store, prefix: 'test', ...opts });
+  writers.push(w);
+  return w;
+}
+
+const page = (n: number) => ({ type: 'exchange' as const, capture: capture(`http://example.com/p${n}`) });
+
+/** A store whose puts fail while `failing` is set. */
+class FlakyStore implements PageStore {
+  failing = true;
+  readonly location = 'flaky://';
+  constructor(private readonly inner: PageStore) {}
+  put(key: string, body: Buffer): Promise<string> {
+    return this.failing ? Promise.reject(new Error(`put ${key}: connection reset`)) : this.inner.put(key, body);
+  }
+  read(uri: string, offset: number, length: number) { return this.inner.read(uri, offset, length); }
+  readAll(uri: string) { return this.inner.readAll(uri); }
+  list(prefix: string) { return this.inner.list(prefix); }
+  async close() {}
+}
+
+describe('WarcWriter', () => {
+  test('rotates by record count; pointers resolve once the file is on disk', async () => {
+    const w = writer({ maxRecords: 4, maxAgeMs: 60_000 });
+    const pending = [1, 2, 3, 4, 5].map((n) => w.append(page(n)));
+    // Two exchanges (4 records) fill a file; the fifth page waits in an open file until flushed.
+    const firstFour = await Promise.all(pending.slice(0, 4));
+    expect(firstFour).toHaveLength(4);
+    await w.flush();
+    const pointers = await Promise.all(pending);
+    const keys = await store.list('warc/');
+    expect(pointers.slice(0, 4).map((p) => p.uri)).toEqual([pointers[0]!.uri, pointers[0]!.uri, pointers[2]!.uri, pointers[2]!.uri]);
+    expect(new Set(pointers.map((p) => p.uri)).size).toBe(3);
+    expect(keys.filter((k) => k.endsWith('.warc.gz'))).toHaveLength(3);
+    expect(keys.filter((k) => k.endsWith('.cdxj'))).toHaveLength(3);
+    for (const key of keys) expect(key).toMatch(/^warc\/test-\d{14}-\d{5}-[0-9a-f]{8}\.(warc\.gz|cdxj)$/);
+    for (const p of pointers) expect(existsSync(fileURLToPath(p.uri))).toBe(true);
+    expect(w.stats).toMatchObject({ files: 3, records: 3 + 10, failedFiles: 0 });
+  });
+
+  test('an append does not resolve before its file is stored', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const gated: PageStore = Object.assign(Object.create(store) as PageStore, {
+      put: async (key: string, body: Buffer) => {
+        await gate;
+        return store.put(key, body);
+      },
+    });
+    const w = writer({ store: gated });
+    let resolved = false;
+    const pending = w.append(page(1)).then((p) => ((resolved = true), p));
+    const flushed = w.flush();
+    await new Promise((r) => setTimeout(r, 20));
+    expect(resolved).toBe(false);
+    expect(await store.list('warc/')).toEqual([]);
+    release();
+    await flushed;
+    expect(existsSync(fileURLToPath((await pending).uri))).toBe(true);
+  });
+
+  test('a pointer reads back the response record it names', async () => {
+    const w = writer();
+    const [pointer] = await Promise.all([w.append(page(7)), w.flush()]);
+    const record = await WARCParser.parse([gunzipSync(await store.read(pointer.uri, pointer.offset, pointer.length))]);
+    expect(record?.warcType).toBe('response');
+    expect(record?.warcTargetURI).toBe('http://example.com/p7');
+    expect(record?.warcHeaders.headers.get('WARC-Record-ID')).toBe(pointer.recordId);
+  });
+
+  test('rotates by age, from a timer', async () => {
+    const w = writer({ maxAgeMs: 50 });
+    const started = Date.now();
+    const pointer = await w.append(page(1));
+    expect(Date.now() - started).toBeGreaterThanOrEqual(40);
+    expect(await store.list('warc/')).toContain(pointer.uri.slice(pointer.uri.indexOf('warc/')));
+  });
+
+  test('rotates by size', async () => {
+    const w = writer({ maxBytes: 1 });
+    const [a, b] = await Promise.all([w.append(page(1)), w.append(page(2))]);
+    expect(a.uri).not.toBe(b.uri);
+  });
+
+  test('a failed store rejects every append in the file; the next file is fresh', async () => {
+    const flaky = new FlakyStore(store);
+    const w = writer({ store: flaky });
+    const pending = [w.append(page(1)), w.append(page(2))];
+    await expect(w.flush()).rejects.toThrow('connection reset');
+    for (const p of pending) await expect(p).rejects.toThrow('connection reset');
+    flaky.failing = false;
+    const next = w.append(page(3));
+    await w.flush();
+    const pointer = await next;
+    expect(pointer.offset).toBeGreaterThan(0);
+    const file = await store.readAll(pointer.uri);
+    const types = [];
+    for await (const r of new WARCParser([file])) types.push(r.warcType);
+    expect(types).toEqual(['warcinfo', 'request', 'response']);
+    expect(w.stats).toMatchObject({ files: 1, failedFiles: 1 });
+  });
+
+  test('writes revisit, metadata and conversion entries', async () => {
+    const w = writer();
+    const first = w.append(page(1));
+    await w.flush();
+    const response = await first;
+    const entries = [
+      w.append({
+        type: 'revisit',
+        capture: capture('http://example.com/p1'),
+        profile: 'server-not-modified',
+        refersToTargetUri: 'http://example.com/p1',
+        refersToDate: new Date(0),
+      }),
+      w.append({ type: 'metadata', targetUri: 'http://example.com/x.pdf', fields: [['outcome', 'NOT_HTML']] }),
+      w.append({ type: 'conversion', targetUri: 'http://example.com/p1', text: 'hello', refersTo: response.recordId }),
+    ];
+    await w.close();
+    const types = [];
+    for (const p of await Promise.all(entries)) {
+      types.push((await WARCParser.parse([gunzipSync(await store.read(p.uri, p.offset, p.length))]))?.warcType);
+    }
+    expect(types).toEqual(['revisit', 'metadata', 'conversion']);
+  });
+
+  test('refuses appends after close, and bad settings at construction', async () => {
+    const w = writer();
+    await w.close();
+    await expect(w.append(page(1))).rejects.toThrow('closed');
+    expect(() => writer({ maxRecords: 0 })).toThrow('maxRecords must be a positive integer');
+    expect(() => writer({ prefix: '../x' })).toThrow('prefix');
+  });
+});

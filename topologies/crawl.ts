@@ -1,0 +1,89 @@
+/**
+ * Every topic, declared once, as data. Stages (processors/) name their inputs and outputs by
+ * these entries; `crawl init` creates or updates the topics from here; the embedded runtime
+ * builds its in-process log from here too.
+ *
+ * Partitioning: every record is routed by the *host* of its URL (Kafka's murmur2 partitioner
+ * applied to the host bytes, see lib/partitioner.ts), whatever its key. One host therefore lives
+ * in one partition of every crawl topic, and co-partitioned topics (same partition count) put a
+ * host's links, candidates, fetches, statuses and URL-table rows in the same partition number,
+ * so the frontier that owns partition p owns all of those hosts' politeness and state.
+ */
+
+export type CleanupPolicy = 'delete' | 'compact';
+
+export interface TopicSpec {
+  /** Kafka topic name. */
+  readonly name: string;
+  /** What the record key holds. The partition is always chosen from the host. */
+  readonly key: 'host' | 'url' | 'host-field' | 'subject-purpose';
+  /** Avro schema file in schemas/ (without .avsc); its name is also the registry subject's record name. */
+  readonly valueSchema: string;
+  readonly cleanupPolicy: CleanupPolicy;
+  /** -1 for unlimited (compacted tables). */
+  readonly retentionMs: number;
+  readonly maxMessageBytes: number;
+  /** Value encoding on Kafka: Confluent wire format through the registry. */
+  readonly encoding: 'avro-registry';
+}
+
+const DAY_MS = 24 * 3600 * 1000;
+const MIB = 1024 * 1024;
+
+/** Partition count shared by all crawl topics (co-partitioning needs one number). */
+export const DEFAULT_PARTITIONS = 8;
+
+export const topics = {
+  links: {
+    name: 'crawl.links', key: 'host', valueSchema: 'crawl.Link.v1',
+    cleanupPolicy: 'delete', retentionMs: 7 * DAY_MS, maxMessageBytes: 1 * MIB, encoding: 'avro-registry',
+  },
+  frontier: {
+    name: 'crawl.frontier', key: 'host', valueSchema: 'crawl.Candidate.v1',
+    cleanupPolicy: 'delete', retentionMs: 7 * DAY_MS, maxMessageBytes: 1 * MIB, encoding: 'avro-registry',
+  },
+  fetch: {
+    name: 'crawl.fetch', key: 'host', valueSchema: 'crawl.FetchRequest.v1',
+    cleanupPolicy: 'delete', retentionMs: 1 * DAY_MS, maxMessageBytes: 1 * MIB, encoding: 'avro-registry',
+  },
+  fetchStatus: {
+    name: 'crawl.fetch-status', key: 'host', valueSchema: 'crawl.FetchStatus.v1',
+    cleanupPolicy: 'delete', retentionMs: 7 * DAY_MS, maxMessageBytes: 1 * MIB, encoding: 'avro-registry',
+  },
+  fetched: {
+    // Carries the page body (at most the 2 MiB body cap) so parse needs no store read.
+    name: 'crawl.fetched', key: 'host', valueSchema: 'crawl.FetchedPage.v1',
+    cleanupPolicy: 'delete', retentionMs: 1 * DAY_MS, maxMessageBytes: 4 * MIB, encoding: 'avro-registry',
+  },
+  parsed: {
+    name: 'crawl.parsed', key: 'host', valueSchema: 'crawl.ParsedPage.v1',
+    cleanupPolicy: 'delete', retentionMs: 7 * DAY_MS, maxMessageBytes: 1 * MIB, encoding: 'avro-registry',
+  },
+  handoff: {
+    name: 'crawl.handoff.v3', key: 'host', valueSchema: 'crawl.handoff.v3',
+    cleanupPolicy: 'delete', retentionMs: 30 * DAY_MS, maxMessageBytes: 1 * MIB, encoding: 'avro-registry',
+  },
+  urls: {
+    // The URL table: one row per URL (key = normalised URL), owned by the frontier's partitions.
+    name: 'crawl.urls', key: 'url', valueSchema: 'crawl.UrlState.v1',
+    cleanupPolicy: 'compact', retentionMs: -1, maxMessageBytes: 1 * MIB, encoding: 'avro-registry',
+  },
+  hostPolicy: {
+    // Key `host|field-group` so different writers never overwrite each other's fields.
+    name: 'crawl.host-policy', key: 'host-field', valueSchema: 'crawl.HostPolicy.v1',
+    cleanupPolicy: 'compact', retentionMs: -1, maxMessageBytes: 1 * MIB, encoding: 'avro-registry',
+  },
+  optout: {
+    // Key `subject|purpose`: one record per host or registered domain and purpose.
+    name: 'crawl.optout', key: 'subject-purpose', valueSchema: 'crawl.OptOut.v1',
+    cleanupPolicy: 'compact', retentionMs: -1, maxMessageBytes: 1 * MIB, encoding: 'avro-registry',
+  },
+} as const satisfies Record<string, TopicSpec>;
+
+export type TopicId = keyof typeof topics;
+export const allTopics: readonly TopicSpec[] = Object.values(topics);
+
+/** Prefix topic names (tests use a unique prefix per run so they never share state). */
+export function topicName(spec: TopicSpec, prefix = ''): string {
+  return prefix + spec.name;
+}
