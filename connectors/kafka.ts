@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   AssignerProtocol,
+  Partitioners,
   Kafka,
   logLevel,
   type Admin,
@@ -89,7 +90,8 @@ export async function partitionCounts(kafka: Kafka, topics: string[]): Promise<M
 }
 
 export async function createProducer(kafka: Kafka): Promise<Producer> {
-  const producer = kafka.producer({ allowAutoTopicCreation: false, maxInFlightRequests: 5 });
+  // Partitions are always chosen by us (lib/partitioner.ts), so kafkajs's partitioner never runs.
+  const producer = kafka.producer({ allowAutoTopicCreation: false, maxInFlightRequests: 5, createPartitioner: Partitioners.DefaultPartitioner });
   await producer.connect();
   return producer;
 }
@@ -163,13 +165,15 @@ export async function runGroup(kafka: Kafka, groupId: string, topics: string[], 
     autoCommit: false,
     eachBatchAutoResolve: false,
     partitionsConsumedConcurrently: 4,
-    eachBatch: async ({ batch, heartbeat, isRunning, isStale }: EachBatchPayload) => {
+    eachBatch: async ({ batch, heartbeat, isRunning, isStale, resolveOffset }: EachBatchPayload) => {
       if (!isRunning() || isStale() || batch.messages.length === 0) return;
       const records = batch.messages.map((m) => ({
         topic: batch.topic, partition: batch.partition, offset: Number(m.offset), timestamp: Number(m.timestamp),
         key: m.key?.toString('utf8') ?? '', value: m.value,
       }));
       await h.onBatch(records, heartbeat);
+      // Resolve moves the consumer's own position (without it kafkajs fetches the batch again).
+      resolveOffset(batch.lastOffset());
       const next = String(Number(batch.lastOffset()) + 1);
       await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: next }]);
     },

@@ -89,7 +89,7 @@ function parseValue(key: keyof CrawlConfig, raw: string): CrawlConfig[keyof Craw
     const parts = raw.split(',').map((s) => s.trim()).filter(Boolean);
     if (typeof def[0] === 'number' || key === 'retryBackoffMs') {
       const nums = parts.map(Number);
-      if (nums.some((n) => !Number.isFinite(n) || n < 0)) throw new ConfigError(`${envName(key)}=${raw}: expected comma-separated numbers`);
+      if (nums.length === 0 || nums.some((n) => !Number.isFinite(n) || n < 0)) throw new ConfigError(`${envName(key)}=${raw}: expected comma-separated numbers`);
       return nums as never;
     }
     return parts as never;

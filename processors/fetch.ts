@@ -147,6 +147,9 @@ export function fetchStage(deps: FetchDeps): Stage {
   const cfg = deps.config;
   const robots = new RobotsCache(robotsFetcher(deps), { cacheMs: cfg.robotsCacheMs, retryMs: 60_000, maxEntries: 100_000 }, now);
   const report = (s: FetchStatusMsg): void => deps.onOutcome?.(s.outcome, s.http_status, s.reason);
+  // A fetcher that restarts after a crash replays leases whose request the dead process may
+  // have just sent; waiting one host gap before the first request keeps that host's gap.
+  const firstRequestAt = now() + cfg.minHostDelayMs;
 
   async function handle(req: FetchRequestMsg, ctx: StageContext): Promise<HandleResult> {
     const started = now();
@@ -158,6 +161,7 @@ export function fetchStage(deps: FetchDeps): Stage {
       report(s);
       return [statusRecord(s)];
     }
+    if (now() < firstRequestAt) await sleep(firstRequestAt - now());
     const r = await robots.get(origin);
     if (r.error?.startsWith('SSRF_BLOCKED')) {
       // A target we must never contact (private network without the opt-in): final, no retry.

@@ -225,7 +225,7 @@ java_opts_common() { echo "-Djava.awt.headless=true -XX:+ExitOnOutOfMemoryError 
 
 start_bg() { # start_bg NAME CMD... : detached from our session, output to the service log
   local name="$1"; shift
-  setsid "$@" </dev/null >>"$(log_of "$name")" 2>&1 &
+  setsid "$@" </dev/null >>"$(log_of "$name")" 2>&1 9>&- &
   echo $! >"$(pidfile_of "$name")"
 }
 
@@ -287,7 +287,7 @@ EOF
     cid="$(head -c16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')"
     # shellcheck disable=SC2086
     java -Xmx256m -XX:TieredStopAtLevel=1 $jopts -cp "$KAFKA_HOME/lib/*" kafka.tools.StorageTool \
-      format -t "$cid" -c "$d/server.properties" >>"$(log_of kafka)" 2>&1 \
+      format -t "$cid" -c "$d/server.properties" </dev/null >>"$(log_of kafka)" 2>&1 9>&- \
       || { fail kafka "storage format failed"; }
   fi
   # shellcheck disable=SC2086
@@ -316,7 +316,7 @@ start_redis() {
   rm -f "$(pidfile_of redis)"
   redis-server --bind "$HOST" --port "$REDIS_PORT" --save "" --appendonly no \
     --daemonize yes --pidfile "$(pidfile_of redis)" --logfile "$(log_of redis)" \
-    --dir "$DATA_DIR/redis" --protected-mode yes >>"$(log_of redis)" 2>&1 \
+    --dir "$DATA_DIR/redis" --protected-mode yes </dev/null >>"$(log_of redis)" 2>&1 9>&- \
     || fail redis "redis-server did not start"
 }
 

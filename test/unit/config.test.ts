@@ -50,6 +50,8 @@ describe('loadConfig', () => {
     [{ CRAWL_ALLOW_PRIVATE_NETWORK: 'yes' }, 'CRAWL_ALLOW_PRIVATE_NETWORK'],
     [{ CRAWL_RETRY_BACKOFF_MS: '10,x,30' }, 'CRAWL_RETRY_BACKOFF_MS'],
     [{ CRAWL_RETRY_BACKOFF_MS: '10,-5' }, 'CRAWL_RETRY_BACKOFF_MS'],
+    // An empty back-off list would make every retry time NaN (the URL never retried, never dead).
+    [{ CRAWL_RETRY_BACKOFF_MS: ',' }, 'CRAWL_RETRY_BACKOFF_MS'],
     [{ CRAWL_PARTITIONS: '0' }, 'CRAWL_PARTITIONS'],
     [{ CRAWL_PARTITIONS: '2.5' }, 'CRAWL_PARTITIONS'],
   ])('bad value %j throws a ConfigError naming %s', (env, name) => {

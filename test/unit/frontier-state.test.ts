@@ -285,6 +285,15 @@ describe('FrontierState: restore and retain', () => {
     expect(fs.tick(now + 41_000).fetches.map((f) => f.url)).toEqual(['http://l.test/2']);
   });
 
+  it('restore order does not matter: a QUEUED row before the LEASED one of its host still waits for the lease', () => {
+    const fs = new FrontierState(POLICY, leaseIds());
+    fs.restore(row('http://l.test/2', { state: 'QUEUED' }), 0);
+    fs.restore(row('http://l.test/1', { state: 'LEASED', lease_id: 'old', lease_expires_at: 30_000 }), 0);
+    for (const t of [1000, 10_000, 29_999]) expect(fs.tick(t).fetches).toEqual([]);
+    expect(fs.tick(30_000).fetches).toEqual([]); // expiry: the host waits a full delay
+    expect(firstReleaseAt(fs, 30_001, 5000)).toEqual({ at: 31_000, fetch: expect.objectContaining({ url: 'http://l.test/1' }) });
+  });
+
   it('a restored lease that expires frees the host and re-queues its URL first', () => {
     const fs = new FrontierState(POLICY, leaseIds());
     fs.restore(row('http://l.test/1', { state: 'LEASED', lease_id: 'old', lease_expires_at: 5000 }), 0);
@@ -315,17 +324,22 @@ describe('FrontierState: restore and retain', () => {
     expect(fs.onStatus(statusFor(gone, { finished_at: 5 }), 5)).toEqual({ rows: [], fetches: [] });
   });
 
-  it('idle() is true only with nothing queued, leased or retrying', () => {
+  it('idle() is true only with nothing queued or leased (a parked retry does not count)', () => {
     const fs = new FrontierState(POLICY, leaseIds());
     expect(fs.idle()).toBe(true);
     fs.onCandidate(cand('http://a.test/1'), 0);
     expect(fs.idle()).toBe(false);
     const [f] = fs.tick(0).fetches;
     expect(fs.idle()).toBe(false);
+    fs.onStatus(statusFor(f, { finished_at: 0, stored: false, outcome: 'FAILED' }), 0);
+    expect(fs.idle()).toBe(false); // still leased until the final status
     fs.onStatus(statusFor(f, { finished_at: 0, outcome: 'FAILED' }), 0);
+    expect(fs.stats().retrying).toBe(1);
+    expect(fs.idle()).toBe(true); // parked until 5000
+    const due = fs.tick(5000);
+    expect(due.rows.map((r) => r.state)).toEqual(['QUEUED', 'LEASED']);
     expect(fs.idle()).toBe(false);
-    const [f2] = fs.tick(5000).fetches;
-    fs.onStatus(statusFor(f2, { finished_at: 5000 }), 5000);
+    fs.onStatus(statusFor(due.fetches[0], { finished_at: 5000 }), 5000);
     expect(fs.idle()).toBe(true);
   });
 });
