@@ -11,6 +11,7 @@ import { frontierStage } from '../processors/frontier';
 import { handoffStage, type UsagePolicy } from '../processors/handoff';
 import { parseStage } from '../processors/parse';
 import { ExactSeenSet, seenTestStage, type SeenSet } from '../processors/seen-test';
+import { metrics, statusClass } from '../lib/metrics';
 import type { Stage } from './stage';
 
 export const STAGE_NAMES = ['seen-test', 'frontier', 'fetch', 'parse', 'handoff'] as const;
@@ -30,12 +31,20 @@ export interface StageDeps {
 
 export function buildStages(names: readonly StageName[], deps: StageDeps): Stage[] {
   const c = deps.config;
+  const onOutcome: StageDeps['onOutcome'] = (outcome, status, reason) => {
+    metrics.fetchOutcomes.inc({ outcome, status_class: statusClass(status) });
+    deps.onOutcome?.(outcome, status, reason);
+  };
+  const onReject: StageDeps['onReject'] = (reason, url) => {
+    metrics.linkRejections.inc({ reason });
+    deps.onReject?.(reason, url);
+  };
   const make: Record<StageName, () => Stage> = {
     'seen-test': () =>
-      seenTestStage(deps.seen ?? new ExactSeenSet(), { maxDepth: c.maxDepth, scope: deps.scope ?? new Set(), onReject: deps.onReject }),
+      seenTestStage(deps.seen ?? new ExactSeenSet(), { maxDepth: c.maxDepth, scope: deps.scope ?? new Set(), onReject }),
     frontier: () => frontierStage(c, { partitions: c.partitions }),
     fetch: () => {
-      const stage = fetchStage({ http: deps.http, archive: (e) => deps.warc.append(e), config: c, onOutcome: deps.onOutcome });
+      const stage = fetchStage({ http: deps.http, archive: (e) => deps.warc.append(e), config: c, onOutcome });
       // Closing the fetch stage stores the open WARC file so waiting fetches are announced.
       return { ...stage, close: () => deps.warc.flush() };
     },

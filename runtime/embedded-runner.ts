@@ -50,6 +50,9 @@ class StageLoop {
     for (const topic of this.stage.restoreFrom ?? []) {
       for (const p of all) for (const row of this.log.table(topic, p)) this.stage.restore?.(row, topic);
     }
+    for (const topic of this.stage.globalTables ?? []) {
+      for (const p of all) for (const row of this.log.table(topic, p)) this.stage.onGlobal?.(row, topic);
+    }
     this.stage.assigned?.(all);
     if (this.stage.tick) {
       this.tickTimer = setInterval(() => this.tick(), this.stage.tickMs ?? 100);
@@ -66,6 +69,15 @@ class StageLoop {
     }
   }
 
+  /** Rows appended to a global table reach the stage as they are written. */
+  onAppended(recs: readonly InRecord[]): void {
+    const globals = this.stage.globalTables;
+    if (!globals?.length || this.stopped) return;
+    for (const r of recs) {
+      if (globals.includes(r.topic)) this.stage.onGlobal?.({ partition: r.partition, key: r.key, value: r.value }, r.topic);
+    }
+  }
+
   /** Dispatch whatever is available, up to the read-ahead limit. */
   pump(): void {
     if (this.stopped) return;
@@ -76,26 +88,55 @@ class StageLoop {
           const from = this.position.get(k)!;
           const recs = this.log.read(topic, p, from, Math.min(256, this.readAhead - this.running));
           if (recs.length === 0) break;
-          for (const rec of recs) this.dispatch(rec, k);
+          if (this.stage.handleBatch) this.dispatchBatch(recs, k);
+          else for (const rec of recs) this.dispatch(rec, k);
           this.position.set(k, recs[recs.length - 1].offset + 1);
         }
       }
     }
   }
 
-  private dispatch(rec: InRecord, k: string): void {
-    const entry: Inflight = { offset: rec.offset, done: false };
+  private track(k: string, offset: number): Inflight {
+    const entry: Inflight = { offset, done: false };
     let list = this.inflight.get(k);
     if (!list) this.inflight.set(k, (list = []));
     list.push(entry);
     this.running++;
+    return entry;
+  }
+
+  private dispatchBatch(recs: InRecord[], k: string): void {
+    const entries = recs.map((r) => this.track(k, r.offset));
+    const attempt = (): void => {
+      Promise.resolve()
+        .then(() => this.stage.handleBatch!(recs, this.ctx))
+        .then(async (outs) => {
+          this.log.append(outs);
+          await this.stage.produced?.(outs);
+          for (const e of entries) e.done = true;
+          this.running -= entries.length;
+          this.advance(recs[0].topic, recs[0].partition, this.inflight.get(k)!);
+          setImmediate(() => this.pump());
+        })
+        .catch((err: unknown) => {
+          this.ctx.log.error({ err, topic: recs[0].topic, partition: recs[0].partition, offset: recs[0].offset }, 'batch handler failed; retrying');
+          if (!this.stopped) setTimeout(attempt, this.retryDelayMs).unref();
+        });
+    };
+    attempt();
+  }
+
+  private dispatch(rec: InRecord, k: string): void {
+    const entry = this.track(k, rec.offset);
+    const list = this.inflight.get(k)!;
     const attempt = (): void => {
       this.dispatcher.run(rec, (early) => this.log.append(early)).then(
-        (outs) => {
+        async (outs) => {
           this.log.append(outs);
+          await this.stage.produced?.(outs);
           entry.done = true;
           this.running--;
-          this.advance(rec.topic, rec.partition, list!);
+          this.advance(rec.topic, rec.partition, list);
           setImmediate(() => this.pump());
         },
         (err: unknown) => {
@@ -138,8 +179,11 @@ class StageLoop {
 export class EmbeddedRunner {
   private readonly loops: StageLoop[];
   private checkpointTimer: NodeJS.Timeout | null = null;
-  private readonly onAppend = (): void => {
-    for (const l of this.loops) l.pump();
+  private readonly onAppend = (recs: readonly InRecord[]): void => {
+    for (const l of this.loops) {
+      l.onAppended(recs);
+      l.pump();
+    }
   };
 
   constructor(

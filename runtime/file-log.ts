@@ -5,11 +5,12 @@
  *
  * On disk, per topic-partition, append-only segment files of frames
  *   [u32 frame length][u32 key length][key][f64 timestamp][avro value or empty for a tombstone]
- * and one offsets file per consumer group, replaced atomically. Records are appended before
- * the offsets that depend on them, so a crash replays (duplicates), never skips.
+ * and per consumer group an offsets snapshot (replaced atomically) plus a journal of commits
+ * since it. Records are appended before the offsets that depend on them, so a crash replays
+ * (duplicates), never skips.
  * A torn final frame (a crash mid-write) is cut off when the segment is reopened.
  */
-import { closeSync, existsSync, fstatSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { appendFileSync, closeSync, existsSync, fstatSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { EventEmitter } from 'node:events';
 import type * as avro from 'avsc';
@@ -177,10 +178,8 @@ export class FileLog extends EventEmitter {
   /** Append records (routed by host) and wake consumers. */
   append(records: readonly OutRecord[], now = Date.now()): void {
     if (records.length === 0) return;
-    for (const r of records) {
-      this.partitionLogs(r.topic)[partitionForHost(r.host, this.partitions)].append(r.key, r.value, now);
-    }
-    this.emit('append');
+    const appended = records.map((r) => this.partitionLogs(r.topic)[partitionForHost(r.host, this.partitions)].append(r.key, r.value, now));
+    this.emit('append', appended);
   }
 
   read(topic: TopicId, partition: number, from: number, max: number): InRecord[] {
@@ -199,8 +198,20 @@ export class FileLog extends EventEmitter {
   committed(group: string): GroupOffsets {
     let g = this.groups.get(group);
     if (!g) {
-      const path = join(this.opts.dir, 'offsets', `${group}.json`);
-      g = existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as GroupOffsets) : {};
+      const base = join(this.opts.dir, 'offsets', group);
+      g = existsSync(`${base}.json`) ? (JSON.parse(readFileSync(`${base}.json`, 'utf8')) as GroupOffsets) : {};
+      // Commits since the last snapshot; a torn last line (a crash mid-write) is ignored.
+      if (existsSync(`${base}.log`)) {
+        for (const line of readFileSync(`${base}.log`, 'utf8').split('\n')) {
+          try {
+            const [t, p, o] = JSON.parse(line) as [TopicId, number, number];
+            const arr = (g[t] ??= new Array<number>(this.partitions).fill(0));
+            arr[p] = Math.max(arr[p] ?? 0, o);
+          } catch {
+            // an empty or torn line
+          }
+        }
+      }
       this.groups.set(group, g);
     }
     return g;
@@ -213,18 +224,44 @@ export class FileLog extends EventEmitter {
     return g;
   }
 
+  /**
+   * Commit a group's position. Commits are appended to the group's offsets journal at the end
+   * of the current turn of the event loop (one write for many commits), so a killed process
+   * replays at most the records of its last moments, not a whole checkpoint interval.
+   */
   commit(group: string, topic: TopicId, partition: number, next: number): void {
     const g = this.committed(group);
     const arr = (g[topic] ??= new Array<number>(this.partitions).fill(0));
-    if (next > arr[partition]) arr[partition] = next;
+    if (next <= arr[partition]) return;
+    arr[partition] = next;
+    let list = this.pendingGroups.get(group);
+    if (!list) this.pendingGroups.set(group, (list = []));
+    list.push(`${JSON.stringify([topic, partition, next])}\n`);
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(() => this.flushCommits());
+    }
   }
 
-  /** Write every group's offsets atomically, then drop what all of them have consumed. */
+  private readonly pendingGroups = new Map<string, string[]>();
+  private flushScheduled = false;
+
+  private flushCommits(): void {
+    this.flushScheduled = false;
+    for (const [group, lines] of this.pendingGroups) {
+      if (lines.length) appendFileSync(join(this.opts.dir, 'offsets', `${group}.log`), lines.join(''));
+    }
+    this.pendingGroups.clear();
+  }
+
+  /** Snapshot every group's offsets atomically, empty their journals, then trim consumed data. */
   checkpoint(): void {
+    this.flushCommits();
     for (const [group, offsets] of this.groups) {
-      const path = join(this.opts.dir, 'offsets', `${group}.json`);
-      writeFileSync(`${path}.tmp`, JSON.stringify(offsets));
-      renameSync(`${path}.tmp`, path);
+      const base = join(this.opts.dir, 'offsets', group);
+      writeFileSync(`${base}.json.tmp`, JSON.stringify(offsets));
+      renameSync(`${base}.json.tmp`, `${base}.json`);
+      writeFileSync(`${base}.log`, '');
     }
     for (const [topic, parts] of this.logs) {
       const readers = [...this.groups.values()].filter((g) => g[topic]);

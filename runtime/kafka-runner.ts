@@ -4,6 +4,7 @@
  * newly owned partitions from their compacted tables before handling any of their records, and
  * drop hosts they no longer own at once on a rebalance.
  */
+import { randomUUID } from 'node:crypto';
 import type { Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
 import { createProducer, produce, readTable, runGroup, type ConsumedRecord, type RawRecord } from '../connectors/kafka';
@@ -88,14 +89,18 @@ export async function runStageOnKafka(stage: Stage, rt: KafkaRuntime): Promise<R
       const beat = setInterval(() => heartbeat().catch(() => undefined), 3000);
       try {
         const early: Array<Promise<void>> = [];
-        const outs = await dispatcher.runAll(await decodeRecords(rt, records, ids), (e) => early.push(send(e)));
+        const recs = await decodeRecords(rt, records, ids);
+        const outs = stage.handleBatch ? await stage.handleBatch(recs, ctx) : await dispatcher.runAll(recs, (e) => early.push(send(e)));
         await Promise.all(early);
         await send(outs);
+        await stage.produced?.(outs);
       } finally {
         clearInterval(beat);
       }
     },
   });
+
+  const globals = await Promise.all((stage.globalTables ?? []).map((topic) => followGlobal(rt, stage, topic)));
 
   let ticking = false;
   const timer = stage.tick
@@ -114,7 +119,35 @@ export async function runStageOnKafka(stage: Stage, rt: KafkaRuntime): Promise<R
       if (timer) clearInterval(timer);
       await stage.close?.();
       await consumer.disconnect();
+      for (const g of globals) await g.stop();
       await producer.disconnect();
+    },
+  };
+}
+
+/**
+ * Every instance reads a global table whole, from the beginning, and keeps following it: its
+ * own throwaway consumer group, so no other instance shares its partitions.
+ */
+async function followGlobal(rt: KafkaRuntime, stage: Stage, topic: TopicId): Promise<RunningStage> {
+  const groupId = `${rt.prefix}crawl.${stage.id}.global.${randomUUID()}`;
+  const consumer = rt.kafka.consumer({ groupId, maxWaitTimeInMs: 200, allowAutoTopicCreation: false });
+  await consumer.connect();
+  await consumer.subscribe({ topics: [rt.prefix + topics[topic].name], fromBeginning: true });
+  await consumer.run({
+    autoCommit: false,
+    eachMessage: async ({ message, partition }) => {
+      const value = message.value === null ? null : await rt.registry.decode(message.value);
+      stage.onGlobal?.({ partition, key: message.key?.toString('utf8') ?? '', value }, topic);
+    },
+  });
+  return {
+    async stop() {
+      await consumer.disconnect();
+      const admin = rt.kafka.admin();
+      await admin.connect();
+      await admin.deleteGroups([groupId]).catch(() => undefined);
+      await admin.disconnect();
     },
   };
 }

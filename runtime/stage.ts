@@ -63,6 +63,23 @@ export interface Stage {
   restore?(rec: TableRecord, topic: TopicId): void;
   /** The partitions this instance owns changed (after any restore of newly owned ones). */
   assigned?(partitions: readonly number[]): void;
+  /**
+   * Handle a whole batch at once, for stages that talk to an external store (one round trip
+   * per batch instead of per record). When present, the runtimes call it instead of handle().
+   */
+  handleBatch?(recs: readonly InRecord[], ctx: StageContext): OutRecord[] | Promise<OutRecord[]>;
+  /**
+   * Told of a batch's emits once they are durably in the log, before its offsets are
+   * committed. seen-test marks URLs seen only here, so a crash between the two costs a
+   * duplicate candidate, never a hidden URL.
+   */
+  produced?(outs: readonly OutRecord[]): void | Promise<void>;
+  /**
+   * Compacted tables every instance reads whole (all partitions) and keeps following: host
+   * policy (blocks, crawl rates) and the opt-out registry. Rows arrive through onGlobal.
+   */
+  readonly globalTables?: readonly TopicId[];
+  onGlobal?(rec: TableRecord, topic: TopicId): void;
   /** Stop: flush buffers (e.g. the WARC writer) so pending handle() calls resolve. */
   close?(): Promise<void>;
 }

@@ -35,9 +35,9 @@ REGISTRY_PORT="${CRAWL_REGISTRY_PORT:-18081}"
 REDIS_PORT="${CRAWL_REDIS_PORT:-16379}"
 S3_PORT="${CRAWL_S3_PORT:-18080}"
 
-# Kafka 4.1.x: kafkajs 2.2.4 verified against it (topics, idempotent + transactional produce,
+# Kafka 4.3.1: kafkajs 2.2.4 verified against it, and against 4.1.x and 4.4.0 (topics, idempotent + transactional produce,
 # consumer groups, offset commits, describeConfigs, deleteTopics).
-KAFKA_VERSION="${CRAWL_KAFKA_VERSION:-4.1.2}"
+KAFKA_VERSION="${CRAWL_KAFKA_VERSION:-4.3.1}"
 LOG4J_VERSION=2.24.3
 S3PROXY_VERSION="${CRAWL_S3PROXY_VERSION:-4.1.0}"
 # Apicurio 3.x jars are compiled for Java 21; 2.6.x runs on Java 17.
@@ -300,13 +300,14 @@ start_registry() {
   local runner
   runner="$(apicurio_cmd)"
   mkdir -p "$DATA_DIR/registry"
-  # In-memory storage (the 2.x "app" distribution's default). Global default compatibility
-  # BACKWARD, like Confluent Schema Registry's default.
+  # In-memory storage (the 2.x "app" distribution's default). No global compatibility rule:
+  # Apicurio 2.x cannot let a subject-level NONE override a global rule (NONE deletes the
+  # subject's rule), so the global default stays NONE; @kafkajs/confluent-schema-registry sets
+  # BACKWARD on each subject it registers first (PUT /config/{subject}).
   # shellcheck disable=SC2046
   (cd "$DATA_DIR/registry" && start_bg registry java -Xmx384m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
     $(java_opts_common registry) \
     -Dquarkus.http.host="$HOST" -Dquarkus.http.port="$REGISTRY_PORT" \
-    -Dregistry.rules.global.compatibility=BACKWARD \
     -Dquarkus.log.console.color=false \
     -jar "$runner")
 }
