@@ -161,3 +161,25 @@ export interface HandoffEvent {
   warc: RecordPointer;
   text: RecordPointer | null;
 }
+
+/** crawl.host-policy (compacted, key = `${host}|${field}`): one field group of a host's policy. */
+export interface HostPolicyMsg {
+  host: string;
+  /** block | crawl-rate | robots | backoff | trap:<path-prefix> … (one writer per field group). */
+  field: string;
+  updated_at: number;
+  blocked_until: number | null;
+  reason: string | null;
+  min_delay_ms: number | null;
+}
+
+export type OptOutPurpose = 'crawl' | 'search_index' | 'ai_training';
+
+/** crawl.optout (compacted, key = `${subject}|${purpose}`): the opt-out registry. */
+export interface OptOutMsg {
+  subject: string;
+  purpose: OptOutPurpose;
+  allowed: boolean;
+  registry_version: number;
+  updated_at: number;
+}

@@ -1,9 +1,13 @@
 /**
  * Kafka's default partitioner (murmur2 of the key bytes, made positive, modulo the partition
- * count), so the embedded log and Kafka put a host in the same partition number. We always
- * partition by the host, whatever the record key, so one host lives in one partition of every
- * co-partitioned topic.
+ * count), so the embedded log and Kafka choose the same partition number. Records are always
+ * routed by their URL's host, whatever the record key, and the partition is chosen from the
+ * host's *registered domain* (Public Suffix List; the host itself for IP addresses): one host
+ * still lives in exactly one partition of every co-partitioned topic, and so do all the hosts
+ * of one domain, which lets the frontier cap a whole domain (a farm of subdomains) without
+ * coordinating with other instances.
  */
+import { registeredDomain } from './url-normalize';
 
 const SEED = 0x9747b28c;
 const M = 0x5bd1e995;
@@ -36,7 +40,21 @@ export function murmur2(data: Buffer): number {
   return h | 0;
 }
 
-/** Partition for a host, as Kafka's default partitioner would choose for key = host. */
+const keyCache = new Map<string, string>();
+const KEY_CACHE_MAX = 100_000;
+
+/** The routing key of a host: its registered domain, or the host itself (IPs, bare suffixes). */
+export function routingKey(host: string): string {
+  let key = keyCache.get(host);
+  if (key === undefined) {
+    key = registeredDomain(host) ?? host;
+    if (keyCache.size >= KEY_CACHE_MAX) keyCache.clear();
+    keyCache.set(host, key);
+  }
+  return key;
+}
+
+/** Partition for a host: Kafka's default partitioner applied to the host's routing key. */
 export function partitionForHost(host: string, partitions: number): number {
-  return (murmur2(Buffer.from(host, 'utf8')) & 0x7fffffff) % partitions;
+  return (murmur2(Buffer.from(routingKey(host), 'utf8')) & 0x7fffffff) % partitions;
 }

@@ -22,7 +22,7 @@
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-CACHE="${CRAWL_STACK_CACHE:-$HOME/.cache/crawl-stack}"
+CACHE="${CRAWL_STACK_CACHE:-${HOME:-/root}/.cache/crawl-stack}"
 STACK_DIR="${CRAWL_STACK_DIR:-$REPO/.stack}"
 RUN_DIR="$STACK_DIR/run"
 LOG_DIR="$STACK_DIR/logs"
@@ -124,7 +124,7 @@ EOF
     tail -n 30 "$home/mvn.log" >&2
     die "Maven could not resolve $(basename "$home") (see $home/mvn.log)"
   fi
-  rm -rf "$home/lib"
+  rm -rf "${home:?}/lib"
   mv "$home/lib.tmp" "$home/lib"
 }
 
@@ -403,9 +403,9 @@ cmd_up() {
 }
 
 stop_pid() { # stop_pid SERVICE PID
-  local s="$1" pid="$2" i
+  local s="$1" pid="$2" _
   kill -TERM "$pid" 2>/dev/null || return 0
-  for i in $(seq 1 120); do   # up to 30 s
+  for _ in $(seq 1 120); do   # up to 30 s
     kill -0 "$pid" 2>/dev/null || return 0
     sleep 0.25
   done

@@ -3,11 +3,12 @@
  * these entries; `crawl init` creates or updates the topics from here; the embedded runtime
  * builds its in-process log from here too.
  *
- * Partitioning: every record is routed by the *host* of its URL (Kafka's murmur2 partitioner
- * applied to the host bytes, see lib/partitioner.ts), whatever its key. One host therefore lives
- * in one partition of every crawl topic, and co-partitioned topics (same partition count) put a
- * host's links, candidates, fetches, statuses and URL-table rows in the same partition number,
- * so the frontier that owns partition p owns all of those hosts' politeness and state.
+ * Partitioning: every record is routed by the *host* of its URL, whatever its key: Kafka's
+ * murmur2 partitioner applied to the host's registered domain (lib/partitioner.ts). One host
+ * (indeed one whole domain) therefore lives in one partition of every crawl topic, and
+ * co-partitioned topics (same partition count) put a host's links, candidates, fetches,
+ * statuses and URL-table rows in the same partition number, so the frontier that owns
+ * partition p owns all of those hosts' politeness and state.
  */
 
 export type CleanupPolicy = 'delete' | 'compact';

@@ -1,4 +1,4 @@
-import { murmur2, partitionForHost } from '../../lib/partitioner';
+import { murmur2, partitionForHost, routingKey } from '../../lib/partitioner';
 // kafkajs's own default partitioner is the reference: Kafka mode and the embedded log must agree.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const kafkajsMurmur2 = require('kafkajs/src/producer/partitioners/default/murmur2') as (k: Buffer) => number;
@@ -13,5 +13,17 @@ describe('partitioner', () => {
     for (let i = 0; i < 8000; i++) counts[partitionForHost(`host${i}.example`, 8)]++;
     for (const c of counts) expect(c).toBeGreaterThan(800);
     expect(partitionForHost('example.com', 8)).toBe(partitionForHost('example.com', 8));
+  });
+});
+
+describe('routing by registered domain', () => {
+  it('puts every host of one registered domain in one partition', () => {
+    const p = partitionForHost('example.co.uk', 8);
+    for (const h of ['www.example.co.uk', 'a.b.example.co.uk', 'shop.example.co.uk']) expect(partitionForHost(h, 8)).toBe(p);
+  });
+  it('keeps IP hosts and private-suffix owners apart', () => {
+    expect(routingKey('127.0.0.2')).toBe('127.0.0.2');
+    expect(routingKey('alice.github.io')).toBe('alice.github.io');
+    expect(routingKey('a.b.example.co.uk')).toBe('example.co.uk');
   });
 });
