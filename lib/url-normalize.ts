@@ -2,6 +2,7 @@
 // and politeness keys work. Pure logic; runs for every extracted link, so it avoids per-call
 // regex compilation and URLSearchParams (which re-serialises "%20" as "+").
 
+import { hexVal, pct } from './percent';
 import { getDomain } from 'tldts';
 
 export interface NormalizeOptions {
@@ -82,14 +83,6 @@ for (let c = 0; c < 128; c++) {
   if (/[A-Za-z0-9\-._~]/.test(ch)) UNRESERVED[c] = 1;
   if (c <= 0x20 || c === 0x7f || '"<>[]\\^`{|}'.includes(ch)) ENCODE[c] = 1;
 }
-const HEX = '0123456789ABCDEF';
-
-function hexVal(c: number): number {
-  if (c >= 0x30 && c <= 0x39) return c - 0x30;
-  if (c >= 0x41 && c <= 0x46) return c - 0x37;
-  if (c >= 0x61 && c <= 0x66) return c - 0x57;
-  return -1;
-}
 
 /**
  * RFC 3986 §6.2.2.2 percent-encoding normalisation: decode escapes of unreserved characters,
@@ -111,13 +104,13 @@ function normalizePercent(s: string): string {
         const l = hexVal(s.charCodeAt(i + 2));
         if (h >= 0 && l >= 0) {
           const v = (h << 4) | l;
-          const canonical = v < 128 && UNRESERVED[v] === 1 ? String.fromCharCode(v) : '%' + HEX[h] + HEX[l];
+          const canonical = v < 128 && UNRESERVED[v] === 1 ? String.fromCharCode(v) : pct((h << 4) | l);
           skip = 2;
           if (canonical !== s.slice(i, i + 3)) rep = canonical;
         }
       }
     } else if (c < 128) {
-      if (ENCODE[c] === 1) rep = '%' + HEX[c >> 4] + HEX[c & 15];
+      if (ENCODE[c] === 1) rep = pct(c);
     } else {
       // WHATWG URL has already UTF-8 encoded non-ASCII; kept for robustness.
       const cp = s.codePointAt(i)!;

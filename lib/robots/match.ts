@@ -17,6 +17,7 @@
 //     google/robotstxt ID_Encoding wants it to match the unencoded URL too. "&", "=", "+", ";"
 //     and the other sub-delimiters keep their encoding: decoding them would change the query.
 
+import { hexVal, pct } from '../percent';
 import type { Rule } from './parse';
 
 const UNRESERVED = new Uint8Array(128);
@@ -34,18 +35,6 @@ for (let c = 0; c < 128; c++) {
 const QUERY_SAFE = new Uint8Array(128);
 for (const ch of ':/?@') QUERY_SAFE[ch.charCodeAt(0)] = 1;
 
-const HEX = '0123456789ABCDEF';
-
-function hexVal(c: number): number {
-  if (c >= 0x30 && c <= 0x39) return c - 0x30;
-  if (c >= 0x41 && c <= 0x46) return c - 0x37;
-  if (c >= 0x61 && c <= 0x66) return c - 0x57;
-  return -1;
-}
-
-function pct(byte: number): string {
-  return '%' + HEX[byte >> 4] + HEX[byte & 15];
-}
 
 /** UTF-8 percent-encoding of one code point; lone surrogates become U+FFFD like a decoder would. */
 function encodeCodePoint(ch: string): string {
