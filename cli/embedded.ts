@@ -33,6 +33,8 @@ export interface RunOptions {
   logger?: Logger;
   /** Print a progress line to stderr every second. */
   progress?: boolean;
+  /** Serve the live status page, /stats and /metrics on 127.0.0.1:<port> while crawling (0 = any free port). */
+  statusPort?: number;
 }
 
 export interface RunSummary {
@@ -101,7 +103,12 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
     store, prefix: config.warcPrefix, maxRecords: config.warcMaxRecords, maxBytes: config.warcMaxBytes, maxAgeMs: config.warcMaxAgeMs,
     software: 'kcrawl/0.1', onError: (err, key) => log.error({ err, key }, 'CDXJ index not stored'),
   });
-  const http = createHttpClient();
+  // parse's WET-style text records go to their own files (warc/<prefix>-wet-*.warc.gz).
+  const textWarc = new WarcWriter({
+    store, prefix: `${config.warcPrefix}-wet`, maxRecords: config.warcMaxRecords, maxBytes: config.warcMaxBytes, maxAgeMs: config.warcMaxAgeMs,
+    software: 'kcrawl/0.1', onError: (err, key) => log.error({ err, key }, 'CDXJ index not stored'),
+  });
+  const http = createHttpClient({ maxPools: config.httpMaxPools });
   mkdirSync(join(opts.out, 'handoff'), { recursive: true });
   const handoffFile = join(opts.out, 'handoff', 'crawl.handoff.v3.avro');
   const sink = new AvroFileSink(handoffFile, avroType('crawl.handoff.v3'), loadSchema('crawl.handoff.v3'));
@@ -109,7 +116,7 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
 
   const counts = { pages: 0, fetches: 0, failures: 0 };
   const stages = buildStages(STAGE_NAMES, {
-    config, http, warc, scope: scopeOf(seeds, opts.scope ?? 'domain'),
+    config, http, warc, textWarc, scope: scopeOf(seeds, opts.scope ?? 'domain'),
     onOutcome: (outcome, status) => {
       if (outcome === 'FETCHED' || outcome === 'NOT_HTML') {
         if (status !== null) counts.fetches++;
@@ -127,7 +134,8 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
       return [] as OutRecord[];
     },
   };
-  const runner = new EmbeddedRunner(fileLog, [...stages, sinkStage], log);
+  const status = opts.statusPort === undefined ? null : await (await import('../api/embedded-status')).startEmbeddedStatus(opts.statusPort, log, () => warc.stats);
+  const runner = new EmbeddedRunner(fileLog, [...stages, sinkStage, ...(status ? [status.stage] : [])], log);
   const frontier = stages.find((s) => s.id === 'frontier') as FrontierStage;
   runner.start();
   fileLog.append(seeds.map((l) => ({ topic: 'links' as const, key: new URL(l.url).hostname, host: new URL(l.url).hostname, value: l })));
@@ -152,10 +160,12 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   await warc.close();
   await http.close();
   // Drain what stopping produced (the last WARC file's pages) through parse and handoff.
-  const drain = new EmbeddedRunner(fileLog, [...buildStages(['parse', 'handoff'], { config, http, warc }), sinkStage], log);
+  const drain = new EmbeddedRunner(fileLog, [...buildStages(['parse', 'handoff'], { config, http, warc, textWarc }), sinkStage], log);
   drain.start();
   for (let i = 0; i < 100 && !drain.idle(); i++) await new Promise((r) => setTimeout(r, 20));
   await drain.stop();
+  await textWarc.close();
+  await status?.stop();
   fileLog.close();
   sink.close();
   progress?.done();

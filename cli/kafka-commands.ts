@@ -4,6 +4,8 @@
  *   CRAWL_REGISTRY_URL    Confluent-API base URL (Apicurio: http://host:port/apis/ccompat/v7)
  *   CRAWL_S3_ENDPOINT, CRAWL_S3_BUCKET, CRAWL_S3_ACCESS_KEY, CRAWL_S3_SECRET_KEY, CRAWL_S3_REGION
  *   CRAWL_TOPIC_PREFIX    optional prefix for every topic and consumer group
+ *   CRAWL_REDIS_URL       optional: seen-test's Bloom generations in Redis (redis://host:port)
+ *   CRAWL_REDIS_PREFIX    optional Redis key prefix (default `${CRAWL_TOPIC_PREFIX}crawl:bloom:`)
  * plus the CRAWL_* settings of lib/config.ts.
  */
 import type { Kafka } from 'kafkajs';
@@ -19,6 +21,7 @@ import { buildStages, STAGE_NAMES, type StageName } from '../runtime/build-stage
 import { encodeRecords, runStageOnKafka, type KafkaRuntime, type RunningStage } from '../runtime/kafka-runner';
 import { allTopics, topics, type TopicId } from '../topologies/crawl';
 import { seedLinks } from './embedded';
+import { redisSeenFromEnv } from './bloom';
 
 export interface KafkaEnv {
   brokers: string[];
@@ -83,9 +86,17 @@ export async function processes(names: string[], o: { allowPrivateNetwork: boole
     store, prefix: `${config.warcPrefix}-${process.pid}`, maxRecords: config.warcMaxRecords, maxBytes: config.warcMaxBytes,
     maxAgeMs: config.warcMaxAgeMs, software: 'kcrawl/0.1', onError: (err, key) => log.error({ err, key }, 'CDXJ index not stored'),
   });
-  const http = createHttpClient();
+  // parse's WET-style text records: their own files, warc/<prefix>-<pid>-wet-*.warc.gz.
+  const textWarc = new WarcWriter({
+    store, prefix: `${config.warcPrefix}-${process.pid}-wet`, maxRecords: config.warcMaxRecords, maxBytes: config.warcMaxBytes,
+    maxAgeMs: config.warcMaxAgeMs, software: 'kcrawl/0.1', onError: (err, key) => log.error({ err, key }, 'CDXJ index not stored'),
+  });
+  const http = createHttpClient({ maxPools: config.httpMaxPools });
   const running: RunningStage[] = [];
-  for (const stage of buildStages(wanted, { config, http, warc })) running.push(await runStageOnKafka(stage, rt));
+  // With CRAWL_REDIS_URL, seen-test shares Bloom generations in Redis; without it, each uses process memory.
+  const seen = wanted.includes('seen-test') ? await redisSeenFromEnv(process.env, env.prefix, config, log) : undefined;
+  for (const stage of buildStages(wanted, { config, http, warc, textWarc, seen })) running.push(await runStageOnKafka(stage, rt));
+  const stopMetrics = await (await import('../api/metrics-server')).startProcessMetrics(config, () => warc.stats, log);
   log.info({ processors: wanted, pid: process.pid }, 'processors running');
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);
@@ -93,7 +104,10 @@ export async function processes(names: string[], o: { allowPrivateNetwork: boole
   });
   log.info('stopping');
   for (const r of running) await r.stop();
+  await seen?.close();
   await warc.close();
+  await textWarc.close();
   await http.close();
   await store.close();
+  await stopMetrics();
 }

@@ -14,6 +14,12 @@ const positiveInt = (v: string): number => {
   return n;
 };
 
+const port = (v: string): number => {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('expected a port number 0-65535');
+  return n;
+};
+
 export function seedsFromFile(path: string): string[] {
   return readFileSync(path, 'utf8')
     .split(/\r?\n/)
@@ -35,7 +41,8 @@ export function program(): Command {
     .addOption(new Option('--scope <scope>', 'stay within the seeds\' registered domains, hosts, or not at all').choices(['domain', 'host', 'any']).default('domain'))
     .option('--allow-private-network', 'allow loopback, private and link-local targets (tests, intranets)', false)
     .option('--allow-cidr <cidr>', 'allow this address range even without --allow-private-network (repeatable)', collect, [])
-    .action(async (o: { seed: string[]; seedsFile?: string; out: string; maxPages?: number; maxSecs?: number; scope: 'domain' | 'host' | 'any'; allowPrivateNetwork: boolean; allowCidr: string[] }) => {
+    .option('--status-port <n>', 'serve the live status page, /stats and /metrics on 127.0.0.1:<n> while crawling (0 = any free port)', port)
+    .action(async (o: { seed: string[]; seedsFile?: string; out: string; maxPages?: number; maxSecs?: number; scope: 'domain' | 'host' | 'any'; allowPrivateNetwork: boolean; allowCidr: string[]; statusPort?: number }) => {
       const seeds = [...o.seed, ...(o.seedsFile ? seedsFromFile(o.seedsFile) : [])];
       if (seeds.length === 0) throw new Error('give at least one --seed URL or a --seeds-file');
       const ac = new AbortController();
@@ -45,7 +52,7 @@ export function program(): Command {
       const s = await runEmbedded(
         {
           seeds, out: o.out, maxPages: o.maxPages, maxSecs: o.maxSecs, scope: o.scope, allowPrivateNetwork: o.allowPrivateNetwork,
-          config: o.allowCidr.length ? { allowCidrs: o.allowCidr } : {}, progress: true,
+          config: o.allowCidr.length ? { allowCidrs: o.allowCidr } : {}, progress: true, statusPort: o.statusPort,
         },
         ac.signal,
       );
@@ -68,6 +75,18 @@ export function program(): Command {
       if (r.status !== 0) process.exitCode = r.status ?? 1;
     });
 
+  cmd
+    .command('explain')
+    .description('whether and when a URL would be fetched and, if not, why (robots rule and line, block, trap rule, opt-out, back-off)')
+    .argument('<url>')
+    .option('--json', 'print JSON', false)
+    .option('--out <dir>', 'read the state of an embedded crawl (`crawl run --out DIR`)')
+    .option('--kafka', 'read the state from Kafka (CRAWL_KAFKA_BROKERS, CRAWL_REGISTRY_URL)', false)
+    .option('--allow-private-network', 'allow fetching robots.txt from loopback and private targets', false)
+    .option('--no-robots', 'do not fetch robots.txt live')
+    .action(async (url: string, o: { json: boolean; out?: string; kafka: boolean; allowPrivateNetwork: boolean; robots: boolean }) =>
+      (await import('./explain')).explainCommand(url, { ...o, noRobots: !o.robots }));
+
   registerKafkaCommands(cmd);
   return cmd;
 }
@@ -84,11 +103,39 @@ function registerKafkaCommands(cmd: Command): void {
     .argument('<url...>')
     .action(async (urls: string[]) => (await import('./kafka-commands')).seed(urls));
   cmd
+    .command('serve')
+    .description('control API, Prometheus metrics and the live status page (Kafka mode; needs CRAWL_API_TOKEN)')
+    .option('--port <n>', 'listen port (env CRAWL_API_PORT)', port, Number(process.env.CRAWL_API_PORT ?? 8088))
+    .option('--host <addr>', 'listen address (env CRAWL_API_HOST)', process.env.CRAWL_API_HOST ?? '127.0.0.1')
+    .action(async (o: { port: number; host: string }) => (await import('./serve')).serve(o));
+  cmd
     .command('process')
     .description('run processors as consumers: seen-test, frontier, fetch, parse, handoff, or all (Kafka mode)')
     .argument('<name...>')
     .option('--allow-private-network', 'allow loopback, private and link-local targets', false)
     .action(async (names: string[], o: { allowPrivateNetwork: boolean }) => (await import('./kafka-commands')).processes(names, o));
+  const optout = cmd.command('optout').description('the opt-out registry, crawl.optout (Kafka mode)');
+  optout
+    .command('set')
+    .description('record a decision with the next registry version: <subject> is a host or registered domain, <purpose> crawl | search_index | ai_training')
+    .argument('<subject>')
+    .argument('<purpose>')
+    .argument('<decision>', 'allow | deny')
+    .action(async (subject: string, purpose: string, decision: string) => (await import('./optout')).optoutSet(subject, purpose, decision));
+  optout
+    .command('list')
+    .description('print every decision and the registry version')
+    .action(async () => (await import('./optout')).optoutList());
+  cmd
+    .command('bloom')
+    .description('the URL-seen Bloom filter in Redis: rebuild (replay crawl.urls into a new generation and switch), stats, abort (Kafka mode)')
+    .argument('<action>', 'rebuild | stats | abort')
+    .action(async (action: string) => {
+      const b = await import('./bloom');
+      const run = { rebuild: b.rebuildCommand, stats: b.statsCommand, abort: b.abortCommand }[action];
+      if (!run) throw new Error(`unknown bloom action "${action}": rebuild, stats or abort`);
+      await run();
+    });
 }
 
 export async function main(argv: string[]): Promise<void> {

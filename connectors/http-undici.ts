@@ -36,7 +36,8 @@ export { mapError } from './http-exchange';
 
 export function createHttpClient(deps: HttpClientDeps = {}): HttpClient {
   const resolver = deps.resolver ?? new DnsCache().resolve;
-  const maxPools = deps.maxPools ?? 512;
+  // Default as lib/config.ts httpMaxPools: the hosts in rotation, so keep-alive gets reused.
+  const maxPools = deps.maxPools ?? 8192;
   const pools = new Map<string, Pool>();
   let closed = false;
 

@@ -96,22 +96,52 @@ export async function createProducer(kafka: Kafka): Promise<Producer> {
   return producer;
 }
 
-/** Produce and wait for all in-sync replicas to have them (acks = -1). */
-export async function produce(producer: Producer, records: readonly RawRecord[]): Promise<void> {
-  if (records.length === 0) return;
-  const byTopic = new Map<string, RawRecord[]>();
+/**
+ * Bytes of keys and values per produce request. Kafka rejects a partition's record batch above
+ * the topic's max.message.bytes (1 MiB on most crawl topics) as a whole, and one parse batch's
+ * pages easily exceed that in one partition; the margin covers record and batch headers.
+ */
+export const MAX_REQUEST_BYTES = 900 * 1024;
+
+/** Records cut into consecutive chunks of at most maxBytes each (a bigger record goes alone). */
+export function chunkByBytes(records: readonly RawRecord[], maxBytes = MAX_REQUEST_BYTES): RawRecord[][] {
+  const chunks: RawRecord[][] = [];
+  let chunk: RawRecord[] = [];
+  let bytes = 0;
   for (const r of records) {
-    let list = byTopic.get(r.topic);
-    if (!list) byTopic.set(r.topic, (list = []));
-    list.push(r);
+    const size = Buffer.byteLength(r.key) + (r.value?.length ?? 0) + 64;
+    if (chunk.length > 0 && bytes + size > maxBytes) {
+      chunks.push(chunk);
+      chunk = [];
+      bytes = 0;
+    }
+    chunk.push(r);
+    bytes += size;
   }
-  await producer.sendBatch({
-    acks: -1,
-    topicMessages: [...byTopic].map(([topic, list]) => ({
-      topic,
-      messages: list.map((r) => ({ key: r.key, value: r.value, partition: r.partition })),
-    })),
-  });
+  if (chunk.length > 0) chunks.push(chunk);
+  return chunks;
+}
+
+/**
+ * Produce and wait for all in-sync replicas to have them (acks = -1). Chunks go one after
+ * another so a partition's records keep their order.
+ */
+export async function produce(producer: Producer, records: readonly RawRecord[]): Promise<void> {
+  for (const chunk of chunkByBytes(records)) {
+    const byTopic = new Map<string, RawRecord[]>();
+    for (const r of chunk) {
+      let list = byTopic.get(r.topic);
+      if (!list) byTopic.set(r.topic, (list = []));
+      list.push(r);
+    }
+    await producer.sendBatch({
+      acks: -1,
+      topicMessages: [...byTopic].map(([topic, list]) => ({
+        topic,
+        messages: list.map((r) => ({ key: r.key, value: r.value, partition: r.partition })),
+      })),
+    });
+  }
 }
 
 /**

@@ -22,14 +22,65 @@ export interface CrawlConfig {
   maxAttempts: number;
   /** robots.txt is re-fetched after this (RFC 9309: at most 24 h). */
   robotsCacheMs: number;
+  /** An unreachable robots.txt (5xx, network) keeps a cached good copy in force up to this age (RFC 9309 §2.3.1.4). */
+  robotsStaleMaxMs: number;
+  /** Adaptive politeness (processors/frontier-aimd.ts): gap multiplier per 429/503, its cap, additive recovery (requests/s per good answer). */
+  aimdBackoffFactor: number;
+  aimdMaxDelayMs: number;
+  aimdRecoveryRatePerSec: number;
+  /** Consecutive 503s that pause a host, and for how long. */
+  pauseAfter503: number;
+  hostPauseMs: number;
+  /** Wait after a timeout, doubled per consecutive timeout. */
+  timeoutBackoffMs: number;
+  /** Layered politeness: requests in flight and least gap across all hosts of one registered domain, and of one IP address. */
+  domainMaxInflight: number;
+  domainMinGapMs: number;
+  ipMaxInflight: number;
+  ipMinGapMs: number;
+  /** Front queues: priority levels (0 = most important; from Candidate.priority, else depth). */
+  priorityLevels: number;
+  /** Fetches per host per cycle (a frontier process's lifetime); the rest wait for the next cycle. */
+  hostBudgetPerCycle: number;
+  /** Recrawl interval: first one after a fetch, halved on change and doubled otherwise, within [min, max]. */
+  recrawlInitialMs: number;
+  recrawlMinMs: number;
+  recrawlMaxMs: number;
+  /** Also try /sitemap.xml on hosts whose robots.txt names no sitemap (one more polite request per host). */
+  sitemapProbe: boolean;
   maxDepth: number;
+  /** URL-seen Bloom filter: designed URLs per generation (n) and false-positive rate at n (p). */
+  bloomExpectedUrls: number;
+  bloomFalsePositiveRate: number;
+  /** Largest Bloom shard (Valkey caps one object at 128 MB); more shards past it. */
+  bloomMaxShardBytes: number;
+  /** How often seen-test re-reads the Redis generation pointer, and how long a rebuild waits for all of them to notice a change. */
+  bloomRefreshMs: number;
+  bloomSwitchWaitMs: number;
+  /** Trap defences: a path segment repeated this many times; a query growing by this many chars this many times in a row. */
+  trapMaxSegmentRepeats: number;
+  trapQueryGrowthMarginChars: number;
+  trapQueryGrowthRuns: number;
   connectTimeoutMs: number;
   fetchTimeoutMs: number;
   maxHeaderBytes: number;
   maxBodyBytes: number;
   maxDecompressionRatio: number;
-  /** Fetches in flight per fetch process (different hosts; one per host is the frontier's rule). */
+  /**
+   * Fetches in flight per fetch process at start (different hosts; one per host is the
+   * frontier's rule). The limit then follows Little's law (lib/concurrency.ts): observed fetch
+   * rate x mean fetch time, within [fetchConcurrencyMin, fetchConcurrencyMax].
+   */
   fetchConcurrency: number;
+  fetchConcurrencyMin: number;
+  /** Cap on fetches in flight (sockets and buffered bodies); 0 = a fixed limit of fetchConcurrency. */
+  fetchConcurrencyMax: number;
+  /**
+   * Keep-alive connection pools (origin x address) a fetch process keeps; the least recently
+   * used beyond this is closed. Size it to the hosts in rotation: fewer, and hosts evict each
+   * other's pools so nearly every request opens a new connection.
+   */
+  httpMaxPools: number;
   allowPrivateNetwork: boolean;
   allowCidrs: string[];
   /** WARC rotation. */
@@ -37,6 +88,11 @@ export interface CrawlConfig {
   warcMaxBytes: number;
   warcMaxAgeMs: number;
   warcPrefix: string;
+  /** Port of a process's Prometheus listener (GET /metrics); 0 = off. */
+  metricsPort: number;
+  /** Unit prices for the cost-per-million-pages estimate: one crawler process for an hour, and one GB of WARC stored for a month (USD). */
+  costProcessHourUsd: number;
+  costStoredGbMonthUsd: number;
 }
 
 export const DEFAULTS: CrawlConfig = {
@@ -49,13 +105,43 @@ export const DEFAULTS: CrawlConfig = {
   retryBackoffMs: [60_000, 120_000, 240_000, 480_000],
   maxAttempts: 5,
   robotsCacheMs: 24 * 3600_000,
+  robotsStaleMaxMs: 30 * 24 * 3600_000,
+  aimdBackoffFactor: 2,
+  aimdMaxDelayMs: 10 * 60_000,
+  aimdRecoveryRatePerSec: 0.02,
+  pauseAfter503: 3,
+  hostPauseMs: 30 * 60_000,
+  timeoutBackoffMs: 10_000,
+  domainMaxInflight: 4,
+  domainMinGapMs: 250,
+  ipMaxInflight: 4,
+  ipMinGapMs: 250,
+  priorityLevels: 4,
+  hostBudgetPerCycle: 100_000,
+  recrawlInitialMs: 24 * 3600_000,
+  recrawlMinMs: 3600_000,
+  recrawlMaxMs: 60 * 24 * 3600_000,
+  sitemapProbe: false,
   maxDepth: 16,
+  // 10 M URLs at 1%: 95.9 Mbit (12 MB), k = 7; Kafka mode sizes it for the crawl (m grows linearly with n).
+  bloomExpectedUrls: 10_000_000,
+  bloomFalsePositiveRate: 0.01,
+  bloomMaxShardBytes: 128 * 1000 * 1000,
+  bloomRefreshMs: 1000,
+  bloomSwitchWaitMs: 5000,
+  trapMaxSegmentRepeats: 3,
+  trapQueryGrowthMarginChars: 4,
+  trapQueryGrowthRuns: 3,
   connectTimeoutMs: 5_000,
   fetchTimeoutMs: 30_000,
   maxHeaderBytes: 64 * 1024,
   maxBodyBytes: 2 * 1024 * 1024,
   maxDecompressionRatio: 100,
   fetchConcurrency: 256,
+  fetchConcurrencyMin: 16,
+  fetchConcurrencyMax: 4096,
+  // An idle pool is a few KiB; 8192 covers the benchmark's 5,000 hosts in rotation.
+  httpMaxPools: 8192,
   allowPrivateNetwork: false,
   allowCidrs: [],
   // WARC records, not pages: a page is a request and a response record, so about 2,000 pages.
@@ -63,6 +149,10 @@ export const DEFAULTS: CrawlConfig = {
   warcMaxBytes: 100 * 1024 * 1024,
   warcMaxAgeMs: 30_000,
   warcPrefix: 'kcrawl',
+  metricsPort: 0,
+  // About a 2-vCPU cloud instance per process, and standard object storage.
+  costProcessHourUsd: 0.08,
+  costStoredGbMonthUsd: 0.023,
 };
 
 /** Environment variable for each setting: CRAWL_ + upper snake case (minHostDelayMs -> CRAWL_MIN_HOST_DELAY_MS). */

@@ -15,6 +15,12 @@ export interface LinkMsg {
   discovered_at: number;
   /** Seeds bypass the "seen" filter so an operator can always re-inject a URL. */
   is_seed: boolean;
+  /** Redirect hops that led to this URL (absent or 0 unless it is a redirect target; lib/redirect-hops). */
+  redirects?: number;
+  /** Importance cash from the linking page (OPIC-style share; lower for near-duplicates); absent/null = unscored. */
+  priority?: number | null;
+  /** Sitemap <lastmod> (epoch ms) for links read from a sitemap; absent/null otherwise. */
+  lastmod?: number | null;
 }
 
 /** crawl.frontier: a normalised URL that seen-test had not seen; the frontier's exact check decides. */
@@ -24,6 +30,10 @@ export interface CandidateMsg {
   depth: number;
   discovered_at: number;
   source_url: string | null;
+  /** Redirect hops that led to this URL (absent or 0 unless it is a redirect target; lib/redirect-hops). */
+  redirects?: number;
+  /** Importance in [0, 1] (1 = most important) from any scorer; absent/null: the frontier uses depth. */
+  priority?: number | null;
 }
 
 /** crawl.fetch: one leased fetch. The frontier releases at most one per host at a time. */
@@ -38,6 +48,8 @@ export interface FetchRequestMsg {
   prev_sha256: string | null;
   etag: string | null;
   last_modified: string | null;
+  /** Redirect hops that led to this URL (absent or 0 unless it is a redirect target; lib/redirect-hops). */
+  redirects?: number;
 }
 
 export type FetchOutcome =
@@ -74,6 +86,8 @@ export interface FetchStatusMsg {
   warc_uri: string | null;
   warc_offset: number | null;
   warc_length: number | null;
+  /** The address the page request connected to (per-IP politeness); absent/null if none. */
+  ip?: string | null;
 }
 
 /** A pointer to one record in a stored file: read `length` bytes at `offset` of `uri`. */
@@ -99,6 +113,8 @@ export interface FetchedPageMsg {
   prev_sha256: string | null;
   warc: RecordPointer;
   x_robots_tag: string | null;
+  /** WARC-Record-ID of the response record (parse's conversion record refers to it). */
+  record_id?: string | null;
 }
 
 export type ChangeKind = 'NEW' | 'CHANGED' | 'UNCHANGED';
@@ -119,6 +135,18 @@ export interface ParsedPageMsg {
   noindex: boolean;
   warc: RecordPointer;
   text: RecordPointer | null;
+  /** Another URL of the host whose content this duplicates (exact or within 3 SimHash bits); never handed off. */
+  near_duplicate_of?: string | null;
+}
+
+/** crawl.content (compacted, key = url): what parse last saw at a URL; rebuilds its duplicate tables. */
+export interface ContentMsg {
+  url: string;
+  host: string;
+  sha256: string;
+  simhash64: string | null;
+  fetched_at: number;
+  duplicate_of: string | null;
 }
 
 export type UrlStatus = 'QUEUED' | 'LEASED' | 'FETCHED' | 'FAILED' | 'DEAD' | 'DISALLOWED';
@@ -144,6 +172,8 @@ export interface UrlStateMsg {
   warc_offset: number | null;
   warc_length: number | null;
   reason: string | null;
+  /** Redirect hops that led to this URL (absent or 0 unless it is a redirect target; lib/redirect-hops). */
+  redirects?: number;
 }
 
 /** crawl.handoff.v3: the indexer's event. */
@@ -171,6 +201,12 @@ export interface HostPolicyMsg {
   blocked_until: number | null;
   reason: string | null;
   min_delay_ms: number | null;
+  /** field=backoff: consecutive 429/503 answers (absent = 0). */
+  failures?: number;
+  /** field=backoff: consecutive timeouts (absent = 0). */
+  timeouts?: number;
+  /** field=backoff: the host's whole current gap, waited by a restarted frontier before its first request. */
+  gap_ms?: number | null;
 }
 
 export type OptOutPurpose = 'crawl' | 'search_index' | 'ai_training';

@@ -3,9 +3,16 @@
  * has is declared here, once, with its unit in the name; code elsewhere only increments.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { FetchStatusMsg } from './messages';
 
 export const registry = new Registry();
 collectDefaultMetrics({ register: registry, prefix: 'crawl_process_' });
+
+const pagesFetched = new Counter({
+  name: 'crawl_pages_fetched_total',
+  help: 'Pages fetched and stored (any HTTP status); rate() of this is pages/s',
+  registers: [registry],
+});
 
 export const metrics = {
   fetchOutcomes: new Counter({
@@ -28,9 +35,13 @@ export const metrics = {
   }),
   frontierUrls: new Gauge({
     name: 'crawl_frontier_urls',
-    help: 'URLs in the frontier by state (queued, leased, retrying)',
+    help: 'URLs in the URL table by state (QUEUED, LEASED, FETCHED, FAILED, DEAD, DISALLOWED)',
     labelNames: ['state'] as const,
     registers: [registry],
+    collect() {
+      const s = sources.frontier?.();
+      if (s) for (const [state, n] of Object.entries(s.byState)) this.set({ state }, n ?? 0);
+    },
   }),
   frontierHosts: new Gauge({ name: 'crawl_frontier_hosts', help: 'Hosts known to this frontier instance', registers: [registry] }),
   handoffEvents: new Counter({
@@ -39,9 +50,149 @@ export const metrics = {
     labelNames: ['change'] as const,
     registers: [registry],
   }),
-  warcBytes: new Counter({ name: 'crawl_warc_bytes_total', help: 'Compressed WARC bytes stored', registers: [registry] }),
-  warcFiles: new Counter({ name: 'crawl_warc_files_total', help: 'WARC files stored', registers: [registry] }),
+  // Counted by the WARC writer; copied in at scrape time from its running totals.
+  warcBytes: new Counter({ name: 'crawl_warc_bytes_total', help: 'Compressed WARC bytes stored', registers: [registry], collect() { catchUp(this, sources.warc?.().bytes); } }),
+  warcFiles: new Counter({ name: 'crawl_warc_files_total', help: 'WARC files stored', registers: [registry], collect() { catchUp(this, sources.warc?.().files); } }),
+  // --- URL-seen Bloom filter (issue #4).
+  bloomFillRatio: new Gauge({
+    name: 'crawl_bloom_fill_ratio',
+    help: 'URLs in the current Bloom generation over its designed capacity n (a warning is logged at 0.8)',
+    registers: [registry],
+  }),
+  bloomEstimatedFpRate: new Gauge({
+    name: 'crawl_bloom_estimated_false_positive_rate',
+    help: 'Estimated false-positive rate of the current Bloom generation: (1 - e^(-k*count/m))^k',
+    registers: [registry],
+  }),
+  bloomDegradedLinks: new Counter({
+    name: 'crawl_bloom_degraded_links_total',
+    help: 'Links answered "not seen" without asking the filter because Redis was unreachable',
+    registers: [registry],
+  }),
+  // --- Operating the crawl (issue #7). Sources that live elsewhere (frontier state, WARC
+  // writer, unit prices) are read at scrape time through setMetricSources, so the hot paths
+  // only increment counters.
+  pagesFetched,
+  httpResponses: new Counter({
+    name: 'crawl_http_responses_total',
+    help: 'Final responses of page fetches, by HTTP status code',
+    labelNames: ['code'] as const,
+    registers: [registry],
+  }),
+  robotsOutcomes: new Counter({
+    name: 'crawl_robots_outcomes_total',
+    help: 'robots.txt decisions on leased fetches: allowed, disallowed, unavailable',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  }),
+  politenessDelaySeconds: new Histogram({
+    name: 'crawl_politeness_delay_seconds',
+    help: 'Gap a host must wait after a response: max(min delay, Crawl-delay, factor x response time, Retry-After)',
+    buckets: [0.5, 1, 2, 5, 10, 30, 60, 300],
+    registers: [registry],
+  }),
+  backoffs: new Counter({
+    name: 'crawl_backoffs_total',
+    help: 'Host back-offs: retry_after (429/503 with Retry-After), server_error (5xx), failure (network), robots_unavailable',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+  }),
+  hostsInRotation: new Gauge({
+    name: 'crawl_hosts_in_rotation',
+    help: 'Hosts with URLs queued or in flight (frontier processes: own partitions; crawl serve: whole crawl)',
+    registers: [registry],
+    collect() {
+      const s = sources.frontier?.();
+      if (s) this.set(s.hostsInRotation);
+    },
+  }),
+  frontierOldestDueAgeSeconds: new Gauge({
+    name: 'crawl_frontier_oldest_due_age_seconds',
+    help: 'How long the oldest URL that is due has been waiting (0 when none is due)',
+    registers: [registry],
+    collect() {
+      const s = sources.frontier?.();
+      if (s && s.oldestDueAgeMs !== null) this.set(s.oldestDueAgeMs / 1000);
+    },
+  }),
+  consumerLag: new Gauge({
+    name: 'crawl_consumer_lag_messages',
+    help: 'Records not yet committed by a processor group, by group and topic (log end minus committed offset)',
+    labelNames: ['group', 'topic'] as const,
+    registers: [registry],
+  }),
+  costPerMillionPages: new Gauge({
+    name: 'crawl_estimated_cost_per_million_pages_usd',
+    help: 'Estimated cost of a million pages from this process: (process-hours x price + stored GB-months x price) / pages',
+    registers: [registry],
+    async collect() {
+      const prices = sources.prices;
+      if (!prices) return;
+      const pages = (await pagesFetched.get()).values.reduce((n, v) => n + v.value, 0);
+      const bytes = sources.warc?.().bytes ?? 0;
+      const cost = estimateCostPerMillionPages({ pages, uptimeSeconds: process.uptime(), warcBytes: bytes, ...prices });
+      if (cost !== null) this.set(cost);
+    },
+  }),
 };
+
+export interface MetricSources {
+  /** The frontier's live numbers (frontier processes, the embedded run, crawl serve's URL view). */
+  frontier?: () => { hostsInRotation: number; oldestDueAgeMs: number | null; byState: Partial<Record<string, number>> };
+  warc?: () => { bytes: number; files: number };
+  prices?: { processHourUsd: number; storedGbMonthUsd: number };
+}
+
+const sources: MetricSources = {};
+
+/** Move a counter up to a running total kept elsewhere (counters only go up; totals only grow). */
+const counted = new WeakMap<Counter, number>();
+function catchUp(counter: Counter, total: number | undefined): void {
+  const current = counted.get(counter) ?? 0;
+  if (total === undefined || total <= current) return;
+  counter.inc(total - current);
+  counted.set(counter, total);
+}
+
+/** Tell the registry where to read numbers kept by other modules (called once by the wiring). */
+export function setMetricSources(s: MetricSources): void {
+  Object.assign(sources, s);
+}
+
+/**
+ * Cost of a million pages: compute (process-hours at a unit price) plus one month of storing
+ * what was written, divided by pages. Null before the first page (no rate to divide by).
+ */
+export function estimateCostPerMillionPages(o: { pages: number; uptimeSeconds: number; warcBytes: number; processHourUsd: number; storedGbMonthUsd: number }): number | null {
+  if (o.pages <= 0) return null;
+  const compute = (o.uptimeSeconds / 3600) * o.processHourUsd;
+  const storage = (o.warcBytes / 1e9) * o.storedGbMonthUsd;
+  return ((compute + storage) / o.pages) * 1e6;
+}
+
+/**
+ * Counts one final fetch status (what the fetch stage emits to crawl.fetch-status). The
+ * politeness delay mirrors the frontier's formula so the histogram shows what hosts wait.
+ */
+export function recordFetchStatus(
+  s: Pick<FetchStatusMsg, 'stored' | 'outcome' | 'http_status' | 'response_ms' | 'crawl_delay_ms' | 'retry_after_ms'>,
+  p: { minHostDelayMs: number; responseTimeFactor: number },
+): void {
+  if (!s.stored) return; // the early "host free" status of the same fetch; count the final one only
+  if (s.http_status !== null) {
+    metrics.pagesFetched.inc();
+    metrics.httpResponses.inc({ code: String(s.http_status) });
+    metrics.fetchSeconds.observe(s.response_ms / 1000);
+  }
+  const robots = s.outcome === 'ROBOTS_DISALLOWED' ? 'disallowed' : s.outcome === 'ROBOTS_UNAVAILABLE' ? 'unavailable' : s.outcome === 'REFUSED' ? null : 'allowed';
+  if (robots) metrics.robotsOutcomes.inc({ outcome: robots });
+  if (s.retry_after_ms !== null && s.retry_after_ms > 0) metrics.backoffs.inc({ kind: 'retry_after' });
+  else if (s.http_status !== null && s.http_status >= 500) metrics.backoffs.inc({ kind: 'server_error' });
+  else if (s.outcome === 'FAILED') metrics.backoffs.inc({ kind: 'failure' });
+  else if (s.outcome === 'ROBOTS_UNAVAILABLE') metrics.backoffs.inc({ kind: 'robots_unavailable' });
+  const delayMs = Math.max(p.minHostDelayMs, s.crawl_delay_ms, p.responseTimeFactor * s.response_ms, s.retry_after_ms ?? 0);
+  metrics.politenessDelaySeconds.observe(delayMs / 1000);
+}
 
 export function statusClass(status: number | null): string {
   return status === null ? 'none' : `${Math.floor(status / 100)}xx`;

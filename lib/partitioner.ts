@@ -54,7 +54,16 @@ export function routingKey(host: string): string {
   return key;
 }
 
+/** Positive murmur2 of each host's routing key: every record is routed, few hosts are new. */
+const hashCache = new Map<string, number>();
+
 /** Partition for a host: Kafka's default partitioner applied to the host's routing key. */
 export function partitionForHost(host: string, partitions: number): number {
-  return (murmur2(Buffer.from(routingKey(host), 'utf8')) & 0x7fffffff) % partitions;
+  let h = hashCache.get(host);
+  if (h === undefined) {
+    h = murmur2(Buffer.from(routingKey(host), 'utf8')) & 0x7fffffff;
+    if (hashCache.size >= KEY_CACHE_MAX) hashCache.clear();
+    hashCache.set(host, h);
+  }
+  return h % partitions;
 }

@@ -11,11 +11,17 @@
 import { createHash } from 'node:crypto';
 import { FetchError, type HttpCapture, type HttpClient, type HttpFetchOptions } from '../connectors/types';
 import type { CrawlConfig } from '../lib/config';
-import type { FetchOutcome, FetchRequestMsg, FetchStatusMsg, FetchedPageMsg, LinkMsg, RecordPointer } from '../lib/messages';
-import { crawlDelayMs, isAllowed, type RobotsFetchResult } from '../lib/robots';
+import { HostPolicyTable, hostPolicyKey } from '../lib/host-policy';
+import type { FetchOutcome, FetchRequestMsg, FetchStatusMsg, FetchedPageMsg, HostPolicyMsg, LinkMsg, OptOutMsg, RecordPointer } from '../lib/messages';
+import { OptOutRegistry } from '../lib/optout-registry';
+import { partitionForHost } from '../lib/partitioner';
+import { nextRedirectHop, TOO_MANY_REDIRECTS } from '../lib/redirect-hops';
+import { crawlDelayMs, isAllowed, sitemaps, type RobotsFetchResult } from '../lib/robots';
 import type { WarcEntry } from '../lib/warc/writer';
 import type { HandleResult, OutRecord, Stage, StageContext } from '../runtime/stage';
+import { firstContactAt, gate, HostPacer, PartitionGains, type HostSlot } from './fetch-gate';
 import { RobotsCache } from './robots-cache';
+import { sitemapLinks, sitemapOf, sitemapSeeds } from './sitemaps';
 
 export type Archive = (entry: WarcEntry) => Promise<RecordPointer & { recordId: string }>;
 
@@ -135,23 +141,54 @@ function status(req: FetchRequestMsg, fields: Partial<FetchStatusMsg> & Pick<Fet
   return {
     url: req.url, host: req.host, lease_id: req.lease_id, stored: true, http_status: null, reason: null, response_ms: 0,
     crawl_delay_ms: 0, retry_after_ms: null, sha256: null, etag: null, last_modified: null, warc_uri: null, warc_offset: null,
-    warc_length: null, ...fields,
+    warc_length: null, ip: null, ...fields,
   };
 }
 
 const statusRecord = (s: FetchStatusMsg): OutRecord => ({ topic: 'fetchStatus', key: s.host, host: s.host, value: s });
 
+function robotsRecord(host: string, kind: string, crawlDelay: number, at: number): OutRecord {
+  const value: HostPolicyMsg = { host, field: 'robots', updated_at: at, blocked_until: null, reason: kind, min_delay_ms: crawlDelay > 0 ? crawlDelay : null };
+  return { topic: 'hostPolicy', key: hostPolicyKey(host, 'robots'), host, value };
+}
+
 export function fetchStage(deps: FetchDeps): Stage {
   const now = deps.now ?? Date.now;
   const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   const cfg = deps.config;
-  const robots = new RobotsCache(robotsFetcher(deps), { cacheMs: cfg.robotsCacheMs, retryMs: 60_000, maxEntries: 100_000 }, now);
+  const robots = new RobotsCache(
+    robotsFetcher(deps), { cacheMs: cfg.robotsCacheMs, retryMs: 60_000, maxEntries: 100_000, staleMaxMs: cfg.robotsStaleMaxMs }, now,
+  );
+  // Blocks, crawl-rate rows and back-off gaps (crawl.host-policy) and the opt-out registry, read whole.
+  const policy = new HostPolicyTable();
+  const optout = new OptOutRegistry();
   const report = (s: FetchStatusMsg): void => deps.onOutcome?.(s.outcome, s.http_status, s.reason);
-  // A fetcher that restarts after a crash replays leases whose request the dead process may
-  // have just sent; waiting one host gap before the first request keeps that host's gap.
-  const firstRequestAt = now() + cfg.minHostDelayMs;
+  const gains = new PartitionGains(now());
+  const pacer = new HostPacer();
+  const refuse = (req: FetchRequestMsg, reason: string, started: number, ctx: StageContext): OutRecord[] => {
+    const s = status(req, { outcome: 'REFUSED', reason, started_at: started, finished_at: now() });
+    ctx.log.info({ url: req.url, reason }, 'refused');
+    report(s);
+    return [statusRecord(s)];
+  };
 
+  /**
+   * One host at a time in this process, its gap apart (fetch-gate.ts HostPacer). The frontier
+   * already spaces a host's leases, but two can reach a fetcher together: after a rebalance or
+   * a restart the new owner of a partition replays the dead owner's uncommitted lease alongside
+   * the frontier's next one (found by test/e2e/kafka-politeness.test.ts after a kill -9).
+   */
   async function handle(req: FetchRequestMsg, ctx: StageContext): Promise<HandleResult> {
+    const slot = await pacer.acquire(req.host, cfg.minHostDelayMs);
+    try {
+      if (now() < slot.readyAt) await sleep(slot.readyAt - now());
+      return await exchange(req, ctx, slot);
+    } finally {
+      slot.release(now());
+    }
+  }
+
+  async function exchange(req: FetchRequestMsg, ctx: StageContext, slot: HostSlot): Promise<HandleResult> {
     const started = now();
     let origin: string;
     try {
@@ -161,8 +198,12 @@ export function fetchStage(deps: FetchDeps): Stage {
       report(s);
       return [statusRecord(s)];
     }
-    if (now() < firstRequestAt) await sleep(firstRequestAt - now());
+    const before = gate(req.host, now(), policy, optout);
+    if (before) return refuse(req, before, started, ctx);
+    const firstAt = firstContactAt(req.host, gains.since(partitionForHost(req.host, cfg.partitions)), cfg.minHostDelayMs, policy);
+    if (now() < firstAt) await sleep(firstAt - now());
     const r = await robots.get(origin);
+    if (r.fresh) slot.contacted = true;
     if (r.error?.startsWith('SSRF_BLOCKED')) {
       // A target we must never contact (private network without the opt-in): final, no retry.
       const s = status(req, { outcome: 'REFUSED', reason: 'SSRF_BLOCKED', started_at: started, finished_at: now() });
@@ -171,20 +212,34 @@ export function fetchStage(deps: FetchDeps): Stage {
       return [statusRecord(s)];
     }
     const delay = Math.min(crawlDelayMs(r.rules, cfg.userAgent) ?? 0, cfg.maxCrawlDelayMs);
+    slot.gapMs = Math.max(cfg.minHostDelayMs, delay, policy.minDelayMs(req.host) ?? 0);
+    // A freshly read robots.txt announces the origin's sitemaps; they are fetched through the
+    // frontier like pages (processors/sitemaps.ts), never here.
+    const robotsRecs: OutRecord[] = (r.fresh && !r.retryLater ? sitemapSeeds(origin, sitemaps(r.rules), cfg.sitemapProbe) : []).map((url) => ({
+      topic: 'links', key: req.host, host: hostKey(url),
+      value: { url, source_url: `${origin}/robots.txt`, depth: 0, discovered_at: now(), is_seed: false } satisfies LinkMsg,
+    }));
+    // What robots.txt said, recorded in crawl.host-policy (field `robots`) for `crawl explain`
+    // and operators; every fetch process that reads it writes the same fact.
+    if (r.fresh) robotsRecs.push(robotsRecord(req.host, r.kind, delay, r.fetchedAt));
     const verdict = r.retryLater ? 'ROBOTS_UNAVAILABLE' : isAllowed(r.rules, req.url, cfg.userAgent).allowed ? null : 'ROBOTS_DISALLOWED';
     if (verdict) {
       const s = status(req, { outcome: verdict, reason: r.kind, started_at: started, finished_at: now(), crawl_delay_ms: delay });
       ctx.log.info({ url: req.url, outcome: verdict, robots: r.kind }, 'not fetched: robots.txt');
       report(s);
-      return [statusRecord(s)];
+      return [statusRecord(s), ...robotsRecs];
     }
     // robots.txt was itself a request to this host: wait the host's gap before the page.
-    if (r.fresh) await sleep(Math.max(cfg.minHostDelayMs, delay));
+    if (r.fresh) await sleep(Math.max(cfg.minHostDelayMs, delay, policy.minDelayMs(req.host) ?? 0));
+    // A block or opt-out may have arrived while robots.txt was fetched or while waiting.
+    const after = gate(req.host, now(), policy, optout);
+    if (after) return refuse(req, after, started, ctx);
     const conditional: Record<string, string> = {};
     if (req.prev_sha256 && req.etag) conditional['If-None-Match'] = req.etag;
     if (req.prev_sha256 && req.last_modified) conditional['If-Modified-Since'] = req.last_modified;
     const t0 = now();
     let c: HttpCapture;
+    slot.contacted = true;
     try {
       c = await deps.http.fetch(req.url, fetchOptions(cfg, conditional));
     } catch (err) {
@@ -195,19 +250,33 @@ export function fetchStage(deps: FetchDeps): Stage {
       });
       ctx.log.warn({ url: req.url, code: s.reason, err: (err as Error).message }, 'fetch failed');
       report(s);
-      return [statusRecord(s)];
+      return [statusRecord(s), ...robotsRecs];
     }
     const finished = now();
     const v = classify(c, req, finished);
+    slot.gapMs = Math.max(slot.gapMs, cfg.responseTimeFactor * c.elapsedMs, v.retryAfter ?? 0);
+    // A chain of ever-new redirect targets is cut here (a loop back to a known URL ends at the seen test).
+    const hop = nextRedirectHop(req.redirects);
+    if (v.links.length > 0 && hop === null) {
+      ctx.log.warn({ url: req.url, location: v.links[0], redirects: req.redirects }, 'redirect not followed: too many redirects');
+      v.links = [];
+      v.reason = TOO_MANY_REDIRECTS;
+    }
+    const sitemap = v.page ? null : sitemapOf(c.status, header(c, 'content-type'), req.url, c.body);
+    if (sitemap) {
+      // A sitemap is kept whole (not as metadata) and its entries go to crawl.links.
+      Object.assign(v, { outcome: 'FETCHED', reason: null, entry: { type: 'exchange', capture: c } });
+      ctx.log.info({ url: req.url, kind: sitemap.kind, entries: sitemap.entries.length }, 'sitemap read');
+    }
     if (c.truncated) ctx.log.info({ url: req.url, truncated: c.truncated, bytes: c.body.length }, 'body truncated');
     if (v.outcome === 'NOT_HTML') ctx.log.info({ url: req.url, contentType: header(c, 'content-type') }, 'not HTML: metadata only');
     const sha256 = v.page || v.outcome === 'FETCHED' ? createHash('sha256').update(c.body).digest('hex') : null;
     const base = status(req, {
       outcome: v.outcome, reason: v.reason, http_status: c.status, started_at: started, finished_at: finished, response_ms: c.elapsedMs,
       crawl_delay_ms: delay, retry_after_ms: v.retryAfter, sha256: c.status === 304 ? req.prev_sha256 : sha256,
-      etag: header(c, 'etag'), last_modified: header(c, 'last-modified'),
+      etag: header(c, 'etag'), last_modified: header(c, 'last-modified'), ip: c.ip,
     });
-    const early = [statusRecord({ ...base, stored: false })];
+    const early = [statusRecord({ ...base, stored: false }), ...robotsRecs];
     const pending = (async (): Promise<OutRecord[]> => {
       let ptr: (RecordPointer & { recordId: string }) | null = null;
       try {
@@ -227,12 +296,16 @@ export function fetchStage(deps: FetchDeps): Stage {
           url: req.url, final_url: req.url, host: req.host, depth: req.depth, fetched_at: finished, http_status: c.status,
           content_type: header(c, 'content-type'), body: c.body, truncated: c.truncated !== false, sha256: sha256!,
           prev_sha256: req.prev_sha256, warc: { uri: ptr.uri, offset: ptr.offset, length: ptr.length }, x_robots_tag: header(c, 'x-robots-tag'),
+          record_id: ptr.recordId,
         };
         out.push({ topic: 'fetched', key: req.host, host: req.host, value: page });
       }
       for (const url of v.links) {
-        const link: LinkMsg = { url, source_url: req.url, depth: req.depth, discovered_at: finished, is_seed: false };
+        const link: LinkMsg = { url, source_url: req.url, depth: req.depth, discovered_at: finished, is_seed: false, redirects: hop! };
         out.push({ topic: 'links', key: req.host, host: hostKey(url), value: link });
+      }
+      if (sitemap && ptr) {
+        for (const link of sitemapLinks(sitemap, req.url, req.depth, finished)) out.push({ topic: 'links', key: req.host, host: hostKey(link.url), value: link });
       }
       return out;
     })();
@@ -242,8 +315,14 @@ export function fetchStage(deps: FetchDeps): Stage {
   return {
     id: 'fetch',
     inputs: ['fetch'],
-    outputs: ['fetchStatus', 'fetched', 'links'],
+    outputs: ['fetchStatus', 'fetched', 'links', 'hostPolicy'],
     concurrency: cfg.fetchConcurrency,
+    globalTables: ['hostPolicy', 'optout'],
+    assigned: (partitions) => gains.assigned(partitions, now()),
+    onGlobal(rec, topic) {
+      if (topic === 'hostPolicy') policy.apply(rec.key, rec.value as HostPolicyMsg | null);
+      else if (topic === 'optout') optout.apply(rec.key, rec.value as OptOutMsg | null);
+    },
     handle: (rec, ctx) => handle(rec.value as FetchRequestMsg, ctx),
   };
 }

@@ -1,15 +1,28 @@
 /**
  * The frontier's pure state for the partitions it owns: the URL table (the exact "seen"
- * truth), one queue per host, a heap of hosts keyed by the time they may next be fetched, and
- * the leases out to fetchers. No I/O and no clock: every method takes `now` and returns the
- * URL-table rows and fetch requests to emit.
+ * truth), per host a back queue split into priority levels (the front queues), a heap of hosts
+ * keyed by the time they may next be fetched, and the leases out to fetchers. No I/O and no
+ * clock: every method takes `now` and returns the URL-table rows, fetch requests and
+ * host-policy rows to emit.
  *
- * Politeness rule: at most one request in flight per host, and the next one no sooner than
- * finish + max(minHostDelayMs, Crawl-delay, responseTimeFactor x response time).
+ * Politeness, in layers, all of which must allow a request:
+ * - host: at most one request in flight, the next no sooner than finish + the host's gap,
+ *   gap = max(minHostDelayMs, Crawl-delay, responseTimeFactor x response time, the operator's
+ *   crawl-rate ceiling, the adapted AIMD gap), and never inside a Retry-After/pause window;
+ * - an operator block (crawl.host-policy field `block`) holds the host until it expires;
+ * - registered domain and resolved IP: processors/frontier-layers.ts;
+ * - at most hostBudgetPerCycle fetches per host per cycle (this process's lifetime).
  */
 import { randomUUID } from 'node:crypto';
 import { MinHeap } from '../lib/heap';
-import type { CandidateMsg, FetchRequestMsg, FetchStatusMsg, UrlStateMsg } from '../lib/messages';
+import { HostPolicyTable } from '../lib/host-policy';
+import type { CandidateMsg, FetchRequestMsg, FetchStatusMsg, HostPolicyMsg, UrlStateMsg } from '../lib/messages';
+import { routingKey } from '../lib/partitioner';
+import { redirectField } from '../lib/redirect-hops';
+import { AIMD_DEFAULTS, backoffFromRecord, type AimdPolicy, type HostBackoff } from './frontier-aimd';
+import { applyAnswer, newHost, pushUrl, takeUrl, type HostState } from './frontier-hosts';
+import { LayerGroups } from './frontier-layers';
+import { priorityLevel, recrawlIntervalMs, type RecrawlPolicy } from './frontier-schedule';
 
 export interface FrontierPolicy {
   minHostDelayMs: number;
@@ -20,21 +33,37 @@ export interface FrontierPolicy {
   maxAttempts: number;
 }
 
-interface HostState {
-  host: string;
-  queue: string[];
-  /** The one request in flight to this host, if any (politeness: never two at once). */
-  inflight: { id: string; url: string } | null;
-  nextAt: number;
-  /** Whether the host is in the ready heap (it is at most once). */
-  scheduled: boolean;
-  /** Crawl-delay last reported by the fetcher. */
-  crawlDelayMs: number;
+/** The newer knobs; any left out take TUNING_DEFAULTS (same names as lib/config.ts). */
+export interface FrontierTuning extends AimdPolicy, RecrawlPolicy {
+  domainMaxInflight: number;
+  domainMinGapMs: number;
+  ipMaxInflight: number;
+  ipMinGapMs: number;
+  priorityLevels: number;
+  hostBudgetPerCycle: number;
 }
+
+export const TUNING_DEFAULTS: FrontierTuning = {
+  ...AIMD_DEFAULTS,
+  domainMaxInflight: 4, domainMinGapMs: 250, ipMaxInflight: 4, ipMinGapMs: 250, priorityLevels: 4, hostBudgetPerCycle: 100_000,
+  recrawlInitialMs: 24 * 3600_000, recrawlMinMs: 3600_000, recrawlMaxMs: 60 * 24 * 3600_000,
+};
 
 export interface FrontierEmits {
   rows: UrlStateMsg[];
   fetches: FetchRequestMsg[];
+  /** crawl.host-policy rows (field `backoff`); absent when none. */
+  policies?: HostPolicyMsg[];
+}
+
+/** What the frontier knows of a host, for `crawl explain`. */
+export interface HostView {
+  nextAt: number;
+  inflight: boolean;
+  queued: number;
+  backoff: HostBackoff;
+  fetchesThisCycle: number;
+  ip: string | null;
 }
 
 export class FrontierState {
@@ -43,22 +72,44 @@ export class FrontierState {
   private readonly ready = new MinHeap<HostState>();
   /** Failed URLs waiting for their retry time. */
   private readonly retries = new MinHeap<string>();
+  /** Fetched URLs waiting for their recrawl time. */
+  private readonly recrawls = new MinHeap<string>();
   /** URLs out to a fetcher and not yet final (stored or failed): url -> lease. */
   private readonly urlLeases = new Map<string, { id: string; expiresAt: number }>();
   /** Lease expiry times; entries for leases already answered are skipped. */
   private readonly leases = new MinHeap<{ url: string; id: string }>();
+  /** Importance given by a scorer (Candidate.priority), kept until the URL is fetched. */
+  private readonly importance = new Map<string, number>();
+  private readonly domains: LayerGroups;
+  private readonly ips: LayerGroups;
+  private readonly tuning: FrontierTuning;
+  /** URLs queued at hosts still under their budget (the work left this cycle). */
   private queued = 0;
 
-  constructor(private readonly policy: FrontierPolicy, private readonly newLeaseId: () => string = randomUUID) {}
+  constructor(
+    private readonly policy: FrontierPolicy & Partial<FrontierTuning>,
+    private readonly newLeaseId: () => string = randomUUID,
+    /** Operator blocks and crawl-rate ceilings (fed from crawl.host-policy by the stage). */
+    readonly table: HostPolicyTable = new HostPolicyTable(),
+  ) {
+    const pick = <K extends keyof FrontierTuning>(k: K): FrontierTuning[K] => policy[k] ?? TUNING_DEFAULTS[k];
+    this.tuning = Object.fromEntries((Object.keys(TUNING_DEFAULTS) as Array<keyof FrontierTuning>).map((k) => [k, pick(k)])) as unknown as FrontierTuning;
+    this.domains = new LayerGroups({ maxInflight: Math.max(1, this.tuning.domainMaxInflight), minGapMs: this.tuning.domainMinGapMs });
+    this.ips = new LayerGroups({ maxInflight: Math.max(1, this.tuning.ipMaxInflight), minGapMs: this.tuning.ipMinGapMs });
+  }
 
   /** Counts for progress lines and metrics. */
-  stats(): { urls: number; queued: number; leased: number; hosts: number; retrying: number } {
-    return { urls: this.rows.size, queued: this.queued, leased: this.urlLeases.size, hosts: this.hosts.size, retrying: this.retries.size };
+  stats(): { urls: number; queued: number; leased: number; hosts: number; retrying: number; recrawls: number } {
+    return {
+      urls: this.rows.size, queued: this.queued, leased: this.urlLeases.size, hosts: this.hosts.size, retrying: this.retries.size,
+      recrawls: this.recrawls.size,
+    };
   }
 
   /**
-   * True when nothing is queued or out to a fetcher. URLs parked until a retry time (minutes
-   * away) do not count: a bounded crawl may stop and leave them journaled for the next run.
+   * True when nothing is queued or out to a fetcher. URLs parked until a retry or recrawl time,
+   * or past their host's budget, do not count: a bounded crawl may stop and leave them
+   * journaled for the next run.
    */
   idle(): boolean {
     return this.queued === 0 && this.urlLeases.size === 0;
@@ -68,24 +119,45 @@ export class FrontierState {
     return this.rows.get(url);
   }
 
+  host(host: string): HostView | undefined {
+    const h = this.hosts.get(host);
+    if (!h) return undefined;
+    return { nextAt: h.nextAt, inflight: h.inflight !== null, queued: h.size, backoff: h.backoff, fetchesThisCycle: h.fetches, ip: h.ip };
+  }
+
   private hostState(host: string, now: number): HostState {
     let h = this.hosts.get(host);
     if (!h) {
-      h = { host, queue: [], inflight: null, nextAt: now, scheduled: false, crawlDelayMs: 0 };
+      h = newHost(host, routingKey(host), now, this.policy.minHostDelayMs);
       this.hosts.set(host, h);
     }
     return h;
   }
 
+  private underBudget(h: HostState): boolean {
+    return h.fetches < this.tuning.hostBudgetPerCycle;
+  }
+
   private schedule(h: HostState): void {
-    if (h.scheduled || h.inflight || h.queue.length === 0) return;
+    if (h.scheduled || h.inflight || h.size === 0 || !this.underBudget(h)) return;
     h.scheduled = true;
     this.ready.push(h.nextAt, h);
   }
 
-  private enqueue(h: HostState, url: string): void {
-    h.queue.push(url);
-    this.queued++;
+  /** Look at the host again at `at` (a block's end, a domain or IP gap), without moving its own time. */
+  private recheckAt(h: HostState, at: number): void {
+    h.scheduled = true;
+    this.ready.push(Math.max(at, h.nextAt), h);
+  }
+
+  private levelOf(url: string): number {
+    const row = this.rows.get(url);
+    return priorityLevel(this.importance.get(url), row?.depth ?? 0, this.tuning.priorityLevels);
+  }
+
+  private enqueue(h: HostState, url: string, front = false): void {
+    pushUrl(h, url, this.levelOf(url), front);
+    if (this.underBudget(h)) this.queued++;
     this.schedule(h);
   }
 
@@ -93,7 +165,7 @@ export class FrontierState {
    * Rebuild from a URL-table row (after a crash or rebalance). A LEASED row keeps its lease and
    * counts as a request in flight: a live fetcher may still be working on it, and re-issuing it
    * now could hit the host twice at once. Restored hosts wait one full delay, since when they
-   * were last fetched is unknown here.
+   * were last fetched is unknown here (restoreBackoff makes that the host's persisted gap).
    */
   restore(row: UrlStateMsg, now: number): void {
     this.rows.set(row.url, row);
@@ -102,8 +174,24 @@ export class FrontierState {
     if (row.state === 'QUEUED') this.enqueue(h, row.url);
     else if (row.state === 'LEASED' && row.lease_id) {
       this.lease(row.url, row.lease_id, row.lease_expires_at ?? now);
-      h.inflight ??= { id: row.lease_id, url: row.url };
+      if (!h.inflight) {
+        h.inflight = { id: row.lease_id, url: row.url, domain: h.domain, ip: null };
+        this.domains.acquire(h.domain, now);
+      }
     } else if (row.state === 'FAILED') this.retries.push(row.next_due_at ?? now, row.url);
+    else if (row.state === 'FETCHED' && row.next_due_at !== null) this.recrawls.push(row.next_due_at, row.url);
+  }
+
+  /**
+   * Rebuild a host's back-off from its crawl.host-policy row (field `backoff`): the host waits
+   * out any Retry-After/pause window and, from now, its whole last gap.
+   */
+  restoreBackoff(rec: HostPolicyMsg, now: number): void {
+    const { backoff, gapMs } = backoffFromRecord(rec);
+    const h = this.hostState(rec.host, now);
+    h.backoff = backoff;
+    h.persistedGap = gapMs;
+    h.nextAt = Math.max(h.nextAt, backoff.notBefore, now + Math.max(this.policy.minHostDelayMs, gapMs));
   }
 
   private lease(url: string, id: string, expiresAt: number): void {
@@ -118,14 +206,24 @@ export class FrontierState {
   retain(owns: (host: string) => boolean): void {
     for (const [host, h] of this.hosts) {
       if (owns(host)) continue;
-      this.queued -= h.queue.length;
+      if (this.underBudget(h)) this.queued -= h.size;
       this.hosts.delete(host);
     }
     for (const [url, row] of this.rows) {
       if (owns(row.host)) continue;
       this.rows.delete(url);
       this.urlLeases.delete(url);
+      this.importance.delete(url);
     }
+    this.domains.clear();
+    this.ips.clear();
+    for (const h of this.hosts.values()) {
+      if (!h.inflight) continue;
+      this.domains.acquire(h.inflight.domain, 0);
+      if (h.inflight.ip) this.ips.acquire(h.inflight.ip, 0);
+    }
+    // Hosts parked on a domain or IP group lost their place with the groups: look again.
+    for (const h of this.hosts.values()) this.schedule(h);
   }
 
   /** A candidate from seen-test: queue it unless the URL table knows it. */
@@ -135,44 +233,72 @@ export class FrontierState {
       url: c.url, host: c.host, state: 'QUEUED', depth: c.depth, discovered_at: c.discovered_at, updated_at: now,
       lease_id: null, lease_expires_at: null, attempts: 0, next_due_at: null, fetched_at: null, http_status: null,
       sha256: null, etag: null, last_modified: null, warc_uri: null, warc_offset: null, warc_length: null, reason: null,
+      ...redirectField(c.redirects),
     };
     this.rows.set(c.url, row);
+    if (c.priority !== null && c.priority !== undefined) this.importance.set(c.url, c.priority);
     this.enqueue(this.hostState(c.host, now), c.url);
     return { rows: [row], fetches: [] };
   }
 
+  /** A host-policy row changed (block lifted, new ceiling): look at the host again now. */
+  onPolicyChange(host: string, now: number): void {
+    const h = this.hosts.get(host);
+    if (h && !h.inflight && h.size > 0 && this.underBudget(h)) this.recheckAt(h, now);
+  }
+
+  /** Free the host's (and its domain's and IP's) slot, and wake hosts parked on those. */
+  private free(h: HostState): void {
+    const inf = h.inflight!;
+    h.inflight = null;
+    const woken = [...this.domains.release(inf.domain), ...(inf.ip ? this.ips.release(inf.ip) : [])];
+    for (const name of woken) {
+      const w = this.hosts.get(name);
+      if (w && w !== h) this.schedule(w);
+    }
+  }
+
   /**
-   * A fetcher's answer. The first status of a lease frees the host and starts its politeness
-   * clock; the final one (stored) settles the URL-table row.
+   * A fetcher's answer. The first status of a lease frees the host, starts its politeness
+   * clock and adapts its pace; the final one (stored) settles the URL-table row.
    */
   onStatus(s: FetchStatusMsg, now: number): FrontierEmits {
     const lease = this.urlLeases.get(s.url);
     const row = this.rows.get(s.url);
     if (!lease || !row || lease.id !== s.lease_id) return { rows: [], fetches: [] }; // stale or duplicate
     const h = this.hostState(s.host, now);
+    const out: FrontierEmits = { rows: [], fetches: [] };
     if (h.inflight?.id === s.lease_id) {
-      h.inflight = null;
-      h.crawlDelayMs = Math.min(s.crawl_delay_ms, this.policy.maxCrawlDelayMs);
-      const delay = Math.max(this.policy.minHostDelayMs, h.crawlDelayMs, this.policy.responseTimeFactor * s.response_ms, s.retry_after_ms ?? 0);
-      h.nextAt = Math.max(h.nextAt, s.finished_at + delay, now);
+      const policy = applyAnswer(h, s, now, { ...this.policy, ...this.tuning }, this.table.minDelayMs(s.host), this.table.block(s.host, now)?.until ?? null);
+      if (policy) out.policies = [policy];
+      this.free(h);
       this.schedule(h);
     }
-    if (!s.stored) return { rows: [], fetches: [] };
+    if (!s.stored) return out;
     this.urlLeases.delete(s.url);
     const next: UrlStateMsg = { ...row, updated_at: now, lease_id: null, lease_expires_at: null, http_status: s.http_status, reason: s.reason };
     switch (s.outcome) {
       case 'FETCHED':
-      case 'NOT_HTML':
+      case 'NOT_HTML': {
+        const interval = recrawlIntervalMs(row, s.sha256 ?? row.sha256, this.tuning);
         Object.assign(next, {
           state: 'FETCHED', attempts: 0, fetched_at: s.finished_at, sha256: s.sha256 ?? row.sha256, etag: s.etag, last_modified: s.last_modified,
-          warc_uri: s.warc_uri, warc_offset: s.warc_offset, warc_length: s.warc_length, next_due_at: null,
+          warc_uri: s.warc_uri, warc_offset: s.warc_offset, warc_length: s.warc_length, next_due_at: s.finished_at + interval,
         });
+        this.recrawls.push(next.next_due_at!, s.url);
+        this.importance.delete(s.url);
         break;
+      }
       case 'ROBOTS_DISALLOWED':
         next.state = 'DISALLOWED';
         break;
       case 'REFUSED':
-        next.state = 'DEAD';
+        if (s.reason === 'blocked') {
+          // The fetcher refused because of an operator block: not the URL's fault, and the
+          // block expires. Queue it again; the host waits for the block's end.
+          next.state = 'QUEUED';
+          this.enqueue(h, s.url, true);
+        } else next.state = 'DEAD';
         break;
       case 'FAILED':
       case 'ROBOTS_UNAVAILABLE':
@@ -180,7 +306,8 @@ export class FrontierState {
         break;
     }
     this.rows.set(s.url, next);
-    return { rows: [next], fetches: [] };
+    out.rows.push(next);
+    return out;
   }
 
   private fail(row: UrlStateMsg, now: number, retryAfterMs: number | null): void {
@@ -196,42 +323,77 @@ export class FrontierState {
     this.retries.push(row.next_due_at, row.url);
   }
 
-  /** Release due hosts, re-issue expired leases, and requeue due retries. */
+  /** Release due hosts, re-issue expired leases, and requeue due retries and recrawls. */
   tick(now: number, maxFetches = Infinity): FrontierEmits {
     const out: FrontierEmits = { rows: [], fetches: [] };
-    this.requeueRetries(now, out);
+    this.requeueDue(this.retries, 'FAILED', now, out);
+    this.requeueDue(this.recrawls, 'FETCHED', now, out);
     this.expireLeases(now, out);
     while (out.fetches.length < maxFetches && (this.ready.peekKey() ?? Infinity) <= now) {
       const h = this.ready.pop()!;
       h.scheduled = false;
       if (this.hosts.get(h.host) !== h) continue; // dropped by retain()
-      if (h.inflight || h.queue.length === 0) continue;
+      if (h.inflight || h.size === 0 || !this.underBudget(h)) continue;
       if (h.nextAt > now) {
         this.schedule(h); // its time moved since it was pushed
         continue;
       }
-      const url = h.queue.shift()!;
-      this.queued--;
-      const row = this.rows.get(url)!;
-      const lease = { id: this.newLeaseId(), url, expiresAt: now + this.policy.leaseMs };
-      h.inflight = { id: lease.id, url };
-      this.lease(url, lease.id, lease.expiresAt);
-      const leased: UrlStateMsg = { ...row, state: 'LEASED', lease_id: lease.id, lease_expires_at: lease.expiresAt, updated_at: now };
-      this.rows.set(url, leased);
-      out.rows.push(leased);
-      out.fetches.push({
-        url, host: h.host, depth: row.depth, lease_id: lease.id, lease_expires_at: lease.expiresAt, attempt: row.attempts + 1,
-        prev_sha256: row.sha256, etag: row.etag, last_modified: row.last_modified,
-      });
+      const block = this.table.block(h.host, now);
+      if (block) {
+        this.recheckAt(h, block.until);
+        continue;
+      }
+      if (!this.layersAllow(h, now)) continue;
+      this.release(h, now, out);
     }
     return out;
   }
 
-  private requeueRetries(now: number, out: FrontierEmits): void {
-    while ((this.retries.peekKey() ?? Infinity) <= now) {
-      const url = this.retries.pop()!;
+  /** Domain and IP caps: parks or re-times the host when either is full or inside its gap. */
+  private layersAllow(h: HostState, now: number): boolean {
+    const domainAt = this.domains.readyAt(h.domain, h.host);
+    if (domainAt === Infinity) {
+      this.domains.park(h.domain, h.host);
+      return false;
+    }
+    const ipAt = h.ip ? this.ips.readyAt(h.ip, h.host) : 0;
+    if (ipAt === Infinity) {
+      this.ips.park(h.ip!, h.host);
+      return false;
+    }
+    const at = Math.max(domainAt, ipAt);
+    if (at > now) {
+      this.recheckAt(h, at);
+      return false;
+    }
+    return true;
+  }
+
+  private release(h: HostState, now: number, out: FrontierEmits): void {
+    const url = takeUrl(h);
+    this.queued--;
+    const row = this.rows.get(url)!;
+    const lease = { id: this.newLeaseId(), url, expiresAt: now + this.policy.leaseMs };
+    h.inflight = { id: lease.id, url, domain: h.domain, ip: h.ip };
+    this.domains.acquire(h.domain, now, h.host);
+    if (h.ip) this.ips.acquire(h.ip, now, h.host);
+    h.fetches++;
+    if (!this.underBudget(h)) this.queued -= h.size; // the rest waits for the next cycle
+    this.lease(url, lease.id, lease.expiresAt);
+    const leased: UrlStateMsg = { ...row, state: 'LEASED', lease_id: lease.id, lease_expires_at: lease.expiresAt, updated_at: now };
+    this.rows.set(url, leased);
+    out.rows.push(leased);
+    out.fetches.push({
+      url, host: h.host, depth: row.depth, lease_id: lease.id, lease_expires_at: lease.expiresAt, attempt: row.attempts + 1,
+      prev_sha256: row.sha256, etag: row.etag, last_modified: row.last_modified, ...redirectField(row.redirects),
+    });
+  }
+
+  private requeueDue(heap: MinHeap<string>, state: 'FAILED' | 'FETCHED', now: number, out: FrontierEmits): void {
+    while ((heap.peekKey() ?? Infinity) <= now) {
+      const url = heap.pop()!;
       const row = this.rows.get(url);
-      if (!row || row.state !== 'FAILED') continue;
+      if (!row || row.state !== state || (row.next_due_at ?? 0) > now) continue;
       const queuedRow: UrlStateMsg = { ...row, state: 'QUEUED', updated_at: now };
       this.rows.set(url, queuedRow);
       out.rows.push(queuedRow);
@@ -248,16 +410,16 @@ export class FrontierState {
       const row = this.rows.get(url)!;
       const h = this.hostState(row.host, now);
       if (h.inflight?.id === id) {
-        h.inflight = null;
-        h.nextAt = Math.max(h.nextAt, now + Math.max(this.policy.minHostDelayMs, h.crawlDelayMs));
+        this.free(h);
+        h.nextAt = Math.max(h.nextAt, now + Math.max(this.policy.minHostDelayMs, h.crawlDelayMs, h.persistedGap, h.backoff.delayMs));
       }
       const next: UrlStateMsg = { ...row, lease_id: null, lease_expires_at: null, updated_at: now, reason: 'lease-expired', attempts: row.attempts + 1 };
       if (next.attempts >= this.policy.maxAttempts) next.state = 'DEAD';
       else {
         // Re-issue a lost fetch as soon as politeness allows, not after the failure back-off.
         next.state = 'QUEUED';
-        h.queue.unshift(url);
-        this.queued++;
+        this.rows.set(url, next);
+        this.enqueue(h, url, true);
       }
       this.rows.set(url, next);
       out.rows.push(next);

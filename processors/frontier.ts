@@ -1,18 +1,23 @@
 /**
  * frontier: owns the URL table and the per-host politeness of its partitions.
  * In: crawl.frontier (candidates), crawl.fetch-status (answers). Out: crawl.fetch (leases),
- * crawl.urls (table rows). State is rebuilt from crawl.urls before any fetch is released.
+ * crawl.urls (table rows), crawl.host-policy (field `backoff`: each owned host's adapted pace).
+ * State is rebuilt from crawl.urls and the owned hosts' `backoff` rows before any fetch is
+ * released; operator blocks and crawl-rate ceilings come from the whole crawl.host-policy table.
  */
-import type { CandidateMsg, FetchStatusMsg, UrlStateMsg } from '../lib/messages';
+import { HostPolicyTable, hostPolicyKey } from '../lib/host-policy';
+import type { CandidateMsg, FetchStatusMsg, HostPolicyMsg, UrlStateMsg } from '../lib/messages';
 import type { OutRecord, Stage, StageContext, TableRecord } from '../runtime/stage';
 import { partitionForHost } from '../lib/partitioner';
-import { FrontierState, type FrontierEmits, type FrontierPolicy } from './frontier-state';
+import { FrontierState, type FrontierEmits, type FrontierPolicy, type FrontierTuning } from './frontier-state';
 
 function toRecords(e: FrontierEmits): OutRecord[] {
   const out: OutRecord[] = [];
   // The table row goes first: a crash between the two leaves a LEASED row whose lease
   // expires and is re-issued, never a fetch the table does not know about.
   for (const r of e.rows) out.push({ topic: 'urls', key: r.url, host: r.host, value: r });
+  // Back-off before any further fetch, so a restart never forgets a Retry-After window.
+  for (const p of e.policies ?? []) out.push({ topic: 'hostPolicy', key: hostPolicyKey(p.host, p.field), host: p.host, value: p });
   for (const f of e.fetches) out.push({ topic: 'fetch', key: f.host, host: f.host, value: f });
   return out;
 }
@@ -23,20 +28,30 @@ export interface FrontierStage extends Stage {
 }
 
 export function frontierStage(
-  policy: FrontierPolicy,
+  policy: FrontierPolicy & Partial<FrontierTuning>,
   opts: { partitions: number; tickMs?: number; now?: () => number },
 ): FrontierStage {
-  const state = new FrontierState(policy);
+  const table = new HostPolicyTable();
+  const state = new FrontierState(policy, undefined, table);
   const now = opts.now ?? Date.now;
   return {
     id: 'frontier',
     inputs: ['frontier', 'fetchStatus'],
-    outputs: ['fetch', 'urls'],
-    restoreFrom: ['urls'],
+    outputs: ['fetch', 'urls', 'hostPolicy'],
+    restoreFrom: ['urls', 'hostPolicy'],
+    globalTables: ['hostPolicy'],
     tickMs: opts.tickMs ?? 50,
     state,
-    restore(rec: TableRecord) {
-      if (rec.value) state.restore(rec.value as UrlStateMsg, now());
+    restore(rec: TableRecord, topic) {
+      if (!rec.value) return;
+      if (topic === 'urls') state.restore(rec.value as UrlStateMsg, now());
+      else if (topic === 'hostPolicy' && (rec.value as HostPolicyMsg).field === 'backoff') state.restoreBackoff(rec.value as HostPolicyMsg, now());
+    },
+    onGlobal(rec: TableRecord) {
+      // Our own `backoff` rows come back here too; they only feed `crawl explain`-style reads.
+      table.apply(rec.key, rec.value as HostPolicyMsg | null);
+      const bar = rec.key.indexOf('|');
+      if (bar > 0) state.onPolicyChange(rec.key.slice(0, bar), now());
     },
     handle(rec) {
       if (rec.topic === 'frontier') return toRecords(state.onCandidate(rec.value as CandidateMsg, now()));

@@ -1,40 +1,70 @@
 /**
  * parse: a stored HTML page -> its links (back to crawl.links) and what the indexer needs
- * (crawl.parsed). Pure apart from the clock: charset, one SAX pass, SHA-256 comparison with the
- * last stored copy (NEW / CHANGED / UNCHANGED), language.
- * In: crawl.fetched. Out: crawl.links, crawl.parsed.
+ * (crawl.parsed). Charset, one SAX pass, SHA-256 comparison with the last stored copy
+ * (NEW / CHANGED / UNCHANGED), language, 64-bit SimHash of the visible text; then, in the
+ * stage, duplicates across URLs (processors/parse-dedup.ts) and the WET-style text record.
+ * In: crawl.fetched. Out: crawl.links, crawl.parsed, crawl.content (its own duplicate tables,
+ * replayed on start), crawl.host-policy (`trap:<prefix>` rows).
+ *
+ * A page that will be handed off gets a WARC conversion record with its text, and its
+ * crawl.parsed record waits until the file holding that record is stored (`{ pending }`), so
+ * the indexer's text pointer is always readable.
  */
 import { decodeBody, extract } from '../lib/html/extract';
 import { detectLanguage } from '../lib/html/language';
-import type { ChangeKind, FetchedPageMsg, LinkMsg, ParsedPageMsg } from '../lib/messages';
+import type { ChangeKind, ContentMsg, FetchedPageMsg, LinkMsg, ParsedPageMsg } from '../lib/messages';
+import { partitionForHost } from '../lib/partitioner';
 import { productToken } from '../lib/robots';
+import { simhashWithCount } from '../lib/simhash';
 import { normalizeUrl } from '../lib/url-normalize';
-import type { OutRecord, Stage } from '../runtime/stage';
+import type { WarcEntry, WarcPointer } from '../lib/warc/writer';
+import type { HandleResult, OutRecord, Stage, StageContext } from '../runtime/stage';
 import { hostKey } from './fetch';
+import { contentRecord, ParseDedup, trapRecord } from './parse-dedup';
 
 export interface ParseOptions {
   userAgent: string;
+  /** Stores a WET-style conversion record; absent: no text records, `text` stays null. */
+  archiveText?: (entry: WarcEntry) => Promise<WarcPointer>;
+  /** Stores the conversion records still buffered (called on close). */
+  flushText?: () => Promise<void>;
+  /** Partition count, to forget the duplicate tables of hosts moved elsewhere. */
+  partitions?: number;
 }
+
+/** Fewer shingles than this make a fingerprint that says little: such pages get no SimHash. */
+export const MIN_SIMHASH_SHINGLES = 32;
 
 export function changeOf(page: Pick<FetchedPageMsg, 'sha256' | 'prev_sha256'>): ChangeKind {
   if (!page.prev_sha256) return 'NEW';
   return page.prev_sha256 === page.sha256 ? 'UNCHANGED' : 'CHANGED';
 }
 
-export function parsePage(page: FetchedPageMsg, opts: ParseOptions): OutRecord[] {
+export function textSimhash(text: string): string | null {
+  // simhashWithCount = simhashOfFeatures(shingles(text)) without a string per shingle (the
+  // fingerprint was a third of parse's CPU); its count is the sum of the shingle weights.
+  const { simhash, shingles } = simhashWithCount(text);
+  return shingles >= MIN_SIMHASH_SHINGLES ? simhash : null;
+}
+
+export interface PageAnalysis {
+  parsed: ParsedPageMsg;
+  /** Links to follow (none for an unchanged page or under nofollow); priority still unset. */
+  links: LinkMsg[];
+  text: string;
+}
+
+/** Pure: what one page says, before any comparison with other pages. */
+export function analyzePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'userAgent'>): PageAnalysis {
   const { text: html } = decodeBody(page.body, page.content_type);
   const ex = extract(html, page.final_url, { xRobotsTag: page.x_robots_tag, productToken: productToken(opts.userAgent) });
-  const out: OutRecord[] = [];
+  const links: LinkMsg[] = [];
   // Links of an unchanged page were already followed when it was new.
   const change = changeOf(page);
   if (change !== 'UNCHANGED' && !ex.metaRobots.nofollow) {
     const targets = ex.links.filter((l) => !l.nofollow).map((l) => l.url);
     if (ex.metaRefresh) targets.push(ex.metaRefresh);
-    for (const url of targets) {
-      const link: LinkMsg = { url, source_url: page.url, depth: page.depth + 1, discovered_at: page.fetched_at, is_seed: false };
-      const host = hostKey(url);
-      if (host) out.push({ topic: 'links', key: host, host, value: link });
-    }
+    for (const url of targets) links.push({ url, source_url: page.url, depth: page.depth + 1, discovered_at: page.fetched_at, is_seed: false });
   }
   const canonical = ex.canonical ? normalizeUrl(ex.canonical) : null;
   const parsed: ParsedPageMsg = {
@@ -44,7 +74,7 @@ export function parsePage(page: FetchedPageMsg, opts: ParseOptions): OutRecord[]
     fetched_at: page.fetched_at,
     change,
     sha256: page.sha256,
-    simhash64: null,
+    simhash64: change === 'UNCHANGED' ? null : textSimhash(ex.text),
     language: detectLanguage(ex.text, ex.lang),
     title: ex.title,
     text_length: ex.text.length,
@@ -52,16 +82,70 @@ export function parsePage(page: FetchedPageMsg, opts: ParseOptions): OutRecord[]
     noindex: ex.metaRobots.noindex,
     warc: page.warc,
     text: null,
+    near_duplicate_of: null,
   };
-  out.push({ topic: 'parsed', key: page.host, host: page.host, value: parsed });
+  return { parsed, links, text: ex.text };
+}
+
+function linkRecords(links: readonly LinkMsg[]): OutRecord[] {
+  const out: OutRecord[] = [];
+  for (const link of links) {
+    const host = hostKey(link.url);
+    if (host) out.push({ topic: 'links', key: host, host, value: link });
+  }
   return out;
 }
 
-export function parseStage(opts: ParseOptions): Stage {
+/** Pure, one page alone (no duplicate tables, no text record): links and crawl.parsed. */
+export function parsePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'userAgent'>): OutRecord[] {
+  const a = analyzePage(page, opts);
+  return [...linkRecords(a.links), { topic: 'parsed', key: page.host, host: page.host, value: a.parsed }];
+}
+
+/** Will handoff turn this into an event? Only then is the text worth storing. */
+export function handedOff(p: ParsedPageMsg): boolean {
+  return p.change !== 'UNCHANGED' && !p.noindex && !p.near_duplicate_of;
+}
+
+export interface ParseStage extends Stage {
+  readonly dedup: ParseDedup;
+}
+
+export function parseStage(opts: ParseOptions): ParseStage {
+  const dedup = new ParseDedup();
+
+  function handle(page: FetchedPageMsg, ctx: StageContext): HandleResult {
+    const a = analyzePage(page, opts);
+    const d = dedup.decide(a.parsed, a.links.length, ctx.now());
+    const parsed: ParsedPageMsg = { ...a.parsed, near_duplicate_of: d.nearDuplicateOf };
+    if (d.kind) ctx.log.debug({ url: page.url, duplicate: d.kind, of: d.nearDuplicateOf }, 'duplicate: not handed off');
+    if (d.trap) ctx.log.info({ host: page.host, field: d.trap.field, url: page.url }, 'trap rule from near-duplicates');
+    const early = [
+      ...linkRecords(a.links.map((l) => ({ ...l, priority: d.linkPriority }))),
+      ...(d.content ? [contentRecord(d.content)] : []),
+      ...(d.trap ? [trapRecord(d.trap)] : []),
+    ];
+    const parsedRecord = (p: ParsedPageMsg): OutRecord => ({ topic: 'parsed', key: page.host, host: page.host, value: p });
+    if (!opts.archiveText || !page.record_id || !handedOff(parsed)) return [...early, parsedRecord(parsed)];
+    const entry: WarcEntry = { type: 'conversion', targetUri: page.url, text: a.text, refersTo: page.record_id, date: new Date(page.fetched_at) };
+    // Throwing (the text file not stored) fails the record, which the runtime retries.
+    const pending = opts.archiveText(entry).then((ptr) => [parsedRecord({ ...parsed, text: { uri: ptr.uri, offset: ptr.offset, length: ptr.length } })]);
+    return { early, pending };
+  }
+
   return {
     id: 'parse',
     inputs: ['fetched'],
-    outputs: ['links', 'parsed'],
-    handle: (rec) => parsePage(rec.value as FetchedPageMsg, opts),
+    outputs: ['links', 'parsed', 'content', 'hostPolicy'],
+    dedup,
+    restoreFrom: ['content'],
+    restore: (rec) => dedup.restore(rec.key, rec.value as ContentMsg | null),
+    assigned(partitions) {
+      if (!opts.partitions) return;
+      const owned = new Set(partitions);
+      dedup.index.retain((host) => owned.has(partitionForHost(host, opts.partitions!)));
+    },
+    handle: (rec, ctx) => handle(rec.value as FetchedPageMsg, ctx),
+    close: async () => opts.flushText?.(),
   };
 }

@@ -1,40 +1,50 @@
 /**
  * robots.txt per origin, fetched with our own User-Agent before any page of the origin and
- * kept at most robotsCacheMs (RFC 9309: 24 h). A failed fetch (5xx, unreachable) means
- * "disallow all" and is retried after robotsRetryMs. Concurrent asks for one origin share a
- * single fetch.
+ * kept at most cacheMs (RFC 9309 §2.4: 24 h). A failed fetch (5xx, unreachable) means
+ * "disallow all" and is retried after retryMs (RFC 9309 §2.3.1.4). Concurrent asks for one
+ * origin share a single fetch.
+ *
+ * The RFC's rule for an unreachable file after a cached copy (§2.4: a cached copy may be used
+ * beyond 24 h "if the robots.txt file is unreachable"; §2.3.1.4: after "a reasonably long
+ * period of time (for example, 30 days)" of being unreachable the crawler may stop): when a
+ * refresh is unreachable and we hold a good copy fetched less than staleMaxMs ago, that copy
+ * stays in force and the refresh is retried every retryMs; past staleMaxMs, disallow all.
  */
 import { robotsFromFetch, type RobotsFromFetch, type RobotsFetchResult } from '../lib/robots';
 
 export interface RobotsEntry extends RobotsFromFetch {
+  /** When the rules in force were fetched. */
   fetchedAt: number;
   /** The fetch error, when robots.txt could not be fetched at all (`CODE: message`). */
   error: string | null;
   /** True when this call fetched it (a request to the host just happened). */
   fresh: boolean;
+  /** True when the last refresh failed and an older good copy is in force (RFC 9309 §2.4). */
+  stale: boolean;
 }
 
 export interface RobotsCacheOptions {
   cacheMs: number;
   retryMs: number;
   maxEntries: number;
+  /** How long a good copy outlives an unreachable robots.txt; 0 = never (disallow at once). */
+  staleMaxMs?: number;
 }
 
 /** Fetches `<origin>/robots.txt` (following up to 5 redirects) and says what came back. */
 export type RobotsFetcher = (origin: string) => Promise<RobotsFetchResult>;
 
+type Stored = Omit<RobotsEntry, 'fresh'> & { expiresAt: number };
+
 export class RobotsCache {
-  private readonly entries = new Map<string, Omit<RobotsEntry, 'fresh'>>();
+  private readonly entries = new Map<string, Stored>();
   private readonly inflight = new Map<string, Promise<RobotsEntry>>();
 
   constructor(private readonly fetcher: RobotsFetcher, private readonly opts: RobotsCacheOptions, private readonly now: () => number = Date.now) {}
 
   async get(origin: string): Promise<RobotsEntry> {
     const hit = this.entries.get(origin);
-    if (hit) {
-      const ttl = hit.retryLater ? this.opts.retryMs : this.opts.cacheMs;
-      if (this.now() - hit.fetchedAt < ttl) return { ...hit, fresh: false };
-    }
+    if (hit && this.now() < hit.expiresAt) return { ...strip(hit), fresh: false };
     let p = this.inflight.get(origin);
     if (!p) {
       p = this.load(origin).finally(() => this.inflight.delete(origin));
@@ -43,12 +53,33 @@ export class RobotsCache {
     return p;
   }
 
+  /** The entry in force without fetching (for `crawl explain`), or undefined. */
+  peek(origin: string): Omit<RobotsEntry, 'fresh'> | undefined {
+    const hit = this.entries.get(origin);
+    return hit ? strip(hit) : undefined;
+  }
+
   private async load(origin: string): Promise<RobotsEntry> {
     const raw = await this.fetcher(origin);
-    const entry = { ...robotsFromFetch(raw), fetchedAt: this.now(), error: 'error' in raw ? raw.error : null };
-    if (this.entries.size >= this.opts.maxEntries) this.entries.delete(this.entries.keys().next().value!);
+    const t = this.now();
+    const got = robotsFromFetch(raw);
+    const prev = this.entries.get(origin);
+    let entry: Stored;
+    const lastGood = prev && !prev.retryLater ? prev : null;
+    if (got.retryLater && lastGood && t - lastGood.fetchedAt < (this.opts.staleMaxMs ?? 0)) {
+      entry = { ...lastGood, stale: true, error: 'error' in raw ? raw.error : null, expiresAt: t + this.opts.retryMs };
+    } else {
+      const ttl = got.retryLater ? this.opts.retryMs : this.opts.cacheMs;
+      entry = { ...got, fetchedAt: t, error: 'error' in raw ? raw.error : null, stale: false, expiresAt: t + ttl };
+    }
+    if (this.entries.size >= this.opts.maxEntries && !this.entries.has(origin)) this.entries.delete(this.entries.keys().next().value!);
     this.entries.delete(origin); // re-insert at the end: oldest first for eviction
     this.entries.set(origin, entry);
-    return { ...entry, fresh: true };
+    return { ...strip(entry), fresh: true };
   }
+}
+
+function strip(s: Stored): Omit<RobotsEntry, 'fresh'> {
+  const { expiresAt: _e, ...rest } = s;
+  return rest;
 }

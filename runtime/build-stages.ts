@@ -4,14 +4,18 @@
  */
 import type { HttpClient } from '../connectors/types';
 import type { CrawlConfig } from '../lib/config';
-import type { FetchOutcome } from '../lib/messages';
+import type { FetchOutcome, FetchStatusMsg } from '../lib/messages';
 import type { WarcWriter } from '../lib/warc/writer';
 import { fetchStage } from '../processors/fetch';
 import { frontierStage } from '../processors/frontier';
 import { handoffStage, type UsagePolicy } from '../processors/handoff';
 import { parseStage } from '../processors/parse';
-import { ExactSeenSet, seenTestStage, type SeenSet } from '../processors/seen-test';
-import { metrics, statusClass } from '../lib/metrics';
+import { seenTestStage, type SeenSet } from '../processors/seen-test';
+import { MemoryBloom } from '../lib/bloom/memory';
+import { bloomParams } from '../lib/bloom/sizing';
+import { trapOptionsFrom } from '../lib/traps';
+import { metrics, recordFetchStatus, statusClass } from '../lib/metrics';
+import { observeEmits } from './observe';
 import type { Stage } from './stage';
 
 export const STAGE_NAMES = ['seen-test', 'frontier', 'fetch', 'parse', 'handoff'] as const;
@@ -21,6 +25,8 @@ export interface StageDeps {
   config: CrawlConfig;
   http: HttpClient;
   warc: WarcWriter;
+  /** parse's writer for WET-style text records (its own file prefix); absent: no text pointers. */
+  textWarc?: WarcWriter;
   /** Hosts or registered domains to stay within; empty = no limit. */
   scope?: ReadonlySet<string>;
   seen?: SeenSet;
@@ -41,14 +47,25 @@ export function buildStages(names: readonly StageName[], deps: StageDeps): Stage
   };
   const make: Record<StageName, () => Stage> = {
     'seen-test': () =>
-      seenTestStage(deps.seen ?? new ExactSeenSet(), { maxDepth: c.maxDepth, scope: deps.scope ?? new Set(), onReject }),
+      // The embedded default: the same Bloom filter code as Kafka mode's Redis one, over process memory.
+      seenTestStage(deps.seen ?? new MemoryBloom(bloomParams(c.bloomExpectedUrls, c.bloomFalsePositiveRate, c.bloomMaxShardBytes)), {
+        maxDepth: c.maxDepth, scope: deps.scope ?? new Set(), onReject, trapOptions: trapOptionsFrom(c),
+      }),
     frontier: () => frontierStage(c, { partitions: c.partitions }),
     fetch: () => {
       const stage = fetchStage({ http: deps.http, archive: (e) => deps.warc.append(e), config: c, onOutcome });
       // Closing the fetch stage stores the open WARC file so waiting fetches are announced.
-      return { ...stage, close: () => deps.warc.flush() };
+      const observed = observeEmits(stage, (o) => {
+        if (o.topic === 'fetchStatus') recordFetchStatus(o.value as FetchStatusMsg, c);
+      });
+      // Fetches in flight sized by Little's law from observed rate and fetch time (lib/concurrency.ts).
+      const autoConcurrency = c.fetchConcurrencyMax > 0 ? { min: c.fetchConcurrencyMin, max: c.fetchConcurrencyMax } : undefined;
+      return { ...observed, autoConcurrency, close: () => deps.warc.flush() };
     },
-    parse: () => parseStage({ userAgent: c.userAgent }),
+    parse: () => {
+      const text = deps.textWarc;
+      return parseStage({ userAgent: c.userAgent, partitions: c.partitions, archiveText: text && ((e) => text.append(e)), flushText: text && (() => text.flush()) });
+    },
     handoff: () => handoffStage(deps.usage),
   };
   return names.map((n) => make[n]());

@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import type { TopicId } from '../topologies/crawl';
 import type { FileLog } from './file-log';
-import { Dispatcher, type InRecord, type Stage, type StageContext } from './stage';
+import { AbandonedError, Dispatcher, type InRecord, type Stage, type StageContext } from './stage';
 
 export interface EmbeddedRunnerOptions {
   /** How often offsets are written to disk. */
@@ -78,6 +78,25 @@ class StageLoop {
     }
   }
 
+  private pumpScheduled = false;
+
+  /** Whether any of these records is on one of the stage's input topics. */
+  reads(recs: readonly InRecord[]): boolean {
+    const inputs = this.stage.inputs;
+    for (const r of recs) if (inputs.includes(r.topic)) return true;
+    return false;
+  }
+
+  /** One pump per turn of the event loop, however many records finished or arrived in it. */
+  schedulePump(): void {
+    if (this.pumpScheduled) return;
+    this.pumpScheduled = true;
+    setImmediate(() => {
+      this.pumpScheduled = false;
+      this.pump();
+    });
+  }
+
   /** Dispatch whatever is available, up to the read-ahead limit. */
   pump(): void {
     if (this.stopped) return;
@@ -116,7 +135,7 @@ class StageLoop {
           for (const e of entries) e.done = true;
           this.running -= entries.length;
           this.advance(recs[0].topic, recs[0].partition, this.inflight.get(k)!);
-          setImmediate(() => this.pump());
+          this.schedulePump();
         })
         .catch((err: unknown) => {
           this.ctx.log.error({ err, topic: recs[0].topic, partition: recs[0].partition, offset: recs[0].offset }, 'batch handler failed; retrying');
@@ -137,9 +156,14 @@ class StageLoop {
           entry.done = true;
           this.running--;
           this.advance(rec.topic, rec.partition, list);
-          setImmediate(() => this.pump());
+          this.schedulePump();
         },
         (err: unknown) => {
+          if (err instanceof AbandonedError) {
+            // Stopped before it started: left uncommitted for the next run, nothing to wait for.
+            this.running--;
+            return;
+          }
           // At-least-once: a failed record is retried; its offset stays uncommitted meanwhile.
           this.ctx.log.error({ err, topic: rec.topic, partition: rec.partition, offset: rec.offset }, 'handler failed; retrying');
           if (!this.stopped) setTimeout(attempt, this.retryDelayMs).unref();
@@ -169,6 +193,7 @@ class StageLoop {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.tickTimer) clearInterval(this.tickTimer);
+    this.dispatcher.abandonWaiting();
     // Let pending handlers (e.g. fetches waiting for their WARC file) finish and append.
     await this.stage.close?.();
     const deadline = Date.now() + 10_000;
@@ -182,7 +207,8 @@ export class EmbeddedRunner {
   private readonly onAppend = (recs: readonly InRecord[]): void => {
     for (const l of this.loops) {
       l.onAppended(recs);
-      l.pump();
+      // Only stages reading what was appended have anything new; once per turn however many appends.
+      if (l.reads(recs)) l.schedulePump();
     }
   };
 

@@ -6,6 +6,7 @@
  */
 import type { Logger } from 'pino';
 import type { TopicId } from '../topologies/crawl';
+import { LittleConcurrency, type AutoConcurrencyOptions } from '../lib/concurrency';
 
 export interface InRecord<V = unknown> {
   topic: TopicId;
@@ -50,6 +51,12 @@ export interface Stage {
   /** How many handle() calls may be in flight at once (async stages such as fetch). */
   readonly concurrency?: number;
   /**
+   * Size the concurrency limit at run time by Little's law (lib/concurrency.ts) from the
+   * observed arrival rate and slot-holding time, within [min, max]; `concurrency` is then only
+   * the starting limit.
+   */
+  readonly autoConcurrency?: AutoConcurrencyOptions;
+  /**
    * Handle one record and say what to emit. Throwing fails the record's batch (it is retried).
    * A handler may return `{ pending }` to free its concurrency slot while the emits wait on
    * something slower (fetch waits for its WARC file to be stored).
@@ -84,17 +91,51 @@ export interface Stage {
   close?(): Promise<void>;
 }
 
+/** A record that was waiting for a slot when the stage stopped: not handled, not to be committed. */
+export class AbandonedError extends Error {
+  override name = 'AbandonedError';
+}
+
 /**
  * Runs a stage's handler with its concurrency limit. A slot is held while handle() runs and
  * released early when the handler returns `{ pending }`.
  */
 export class Dispatcher {
   private inflight = 0;
-  private readonly waiters: Array<() => void> = [];
-  private readonly limit: number;
+  /** Waiting records; called with true when handed a slot, false when abandoned. */
+  private readonly waiters: Array<(granted: boolean) => void> = [];
+  private abandoned = false;
+  private limit: number;
+  private readonly auto: LittleConcurrency | null;
 
   constructor(private readonly stage: Stage, private readonly ctx: StageContext) {
     this.limit = Math.max(1, stage.concurrency ?? 1);
+    this.auto = stage.autoConcurrency ? new LittleConcurrency(stage.autoConcurrency) : null;
+    if (this.auto) this.limit = Math.max(this.auto.min, Math.min(this.auto.max, this.limit));
+  }
+
+  get concurrencyLimit(): number {
+    return this.limit;
+  }
+
+  /** Change the limit at run time; a raised limit starts waiting records at once. */
+  setLimit(n: number): void {
+    this.limit = Math.max(1, Math.floor(n));
+    // A woken waiter is handed its slot (counted here), so it never races a newcomer for it.
+    while (this.inflight < this.limit && this.waiters.length > 0) {
+      this.inflight++;
+      this.waiters.shift()!(true);
+    }
+  }
+
+  /**
+   * Stopping: records still waiting for a slot fail with AbandonedError instead of running
+   * (a stop need not work through a whole read-ahead; at-least-once replays them), and so does
+   * any record run() is given from now on. Records already running finish.
+   */
+  abandonWaiting(): void {
+    this.abandoned = true;
+    for (const w of this.waiters.splice(0)) w(false);
   }
 
   get busy(): number {
@@ -107,14 +148,22 @@ export class Dispatcher {
 
   /** Run one record; `onEarly` receives early emits as soon as the handler returns them. */
   async run(rec: InRecord, onEarly?: (outs: OutRecord[]) => void): Promise<OutRecord[]> {
-    while (this.inflight >= this.limit) await new Promise<void>((r) => this.waiters.push(r));
-    this.inflight++;
+    this.auto?.arrive(this.ctx.now());
+    // Awaited only when it must wait: a free slot starts the handler in this same turn.
+    const wait = this.acquire();
+    if (wait && !(await wait)) throw new AbandonedError(`${this.stage.id}: stopped before this record started`);
+    const holdFrom = this.auto ? this.ctx.now() : 0;
     let released = false;
     const release = (): void => {
       if (released) return;
       released = true;
       this.inflight--;
-      this.waiters.shift()?.();
+      if (this.auto) {
+        const now = this.ctx.now();
+        this.auto.complete(now - holdFrom);
+        this.limit = this.auto.limit(now);
+      }
+      this.setLimit(this.limit);
     };
     try {
       const result = await this.stage.handle(rec, this.ctx);
@@ -128,6 +177,16 @@ export class Dispatcher {
     } finally {
       release();
     }
+  }
+
+  /** Take a slot, or wait to be handed one (setLimit counts it for the waiter). */
+  private acquire(): Promise<boolean> | void {
+    if (this.abandoned) return Promise.resolve(false);
+    if (this.inflight < this.limit && this.waiters.length === 0) {
+      this.inflight++;
+      return;
+    }
+    return new Promise<boolean>((r) => this.waiters.push(r));
   }
 
   /** All records of a batch; emits in input order. */

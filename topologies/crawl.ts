@@ -74,6 +74,11 @@ export const topics = {
     name: 'crawl.host-policy', key: 'host-field', valueSchema: 'crawl.HostPolicy.v1',
     cleanupPolicy: 'compact', retentionMs: -1, maxMessageBytes: 1 * MIB, encoding: 'avro-registry',
   },
+  content: {
+    // Parse's duplicate tables (SHA-256 and SimHash per URL), key = url; replayed on restart.
+    name: 'crawl.content', key: 'url', valueSchema: 'crawl.Content.v1',
+    cleanupPolicy: 'compact', retentionMs: -1, maxMessageBytes: 1 * MIB, encoding: 'avro-registry',
+  },
   optout: {
     // Key `subject|purpose`: one record per host or registered domain and purpose.
     name: 'crawl.optout', key: 'subject-purpose', valueSchema: 'crawl.OptOut.v1',

@@ -48,6 +48,8 @@ describe('seen-test', () => {
     ['at max depth', link('http://a.test/', { depth: 3 }), opts(), { url: 'http://a.test/', depth: 3 }],
     ['in scope by host', link('http://A.test/x'), opts(['a.test']), { url: 'http://a.test/x', host: 'a.test' }],
     ['in scope by registered domain', link('http://www.sub.example.co.uk/x'), opts(['example.co.uk']), { host: 'www.sub.example.co.uk' }],
+    ['with its importance (priority) carried to the frontier', link('http://a.test/p', { priority: 0.25 }), opts(), { priority: 0.25 }],
+    ['unscored (priority null)', link('http://a.test/q'), opts(), { priority: null }],
   ])('screenLink forwards a link %s', (_n, l, o, expected) => {
     const d = screenLink(l, o);
     expect('forward' in d && d.forward).toMatchObject({ ...expected, source_url: 'http://src.test/', discovered_at: 5 });
@@ -270,10 +272,15 @@ describe('fetch: fetchStage handler', () => {
     expect(i).toBeGreaterThanOrEqual(0);
     expect(events.slice(i)).toEqual([`GET ${origin}/robots.txt`, `sleep ${ms}`, `GET ${origin}/page`]);
     expect(statuses(first.early)[0].crawl_delay_ms).toBe(ms === 1000 ? 0 : ms);
-    // Cached robots: no second robots request and no wait at all before the next page.
+    // Cached robots: no second robots request. A lease arriving at once (faster than the frontier
+    // ever releases one) waits only what is left of the host's gap since the page (HostPacer).
     const before = events.length;
     await run(request(`${origin}/p2`, { lease_id: 'lease-2' }));
-    expect(events.slice(before)).toEqual([`GET ${origin}/p2`]);
+    expect(events.slice(before)).toEqual([expect.stringMatching(/^sleep \d+$/), `GET ${origin}/p2`]);
+    const gap = Math.max(ms, CFG.responseTimeFactor * 120); // the fake page took 120 ms
+    const left = Number(events[before].split(' ')[1]);
+    expect(left).toBeGreaterThan(gap - 10);
+    expect(left).toBeLessThanOrEqual(gap);
     expect(http.calls.map((c) => c.url)).toEqual([`${origin}/robots.txt`, `${origin}/page`, `${origin}/p2`]);
   });
 
@@ -281,7 +288,10 @@ describe('fetch: fetchStage handler', () => {
     const page = capture(`${origin}/page`, 200, [['Content-Type', 'text/html'], ['ETag', '"v1"'], ['X-Robots-Tag', 'noarchive']], HTML);
     const { run, archive, outcomes } = setup({ [`${origin}/robots.txt`]: robotsTxt(origin, 'User-agent: *\nAllow: /\n'), [`${origin}/page`]: page });
     const { early, final } = await run(request());
-    expect(early).toHaveLength(1);
+    // The early status, and what the fresh robots.txt said (crawl.host-policy field `robots`).
+    expect(early.map((o) => o.topic)).toEqual(['fetchStatus', 'hostPolicy']);
+    expect(early[1]).toMatchObject({ key: 'a.test|robots', value: { field: 'robots', reason: 'parsed', min_delay_ms: null } });
+    expectAllValid(early);
     const e = statuses(early)[0];
     expect(e).toMatchObject({ stored: false, outcome: 'FETCHED', http_status: 200, response_ms: 120, etag: '"v1"', warc_uri: null });
     expect(e.sha256).toMatch(/^[0-9a-f]{64}$/);
@@ -491,7 +501,7 @@ describe('message types match their Avro schemas', () => {
   const fullRow: UrlStateMsg = {
     url, host: 'a.test', state: 'FETCHED', depth: 1, discovered_at: 1, updated_at: 2, lease_id: 'l', lease_expires_at: 3, attempts: 1,
     next_due_at: 4, fetched_at: 5, http_status: 200, sha256: 's', etag: '"e"', last_modified: 'x', warc_uri: 'file:///w', warc_offset: 6,
-    warc_length: 7, reason: 'r',
+    warc_length: 7, reason: 'r', redirects: 1,
   };
   const nullRow: UrlStateMsg = {
     ...fullRow, state: 'QUEUED', lease_id: null, lease_expires_at: null, next_due_at: null, fetched_at: null, http_status: null, sha256: null,
@@ -500,21 +510,22 @@ describe('message types match their Avro schemas', () => {
   const status: FetchStatusMsg = {
     url, host: 'a.test', lease_id: 'l', stored: true, outcome: 'FETCHED', http_status: 200, reason: null, started_at: 1, finished_at: 2,
     response_ms: 3, crawl_delay_ms: 0, retry_after_ms: 1000, sha256: 's', etag: null, last_modified: null, warc_uri: 'u', warc_offset: 1,
-    warc_length: 2,
+    warc_length: 2, ip: '127.0.3.1',
   };
   const samples: Array<[TopicId, unknown]> = [
-    ['links', link(url)],
-    ['links', link(url, { source_url: null, is_seed: true })],
-    ['frontier', { url, host: 'a.test', depth: 0, discovered_at: 1, source_url: null } satisfies CandidateMsg],
-    ['fetch', request(url)],
-    ['fetch', request(url, { prev_sha256: 's', etag: '"e"', last_modified: 'd' })],
+    ['links', link(url, { redirects: 2, priority: 0.25, lastmod: 1_700_000_000_000 })],
+    ['links', link(url, { source_url: null, is_seed: true, redirects: 0, priority: null, lastmod: null })],
+    ['frontier', { url, host: 'a.test', depth: 0, discovered_at: 1, source_url: null, redirects: 0, priority: 0.5 } satisfies CandidateMsg],
+    ['frontier', { url, host: 'a.test', depth: 0, discovered_at: 1, source_url: null, redirects: 0, priority: null } satisfies CandidateMsg],
+    ['fetch', request(url, { redirects: 5 })],
+    ['fetch', request(url, { prev_sha256: 's', etag: '"e"', last_modified: 'd', redirects: 0 })],
     ...(['FETCHED', 'ROBOTS_DISALLOWED', 'ROBOTS_UNAVAILABLE', 'NOT_HTML', 'FAILED', 'REFUSED'] as FetchOutcome[]).map(
       (outcome): [TopicId, unknown] => ['fetchStatus', { ...status, outcome }],
     ),
-    ['fetched', fetchedPage('<html>')],
-    ['fetched', fetchedPage('<html>', { content_type: null, prev_sha256: 'p', x_robots_tag: 'noindex', truncated: true })],
-    ['parsed', parsed()],
-    ['parsed', parsed({ canonical_url: null, language: null, title: null, simhash64: 'ff', change: 'UNCHANGED', text: { uri: 'u', offset: 0, length: 1 } })],
+    ['fetched', fetchedPage('<html>', { record_id: '<urn:uuid:0b5c8a3e-6c1f-4d5e-9a51-1f0c2a7d9e11>' })],
+    ['fetched', fetchedPage('<html>', { content_type: null, prev_sha256: 'p', x_robots_tag: 'noindex', truncated: true, record_id: null })],
+    ['parsed', parsed({ near_duplicate_of: null })],
+    ['parsed', parsed({ canonical_url: null, language: null, title: null, simhash64: 'ff', change: 'UNCHANGED', text: { uri: 'u', offset: 0, length: 1 }, near_duplicate_of: 'http://a.test/q' })],
     ['handoff', toHandoff(parsed(), ALLOW_ALL_USAGE)],
     ...(['QUEUED', 'LEASED', 'FETCHED', 'FAILED', 'DEAD', 'DISALLOWED'] as UrlStateMsg['state'][]).map(
       (state): [TopicId, unknown] => ['urls', { ...fullRow, state }],

@@ -1,0 +1,34 @@
+# The crawler image: the `crawl` CLI (every processor, `crawl serve`, `crawl init`/`seed`).
+# Built and used by docker-compose.yml; the command picks the role, e.g. `process fetch`.
+#
+#   docker build -t kcrawl .
+#   docker run --rm kcrawl --help
+
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+# --ignore-scripts: `prepare` would compile before the sources are copied.
+RUN npm ci --no-audit --no-fund --ignore-scripts
+COPY tsconfig.json ./
+COPY api ./api
+COPY cli ./cli
+COPY connectors ./connectors
+COPY lib ./lib
+COPY processors ./processors
+COPY runtime ./runtime
+COPY topologies ./topologies
+COPY schemas ./schemas
+RUN npx tsc -p tsconfig.json && npm prune --omit=dev --ignore-scripts
+
+FROM node:20-bookworm-slim
+WORKDIR /app
+ENV NODE_ENV=production
+COPY --from=build /app/package.json ./package.json
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY bin ./bin
+COPY schemas ./schemas
+# No root inside: the crawler only needs the network and its temp dir.
+USER node
+ENTRYPOINT ["node", "/app/bin/crawl.js"]
+CMD ["--help"]

@@ -1,0 +1,204 @@
+/**
+ * What `crawl serve` (and `crawl run --status-port`) knows of the crawl, built only from the
+ * log: the compacted URL table (crawl.urls), the host-policy and opt-out tables, and the
+ * stream of fetch statuses. Pure: the wiring feeds rows in, routes read views out.
+ *
+ * Memory: one UrlStateMsg per URL. That suits a crawl of millions of URLs on one serve
+ * process; beyond that the URL lookup belongs in a key-value store fed the same way.
+ */
+import { createHash } from 'node:crypto';
+import { HostPolicyTable } from '../lib/host-policy';
+import type { FetchStatusMsg, HostPolicyMsg, OptOutMsg, UrlStateMsg, UrlStatus } from '../lib/messages';
+import { OptOutRegistry } from '../lib/optout-registry';
+
+/** How many seconds of pages/s history /stats returns. */
+export const TIMELINE_SECONDS = 300;
+/** Window for the headline pages/s figure. */
+export const RATE_WINDOW_SECONDS = 10;
+const RECENT_MAX = 50;
+
+export interface Incident {
+  at: number;
+  host: string;
+  url: string | null;
+  kind: string;
+  detail: string | null;
+}
+
+interface HostCounters {
+  fetched: number;
+  errors: number;
+  incidents: number;
+  lastAt: number;
+}
+
+export interface Stats {
+  now: number;
+  pages_total: number;
+  pages_per_second: number;
+  /** Pages fetched per second, oldest first, one entry per second up to now. */
+  timeline: Array<{ t: number; pages: number }>;
+  outcomes: Record<string, number>;
+  http_status: Record<string, number>;
+  queues: {
+    urls: number;
+    by_state: Partial<Record<UrlStatus, number>>;
+    hosts_in_rotation: number;
+    oldest_due_age_s: number | null;
+    /** Records waiting per topic (consumer lag), where the runtime measures it. */
+    lag: Record<string, number>;
+  };
+  top_hosts: Array<{ host: string; fetched: number; errors: number; incidents: number }>;
+  politeness: Incident[];
+  errors: Incident[];
+  blocks: Array<{ host: string; until: number; reason: string | null }>;
+}
+
+export function urlHash(url: string): string {
+  return createHash('sha256').update(url).digest('hex');
+}
+
+export class CrawlView {
+  readonly policy = new HostPolicyTable();
+  readonly optouts = new OptOutRegistry();
+  private readonly urls = new Map<string, UrlStateMsg>();
+  private readonly byHash = new Map<string, string>();
+  private readonly hosts = new Map<string, HostCounters>();
+  private readonly perSecond = new Map<number, number>();
+  private readonly outcomes: Record<string, number> = {};
+  private readonly httpStatus: Record<string, number> = {};
+  private readonly politeness: Incident[] = [];
+  private readonly errors: Incident[] = [];
+  private pagesTotal = 0;
+
+  applyUrl(key: string, value: UrlStateMsg | null): void {
+    if (value === null) {
+      this.urls.delete(key);
+      this.byHash.delete(urlHash(key));
+      return;
+    }
+    if (!this.urls.has(key)) this.byHash.set(urlHash(key), key);
+    this.urls.set(key, value);
+  }
+
+  applyPolicy(key: string, value: HostPolicyMsg | null): void {
+    this.policy.apply(key, value);
+  }
+
+  applyOptOut(key: string, value: OptOutMsg | null): void {
+    this.optouts.apply(key, value);
+  }
+
+  /** One fetch status; only final ones (stored = true) count, so no fetch counts twice. */
+  applyStatus(s: FetchStatusMsg): void {
+    if (!s.stored) return;
+    const h = this.host(s.host, s.finished_at);
+    this.outcomes[s.outcome] = (this.outcomes[s.outcome] ?? 0) + 1;
+    if (s.http_status !== null) {
+      this.pagesTotal++;
+      h.fetched++;
+      this.httpStatus[s.http_status] = (this.httpStatus[s.http_status] ?? 0) + 1;
+      const sec = Math.floor(s.finished_at / 1000);
+      this.perSecond.set(sec, (this.perSecond.get(sec) ?? 0) + 1);
+    }
+    const incident = politenessIncident(s);
+    if (incident) {
+      h.incidents++;
+      push(this.politeness, { at: s.finished_at, host: s.host, url: s.url, ...incident });
+    }
+    if (s.outcome === 'FAILED' || s.outcome === 'REFUSED' || (s.http_status !== null && s.http_status >= 500)) {
+      h.errors++;
+      push(this.errors, { at: s.finished_at, host: s.host, url: s.url, kind: s.outcome, detail: s.reason ?? (s.http_status !== null ? `HTTP ${s.http_status}` : null) });
+    }
+  }
+
+  /** A URL's row by its normalised URL or the SHA-256 (hex) of it. */
+  url(urlOrHash: string): UrlStateMsg | undefined {
+    const byUrl = this.urls.get(urlOrHash);
+    if (byUrl) return byUrl;
+    const url = /^[0-9a-f]{64}$/i.test(urlOrHash) ? this.byHash.get(urlOrHash.toLowerCase()) : undefined;
+    return url === undefined ? undefined : this.urls.get(url);
+  }
+
+  /** A host is known once it has a URL row, a fetch status or a policy row. */
+  hostKnown(host: string): boolean {
+    if (this.hosts.has(host) || this.policy.fields(host).length > 0) return true;
+    for (const row of this.urls.values()) if (row.host === host) return true;
+    return false;
+  }
+
+  /** Hosts with work in the frontier and the age of the oldest due URL, for gauges. */
+  frontierNumbers(now: number): { hostsInRotation: number; oldestDueAgeMs: number | null; byState: Partial<Record<UrlStatus, number>> } {
+    const active = new Set<string>();
+    const byState: Partial<Record<UrlStatus, number>> = {};
+    let oldestDue: number | null = null;
+    for (const row of this.urls.values()) {
+      byState[row.state] = (byState[row.state] ?? 0) + 1;
+      if (row.state !== 'QUEUED' && row.state !== 'LEASED') continue;
+      active.add(row.host);
+      const due = row.state === 'QUEUED' ? row.next_due_at ?? row.discovered_at : null;
+      if (due !== null && due <= now && (oldestDue === null || due < oldestDue)) oldestDue = due;
+    }
+    return { hostsInRotation: active.size, oldestDueAgeMs: oldestDue === null ? null : now - oldestDue, byState };
+  }
+
+  snapshot(now: number, lag: Record<string, number> = {}): Stats {
+    const nowSec = Math.floor(now / 1000);
+    for (const sec of this.perSecond.keys()) if (sec <= nowSec - TIMELINE_SECONDS) this.perSecond.delete(sec);
+    const timeline: Stats['timeline'] = [];
+    for (let sec = nowSec - TIMELINE_SECONDS + 1; sec <= nowSec; sec++) timeline.push({ t: sec * 1000, pages: this.perSecond.get(sec) ?? 0 });
+    // The current second is still filling, so the rate uses the last complete seconds.
+    const window = timeline.slice(-RATE_WINDOW_SECONDS - 1, -1);
+    const f = this.frontierNumbers(now);
+    const blocks: Stats['blocks'] = [];
+    for (const host of this.policyHosts()) {
+      const b = this.policy.block(host, now);
+      if (b) blocks.push({ host, until: b.until, reason: b.reason });
+    }
+    return {
+      now,
+      pages_total: this.pagesTotal,
+      pages_per_second: window.reduce((n, s) => n + s.pages, 0) / RATE_WINDOW_SECONDS,
+      timeline,
+      outcomes: { ...this.outcomes },
+      http_status: { ...this.httpStatus },
+      queues: { urls: this.urls.size, by_state: f.byState, hosts_in_rotation: f.hostsInRotation, oldest_due_age_s: f.oldestDueAgeMs === null ? null : f.oldestDueAgeMs / 1000, lag },
+      top_hosts: [...this.hosts]
+        .sort((a, b) => b[1].fetched - a[1].fetched || b[1].lastAt - a[1].lastAt)
+        .slice(0, 10)
+        .map(([host, c]) => ({ host, fetched: c.fetched, errors: c.errors, incidents: c.incidents })),
+      politeness: [...this.politeness].reverse(),
+      errors: [...this.errors].reverse(),
+      blocks,
+    };
+  }
+
+  private policyHosts(): Set<string> {
+    const hosts = new Set<string>(this.hosts.keys());
+    for (const row of this.urls.values()) hosts.add(row.host);
+    return new Set([...hosts].filter((h) => this.policy.fields(h).length > 0));
+  }
+
+  private host(host: string, at: number): HostCounters {
+    let h = this.hosts.get(host);
+    if (!h) this.hosts.set(host, (h = { fetched: 0, errors: 0, incidents: 0, lastAt: at }));
+    h.lastAt = Math.max(h.lastAt, at);
+    return h;
+  }
+}
+
+/** What makes a status a politeness incident: the host asked us to slow down or could not say. */
+function politenessIncident(s: FetchStatusMsg): { kind: string; detail: string | null } | null {
+  if (s.http_status === 429 || s.http_status === 503) {
+    return { kind: `HTTP ${s.http_status}`, detail: s.retry_after_ms !== null ? `Retry-After ${Math.round(s.retry_after_ms / 1000)} s` : null };
+  }
+  if (s.retry_after_ms !== null && s.retry_after_ms > 0) return { kind: 'Retry-After', detail: `${Math.round(s.retry_after_ms / 1000)} s` };
+  if (s.outcome === 'ROBOTS_UNAVAILABLE') return { kind: 'robots.txt unavailable', detail: s.reason };
+  if (s.outcome === 'ROBOTS_DISALLOWED') return { kind: 'robots.txt disallows', detail: null };
+  return null;
+}
+
+function push(ring: Incident[], item: Incident): void {
+  ring.push(item);
+  if (ring.length > RECENT_MAX) ring.shift();
+}

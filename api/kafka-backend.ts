@@ -1,0 +1,91 @@
+/**
+ * `crawl serve` in Kafka mode: the API's view is fed by following crawl.urls, crawl.host-policy,
+ * crawl.optout and crawl.fetch-status; writes are produced with acks=all through the same
+ * encoder as the processors; queue sizes are the processors' consumer lag, polled from admin.
+ */
+import { createProducer, produce } from '../connectors/kafka';
+import { consumerLag, followTopics, type Follower } from '../connectors/kafka-tail';
+import { createPageStore, pageStoreConfigFromEnv } from '../connectors/page-store';
+import type { PageStore } from '../connectors/types';
+import type { CrawlConfig } from '../lib/config';
+import type { Logger } from '../lib/logger';
+import type { FetchStatusMsg, HostPolicyMsg, OptOutMsg, UrlStateMsg } from '../lib/messages';
+import { metrics, setMetricSources } from '../lib/metrics';
+import type { StageName } from '../runtime/build-stages';
+import { encodeRecords, type KafkaRuntime } from '../runtime/kafka-runner';
+import { topics, type TopicId } from '../topologies/crawl';
+import { CrawlView } from './crawl-view';
+import type { ApiBackend } from './server';
+
+/** Each processor's consumer group reads these topics (processors/*.ts `inputs`). */
+export const PROCESSOR_INPUTS: Record<StageName, TopicId[]> = {
+  'seen-test': ['links'],
+  frontier: ['frontier', 'fetchStatus'],
+  fetch: ['fetch'],
+  parse: ['fetched'],
+  handoff: ['parsed'],
+};
+
+/** How often consumer lag is measured (each poll is a few admin round trips per group). */
+export const LAG_POLL_MS = 5000;
+
+export interface KafkaBackend {
+  backend: ApiBackend;
+  stop(): Promise<void>;
+}
+
+export async function startKafkaBackend(rt: KafkaRuntime, config: CrawlConfig, log: Logger, pages: PageStore = createPageStore(pageStoreConfigFromEnv())): Promise<KafkaBackend> {
+  const view = new CrawlView();
+  const producer = await createProducer(rt.kafka);
+  const followed: TopicId[] = ['urls', 'hostPolicy', 'optout', 'fetchStatus'];
+  const byName = new Map(followed.map((id) => [rt.prefix + topics[id].name, id]));
+  const follower: Follower = await followTopics(rt.kafka, `${rt.prefix}crawl.serve`, [...byName.keys()], async (topic, _p, key, raw) => {
+    const value = raw === null ? null : await rt.registry.decode(raw);
+    switch (byName.get(topic)) {
+      case 'urls': return view.applyUrl(key, value as UrlStateMsg | null);
+      case 'hostPolicy': return view.applyPolicy(key, value as HostPolicyMsg | null);
+      case 'optout': return view.applyOptOut(key, value as OptOutMsg | null);
+      case 'fetchStatus': if (value) view.applyStatus(value as FetchStatusMsg); return;
+    }
+  });
+
+  const lag: Record<string, number> = {};
+  const pollLag = async (): Promise<void> => {
+    for (const [stage, inputs] of Object.entries(PROCESSOR_INPUTS)) {
+      const group = `${rt.prefix}crawl.${stage}`;
+      const byTopic = await consumerLag(rt.kafka, group, inputs.map((t) => rt.prefix + topics[t].name));
+      for (const [topic, n] of byTopic) {
+        const name = topic.slice(rt.prefix.length);
+        lag[name] = n;
+        metrics.consumerLag.set({ group: `crawl.${stage}`, topic: name }, n);
+      }
+    }
+  };
+  let polling = false;
+  const lagTimer = setInterval(() => {
+    if (polling) return;
+    polling = true;
+    pollLag().catch((err: unknown) => log.warn({ err }, 'consumer lag not measured')).finally(() => (polling = false));
+  }, LAG_POLL_MS);
+  void pollLag().catch((err: unknown) => log.warn({ err }, 'consumer lag not measured'));
+
+  setMetricSources({
+    frontier: () => view.frontierNumbers(Date.now()),
+    prices: { processHourUsd: config.costProcessHourUsd, storedGbMonthUsd: config.costStoredGbMonthUsd },
+  });
+
+  return {
+    backend: {
+      view,
+      pages,
+      lag: () => ({ ...lag }),
+      send: async (outs) => produce(producer, await encodeRecords(rt, outs)),
+    },
+    async stop() {
+      clearInterval(lagTimer);
+      await follower.stop();
+      await producer.disconnect();
+      await pages.close();
+    },
+  };
+}

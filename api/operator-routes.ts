@@ -1,0 +1,96 @@
+/**
+ * The routes that change the crawl. Each validates, turns the request into records of the
+ * crawl's own topics (the same rows `crawl seed` and `crawl optout` write) and answers 202 once
+ * the log has them durably. Processes apply them from the log: blocks and crawl rates through
+ * their host-policy table, opt-outs through their registry.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { hostPolicyKey } from '../lib/host-policy';
+import type { HostPolicyMsg, LinkMsg, OptOutMsg } from '../lib/messages';
+import { optOutKey } from '../lib/optout-registry';
+import type { OutRecord } from '../runtime/stage';
+import type { CrawlView } from './crawl-view';
+import { readJson, sendJson, type Router } from './http';
+import { ApiError, parseBlock, parseCrawlRate, parseHost, parseOptOut, parseSeeds } from './validate';
+
+export interface OperatorDeps {
+  view: CrawlView;
+  send: (outs: OutRecord[]) => Promise<void>;
+  now: () => number;
+  maxBodyBytes: number;
+}
+
+export function operatorRoutes(router: Router, d: OperatorDeps): void {
+  /** Parse and validate a body; a refused body travels with the error so it is logged under its own key. */
+  const body = async <T>(req: IncomingMessage, check: (v: unknown) => T): Promise<T> => {
+    const { value, raw } = await readJson(req, d.maxBodyBytes);
+    try {
+      return check(value);
+    } catch (err) {
+      if (err instanceof ApiError) Object.assign(err, { body: raw });
+      throw err;
+    }
+  };
+  const accepted = async (res: ServerResponse, outs: OutRecord[], extra: Record<string, unknown>): Promise<void> => {
+    await d.send(outs);
+    sendJson(res, 202, { accepted: true, ...extra });
+  };
+  // An operator typo must not silently block or slow a host nobody crawls: known hosts only,
+  // unless the request says force (a webmaster asking before we ever visited).
+  const knownOrForced = (host: string, value: unknown): void => {
+    const force = typeof value === 'object' && value !== null && (value as { force?: unknown }).force === true;
+    if (!force && !d.view.hostKnown(host)) throw new ApiError(404, 'unknown_host', `the crawl does not know ${host}; send "force": true to set it anyway`);
+  };
+  const policyRow = (host: string, field: string, v: Partial<HostPolicyMsg>): OutRecord => ({
+    topic: 'hostPolicy', key: hostPolicyKey(host, field), host,
+    value: { host, field, updated_at: d.now(), blocked_until: null, reason: null, min_delay_ms: null, ...v } satisfies HostPolicyMsg,
+  });
+  const tombstone = (host: string, field: string): OutRecord => ({ topic: 'hostPolicy', key: hostPolicyKey(host, field), host, value: null });
+
+  router
+    .add('POST', '/seeds', async (req, res) => {
+      const urls = await body(req, parseSeeds);
+      const now = d.now();
+      const outs = urls.map((url): OutRecord => {
+        const host = new URL(url).hostname;
+        return { topic: 'links', key: host, host, value: { url, source_url: null, depth: 0, discovered_at: now, is_seed: true } satisfies LinkMsg };
+      });
+      await accepted(res, outs, { seeded: urls.length, urls });
+    }, { operator: true })
+    .add('POST', '/hosts/{host}/block', async (req, res, m) => {
+      const host = parseHost(m.params.host);
+      const { b, raw } = await body(req, (v) => ({ b: parseBlock(v, d.now()), raw: v }));
+      knownOrForced(host, raw);
+      const row = policyRow(host, 'block', { blocked_until: b.blocked_until, reason: b.reason });
+      await accepted(res, [row], { host, block: { until: new Date(b.blocked_until).toISOString(), reason: b.reason } });
+    }, { operator: true })
+    .add('DELETE', '/hosts/{host}/block', async (_req, res, m) => {
+      const host = parseHost(m.params.host);
+      if (!d.view.policy.get(host, 'block')) throw new ApiError(404, 'unknown_host', `${host} has no block`);
+      await accepted(res, [tombstone(host, 'block')], { host, block: null });
+    }, { operator: true })
+    .add('PUT', '/hosts/{host}/crawl-rate', async (req, res, m) => {
+      const host = parseHost(m.params.host);
+      const { r, raw } = await body(req, (v) => ({ r: parseCrawlRate(v), raw: v }));
+      knownOrForced(host, raw);
+      await accepted(res, [policyRow(host, 'crawl-rate', { min_delay_ms: r.min_delay_ms, reason: r.reason })], { host, min_delay_ms: r.min_delay_ms });
+    }, { operator: true })
+    .add('DELETE', '/hosts/{host}/crawl-rate', async (_req, res, m) => {
+      const host = parseHost(m.params.host);
+      if (!d.view.policy.get(host, 'crawl-rate')) throw new ApiError(404, 'unknown_host', `${host} has no crawl-rate rule`);
+      await accepted(res, [tombstone(host, 'crawl-rate')], { host, min_delay_ms: null });
+    }, { operator: true })
+    .add('PUT', '/optout/{subject}', async (req, res, m) => {
+      const subject = parseHost(m.params.subject);
+      const o = await body(req, parseOptOut);
+      const value: OptOutMsg = { subject, purpose: o.purpose, allowed: o.allowed, registry_version: nextVersion(), updated_at: d.now() };
+      await accepted(res, [{ topic: 'optout', key: optOutKey(subject, o.purpose), host: subject, value }], { ...value });
+    }, { operator: true });
+
+  // Versions must rise even when two PUTs arrive before the first comes back from the log.
+  let issued = 0;
+  function nextVersion(): number {
+    issued = Math.max(issued + 1, d.view.optouts.nextVersion());
+    return issued;
+  }
+}

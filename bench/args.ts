@@ -1,0 +1,55 @@
+/** The benchmark's flags, parsed and checked (pure). */
+
+export type Part = 'embedded' | 'kafka' | 'peer';
+const PARTS: readonly Part[] = ['embedded', 'kafka', 'peer'];
+
+export interface BenchArgs {
+  only: Part[];
+  hosts: number;
+  latencies: number[];
+  /** Seconds each contender crawls. */
+  secs: number;
+  maxPages?: number;
+  /** Fetches in flight for the peer (matches kcrawl's default fetch concurrency). */
+  concurrency: number;
+  /** Folder for `node --cpu-prof` profiles of the kcrawl processes. */
+  profile?: string;
+  json?: string;
+}
+
+const wholeNumber = (flag: string, v: string | undefined, min: number): number => {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < min) throw new Error(`${flag} ${v ?? ''}: expected a whole number >= ${min}`);
+  return n;
+};
+
+export function parseBenchArgs(argv: readonly string[]): BenchArgs {
+  const a: BenchArgs = { only: [...PARTS], hosts: 5000, latencies: [0, 200], secs: 20, concurrency: 256 };
+  for (let i = 0; i < argv.length; i++) {
+    const flag = argv[i]!;
+    const v = argv[i + 1];
+    i++;
+    switch (flag) {
+      case '--only': {
+        const parts = (v ?? '').split(',').filter(Boolean);
+        for (const p of parts) if (!PARTS.includes(p as Part)) throw new Error(`--only ${p}: expected ${PARTS.join(', ')} (comma-separated)`);
+        a.only = parts as Part[];
+        break;
+      }
+      case '--hosts':
+        a.hosts = wholeNumber(flag, v, 1);
+        if (a.hosts > 20 * 256 * 250) throw new Error('--hosts: at most 1,280,000 (127.1.0.1 to 127.20.255.250)');
+        break;
+      case '--latency':
+        a.latencies = (v ?? '').split(',').map((s) => wholeNumber(flag, s, 0));
+        break;
+      case '--secs': a.secs = wholeNumber(flag, v, 1); break;
+      case '--max-pages': a.maxPages = wholeNumber(flag, v, 1); break;
+      case '--concurrency': a.concurrency = wholeNumber(flag, v, 1); break;
+      case '--profile': a.profile = v; break;
+      case '--json': a.json = v; break;
+      default: throw new Error(`unknown flag ${flag}: --only, --hosts, --latency, --secs, --max-pages, --concurrency, --profile, --json`);
+    }
+  }
+  return a;
+}

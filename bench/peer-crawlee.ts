@@ -1,0 +1,73 @@
+/**
+ * The peer in the benchmark: Crawlee's CheerioCrawler in its politest configuration (one
+ * second between requests to a domain, robots.txt respected, no retries hammering a host),
+ * following every link like our crawl does with --scope any. Run as a child process so its CPU
+ * and memory are its own:
+ *
+ *   node dist/bench/peer-crawlee.js <seedsFile> <maxConcurrency> <maxSecs> <maxPages>
+ */
+import dns, { type LookupAddress } from 'node:dns';
+import { readFileSync } from 'node:fs';
+import { CheerioCrawler, Configuration, log as crawleeLog, LogLevel } from '@crawlee/cheerio';
+import { hostAddress, hostIndexOfName } from './synthetic-web';
+
+/**
+ * Resolves the synthetic web's names (host<i>.test) to their loopback addresses. The peer
+ * crawls by name because Crawlee keys its per-domain delay by registered domain and has none
+ * for an IP address: on bare addresses its politeness setting would do nothing.
+ */
+const systemLookup = dns.lookup;
+
+function benchLookup(hostname: string, options: unknown, callback: unknown): void {
+  const cb = (typeof options === 'function' ? options : callback) as (err: Error | null, address: string | LookupAddress[], family?: number) => void;
+  const opts = (typeof options === 'object' && options !== null ? options : {}) as { all?: boolean };
+  const i = hostIndexOfName(hostname);
+  if (i < 0) {
+    systemLookup(hostname, opts as never, cb as never);
+    return;
+  }
+  if (opts.all) cb(null, [{ address: hostAddress(i), family: 4 }]);
+  else cb(null, hostAddress(i), 4);
+}
+
+async function main(): Promise<void> {
+  // Every connection of this process (pages and Crawlee's own robots.txt requests) resolves here.
+  (dns as { lookup: unknown }).lookup = benchLookup;
+  const [seedsFile, concurrency, maxSecs, maxPages] = process.argv.slice(2);
+  const seeds = readFileSync(seedsFile!, 'utf8').split('\n').filter(Boolean);
+  crawleeLog.setLevel(LogLevel.WARNING);
+  // In memory only: the benchmark measures crawling, not Crawlee's on-disk request queue.
+  const config = new Configuration({ persistStorage: false, purgeOnStart: true });
+  let pages = 0;
+  const crawler = new CheerioCrawler(
+    {
+      maxConcurrency: Number(concurrency),
+      // Start at full concurrency: its autoscaled pool otherwise ramps up from 1 over minutes,
+      // and a bench run measures the crawler, not the ramp.
+      minConcurrency: Number(concurrency),
+      sameDomainDelaySecs: 1,
+      respectRobotsTxtFile: true,
+      maxRequestRetries: 0,
+      maxRequestsPerCrawl: Number(maxPages),
+      requestHandler: async ({ enqueueLinks }) => {
+        pages++;
+        await enqueueLinks({ strategy: 'all' });
+      },
+    },
+    config,
+  );
+  const timer = setTimeout(() => {
+    crawler.stop('benchmark time is up');
+    // stop() waits for requests it has delayed for politeness; the benchmark waits no longer.
+    setTimeout(() => {
+      process.stdout.write(`${JSON.stringify({ pages, stoppedHard: true })}\n`);
+      process.exit(0);
+    }, 5000).unref();
+  }, Number(maxSecs) * 1000);
+  await crawler.run(seeds);
+  clearTimeout(timer);
+  process.stdout.write(`${JSON.stringify({ pages })}\n`);
+  process.exit(0);
+}
+
+void main();

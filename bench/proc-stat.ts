@@ -1,0 +1,99 @@
+/**
+ * CPU time and peak memory of processes, read from /proc (Linux): user + sys of each process
+ * the benchmark counts, crawler children and, in Kafka mode, the services.
+ */
+import { readFileSync } from 'node:fs';
+
+/** Clock ticks per second of /proc/<pid>/stat times (USER_HZ: 100 on every Linux we run). */
+export const CLOCK_TICKS = 100;
+
+/** utime + stime in ms from the text of /proc/<pid>/stat (the command name may hold spaces and parens). */
+export function parseStatCpuMs(stat: string): number {
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // fields[0] is field 3 (state); utime and stime are fields 14 and 15.
+  const utime = Number(fields[11]);
+  const stime = Number(fields[12]);
+  return ((utime + stime) * 1000) / CLOCK_TICKS;
+}
+
+/** cutime + cstime in ms: CPU of the children this process has waited for (reaped). */
+export function parseStatChildrenCpuMs(stat: string): number {
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[13]) + Number(fields[14])) * 1000) / CLOCK_TICKS;
+}
+
+/**
+ * CPU of this process's reaped children so far. Exact for a crawler child: take it before the
+ * spawn and after its exit (the web server child, still running, is not in it).
+ */
+export function reapedChildrenCpuMs(): number {
+  return parseStatChildrenCpuMs(readFileSync('/proc/self/stat', 'utf8'));
+}
+
+/** VmHWM (peak resident set) in bytes from the text of /proc/<pid>/status. */
+export function parsePeakRssBytes(status: string): number {
+  const m = /^VmHWM:\s+(\d+)\s+kB/m.exec(status);
+  return m ? Number(m[1]) * 1024 : 0;
+}
+
+export interface ProcSample {
+  cpuMs: number;
+  peakRssBytes: number;
+}
+
+/** A live process's CPU and peak RSS, or null once it has gone. */
+export function sample(pid: number): ProcSample | null {
+  try {
+    return {
+      cpuMs: parseStatCpuMs(readFileSync(`/proc/${pid}/stat`, 'utf8')),
+      peakRssBytes: parsePeakRssBytes(readFileSync(`/proc/${pid}/status`, 'utf8')),
+    };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Follows processes while they run, keeping each one's last sample (a process's numbers
+ * vanish with it, so the last poll before exit is the figure; polls are 100 ms apart).
+ */
+export class ProcWatch {
+  private readonly last = new Map<number, ProcSample>();
+  private readonly base = new Map<number, number>();
+  private timer: NodeJS.Timeout | null = null;
+
+  /** Count a process from now on; `fromNow` subtracts the CPU it has already used (services). */
+  add(pid: number, fromNow = false): void {
+    // A just-spawned process may not be readable yet: count it from zero, polls fill it in.
+    const s = sample(pid) ?? { cpuMs: 0, peakRssBytes: 0 };
+    this.last.set(pid, s);
+    this.base.set(pid, fromNow ? s.cpuMs : 0);
+    if (!this.timer) this.timer = setInterval(() => this.poll(), 100);
+  }
+
+  poll(): void {
+    for (const pid of this.last.keys()) {
+      const s = sample(pid);
+      // An exiting process (a zombie) shows no VmHWM: keep the peak seen while it lived.
+      if (s) this.last.set(pid, { cpuMs: Math.max(s.cpuMs, this.last.get(pid)!.cpuMs), peakRssBytes: Math.max(s.peakRssBytes, this.last.get(pid)!.peakRssBytes) });
+    }
+  }
+
+  stop(): void {
+    this.poll();
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  cpuMs(pids?: readonly number[]): number {
+    let sum = 0;
+    for (const [pid, s] of this.last) if (!pids || pids.includes(pid)) sum += s.cpuMs - this.base.get(pid)!;
+    return sum;
+  }
+
+  peakRssBytes(pids?: readonly number[]): number {
+    let sum = 0;
+    for (const [pid, s] of this.last) if (!pids || pids.includes(pid)) sum += s.peakRssBytes;
+    return sum;
+  }
+}

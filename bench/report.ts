@@ -1,0 +1,72 @@
+/**
+ * Benchmark results as a markdown table, each contender also as a ratio against the peer
+ * crawler measured on the same web at the same latency. Pure, so it is unit-tested.
+ */
+
+export interface RunResult {
+  contender: 'embedded' | 'kafka' | 'peer';
+  latencyMs: number;
+  hosts: number;
+  /** Pages served (HTTP 200 page requests), counted by the synthetic web. */
+  pages: number;
+  /** Pages through the whole topology (handoff events): fewer than `pages` when parse lags. */
+  handedOff: number;
+  /** Server-side window from the first page request to the last. */
+  windowSecs: number;
+  /** user + sys of every counted process (crawler processes; services in Kafka mode). */
+  cpuMs: number;
+  /** Of cpuMs, what the services used (Kafka mode). */
+  serviceCpuMs: number;
+  peakRssBytes: number;
+  gapViolations: number;
+  concurrencyViolations: number;
+  minGapMs: number | null;
+  /** TCP connections the server saw (requests / connections = keep-alive reuse). */
+  connections?: number;
+  /** min(CPU limit, politeness limit) in pages/s, where it can be judged. */
+  limitPagesPerSec: number | null;
+  note?: string;
+}
+
+export const pagesPerSec = (r: RunResult): number => (r.windowSecs > 0 ? r.pages / r.windowSecs : 0);
+export const cpuMsPerPage = (r: RunResult): number => (r.pages > 0 ? r.cpuMs / r.pages : 0);
+
+/**
+ * The throughput a crawl can reach: CPU-bound at `cores` / CPU per page, politeness-bound at
+ * one page per host per `hostPeriodMs` (response time plus the gap the crawler's politeness
+ * rule then waits). The smaller one is the limit.
+ */
+export function throughputLimit(cpuMsPerPage: number, cores: number, hosts: number, hostPeriodMs: number): number {
+  const cpu = cpuMsPerPage > 0 ? (cores * 1000) / cpuMsPerPage : Infinity;
+  const polite = (hosts * 1000) / hostPeriodMs;
+  return Math.min(cpu, polite);
+}
+
+/** kcrawl's per-host period: the response, then max(min gap, factor x response time) (processors/frontier-state.ts). */
+export function kcrawlHostPeriodMs(latencyMs: number, minHostDelayMs = 1000, responseTimeFactor = 10): number {
+  return latencyMs + Math.max(minHostDelayMs, responseTimeFactor * latencyMs);
+}
+
+const fmt = (n: number, digits = 1): string => (Number.isFinite(n) ? n.toFixed(digits) : '–');
+const ratio = (a: number, b: number): string => (b > 0 && a > 0 ? `${(a / b).toFixed(2)}×` : '–');
+
+export function markdownTable(results: readonly RunResult[]): string {
+  const head =
+    '| contender | latency | hosts | pages | handed off | pages/s | vs peer | CPU ms/page | vs peer | peak RSS MiB | gap < 1 s | concurrent > 1 | min gap ms | % of limit |\n' +
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|';
+  const rows = results.map((r) => {
+    const peer = results.find((p) => p.contender === 'peer' && p.latencyMs === r.latencyMs);
+    const pps = pagesPerSec(r);
+    const cpp = cpuMsPerPage(r);
+    // Ratios read "times better than the peer": throughput ours/peer, CPU peer/ours.
+    const ppsRatio = peer && r !== peer ? ratio(pps, pagesPerSec(peer)) : '';
+    const cpuRatio = peer && r !== peer ? ratio(cpuMsPerPage(peer), cpp) : '';
+    const ofLimit = r.limitPagesPerSec ? `${fmt((100 * pps) / r.limitPagesPerSec, 0)}%` : '–';
+    const name = r.contender === 'peer' ? 'Crawlee CheerioCrawler' : r.contender === 'kafka' ? 'kcrawl Kafka mode' : 'kcrawl embedded';
+    return (
+      `| ${name}${r.note ? ` (${r.note})` : ''} | ${r.latencyMs} ms | ${r.hosts} | ${r.pages} | ${r.handedOff} | ${fmt(pps)} | ${ppsRatio} | ${fmt(cpp, 2)} | ${cpuRatio} | ` +
+      `${fmt(r.peakRssBytes / 1024 / 1024, 0)} | ${r.gapViolations} | ${r.concurrencyViolations} | ${r.minGapMs ?? '–'} | ${ofLimit} |`
+    );
+  });
+  return [head, ...rows].join('\n');
+}

@@ -1,0 +1,209 @@
+/**
+ * `npm run bench`: kcrawl (embedded default and Kafka mode) and a peer crawler (Crawlee) on the
+ * same synthetic web of thousands of loopback hosts, one after another in one invocation, each
+ * for a bounded time. Prints a markdown table: pages/s, CPU ms per page (user + sys of every
+ * process involved), peak RSS, and the politeness the servers saw, with ratios against the peer.
+ *
+ *   npm run bench -- [--only embedded,kafka,peer] [--hosts 5000] [--latency 0,200] [--secs 20]
+ *                    [--max-pages N] [--concurrency 256] [--profile DIR] [--json FILE]
+ *
+ * Kafka mode needs the local stack (`bash stack/stack.sh up`); its part is skipped with a note
+ * when CRAWL_KAFKA_BROKERS is not set (`eval "$(bash stack/stack.sh env)"`).
+ */
+import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseBenchArgs, type BenchArgs } from './args';
+import { connectKafka } from '../connectors/kafka';
+import { topics } from '../topologies/crawl';
+import { ProcWatch, reapedChildrenCpuMs } from './proc-stat';
+import { kcrawlHostPeriodMs, markdownTable, throughputLimit, type RunResult } from './report';
+import { hostAddress, hostName, type PolitenessSummary } from './synthetic-web';
+
+const ROOT = join(__dirname, '..', '..');
+const CLI = join(ROOT, 'bin', 'crawl.js');
+const CORES = 2;
+
+interface Web {
+  child: ChildProcess;
+  port: number;
+  stats(): Promise<Record<string, PolitenessSummary>>;
+  reset(): void;
+}
+
+async function startWeb(hosts: number, latencyMs: number): Promise<Web> {
+  const child = fork(join(__dirname, 'web-server.js'), [String(hosts), String(latencyMs)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('message', (m: { ready?: boolean; port?: number }) => (m.ready ? resolve(m.port!) : reject(new Error('web server failed'))));
+    child.once('exit', (code) => reject(new Error(`web server exited with ${code}`)));
+  });
+  return {
+    child, port,
+    stats: () => new Promise((resolve) => {
+      child.once('message', (m: { stats: Record<string, PolitenessSummary> }) => resolve(m.stats));
+      child.send({ cmd: 'stats' });
+    }),
+    reset: () => child.send({ cmd: 'reset' }),
+  };
+}
+
+function exited(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', (c) => resolve(c))));
+}
+
+/** Run a crawler child to its end; its CPU is exact (reaped children's times), its peak RSS polled. */
+async function measureChild(child: ChildProcess, cpuBefore: number, watch: ProcWatch, stopAfterMs?: number): Promise<{ cpuMs: number; peakRssBytes: number; stdout: string }> {
+  let stdout = '';
+  child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
+  watch.add(child.pid!);
+  // SIGTERM at the time limit; SIGKILL if stopping takes more than 15 s more (a bounded bench).
+  const timers = stopAfterMs ? [setTimeout(() => child.kill('SIGTERM'), stopAfterMs), setTimeout(() => child.kill('SIGKILL'), stopAfterMs + 15_000)] : [];
+  await exited(child);
+  timers.forEach(clearTimeout);
+  const peakRssBytes = watch.peakRssBytes([child.pid!]);
+  return { cpuMs: reapedChildrenCpuMs() - cpuBefore, peakRssBytes, stdout };
+}
+
+function fromStats(s: PolitenessSummary | undefined): Pick<RunResult, 'pages' | 'windowSecs' | 'gapViolations' | 'concurrencyViolations' | 'minGapMs' | 'connections'> {
+  if (!s) return { pages: 0, windowSecs: 0, gapViolations: 0, concurrencyViolations: 0, minGapMs: null };
+  return {
+    pages: s.pages, windowSecs: (s.lastPageAt - s.firstPageAt) / 1000, gapViolations: s.gapViolations,
+    concurrencyViolations: s.concurrencyViolations, minGapMs: s.minGapMs, connections: s.connections,
+  };
+}
+
+/** Root pages of every host, by address (kcrawl) or by name (the peer: see peer-crawlee.ts). */
+function seedsFile(dir: string, hosts: number, port: number, byName = false): string {
+  const file = join(dir, byName ? 'seeds-by-name.txt' : 'seeds.txt');
+  writeFileSync(file, Array.from({ length: hosts }, (_, h) => `http://${byName ? hostName(h) : hostAddress(h)}:${port}/`).join('\n') + '\n');
+  return file;
+}
+
+async function runEmbedded(a: BenchArgs, web: Web, latencyMs: number, dir: string): Promise<RunResult> {
+  const out = join(dir, `embedded-${latencyMs}`);
+  const nodeArgs = a.profile ? ['--cpu-prof', `--cpu-prof-dir=${a.profile}`] : [];
+  const args = [...nodeArgs, CLI, 'run', '--seeds-file', seedsFile(dir, a.hosts, web.port), '--out', out, '--scope', 'any', '--allow-private-network', '--max-secs', String(a.secs)];
+  if (a.maxPages) args.push('--max-pages', String(a.maxPages));
+  web.reset();
+  const watch = new ProcWatch();
+  const before = reapedChildrenCpuMs();
+  const child = spawn(process.execPath, args, { env: { ...process.env, CRAWL_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'ignore'] });
+  const m = await measureChild(child, before, watch, (a.secs + 30) * 1000);
+  watch.stop();
+  const s = (await web.stats()).kcrawl;
+  rmSync(out, { recursive: true, force: true });
+  const handedOff = Number(/(\d+) handoff events/.exec(m.stdout)?.[1] ?? 0);
+  return { contender: 'embedded', latencyMs, hosts: a.hosts, ...fromStats(s), handedOff, cpuMs: m.cpuMs, serviceCpuMs: 0, peakRssBytes: m.peakRssBytes, limitPagesPerSec: null };
+}
+
+function servicePids(): number[] {
+  const pids: number[] = [];
+  for (const name of ['kafka', 'redis', 's3', 'registry']) {
+    try {
+      pids.push(Number(readFileSync(join(ROOT, '.stack', 'run', `${name}.pid`), 'utf8').trim()));
+    } catch {
+      // a service the stack does not run
+    }
+  }
+  return pids;
+}
+
+async function runKafka(a: BenchArgs, web: Web, latencyMs: number, dir: string): Promise<RunResult | null> {
+  if (!process.env.CRAWL_KAFKA_BROKERS) {
+    process.stderr.write('kafka: skipped, CRAWL_KAFKA_BROKERS is not set (eval "$(bash stack/stack.sh env)")\n');
+    return null;
+  }
+  const prefix = `bench-${randomBytes(4).toString('hex')}.`;
+  // WARC files closed every 2 s as `crawl run` does (the 30 s default would hold every page
+  // back from parse for longer than a bench run lasts).
+  const env = { ...process.env, CRAWL_TOPIC_PREFIX: prefix, CRAWL_S3_PREFIX: prefix, CRAWL_LOG_LEVEL: 'warn', CRAWL_WARC_MAX_AGE_MS: process.env.CRAWL_WARC_MAX_AGE_MS ?? '2000' };
+  const seeds = readFileSync(seedsFile(dir, a.hosts, web.port), 'utf8').split('\n').filter(Boolean);
+  for (const cmd of [['init'], ['seed', ...seeds]]) {
+    const r = spawnSync(process.execPath, [CLI, ...cmd], { env, encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`crawl ${cmd[0]} failed: ${r.stderr}`);
+  }
+  web.reset();
+  const watch = new ProcWatch();
+  const services = servicePids();
+  for (const pid of services) watch.add(pid, true);
+  const before = reapedChildrenCpuMs();
+  const nodeArgs = a.profile ? ['--cpu-prof', `--cpu-prof-dir=${a.profile}`] : [];
+  const child = spawn(process.execPath, [...nodeArgs, CLI, 'process', 'all', '--allow-private-network'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const m = await measureChild(child, before, watch, a.secs * 1000);
+  watch.stop();
+  const serviceCpuMs = watch.cpuMs(services);
+  const s = (await web.stats()).kcrawl;
+  return {
+    contender: 'kafka', latencyMs, hosts: a.hosts, ...fromStats(s), handedOff: await handoffCount(prefix), cpuMs: m.cpuMs + serviceCpuMs, serviceCpuMs,
+    peakRssBytes: m.peakRssBytes, limitPagesPerSec: null, note: `services ${(serviceCpuMs / 1000).toFixed(1)} s CPU`,
+  };
+}
+
+/** Events in the run's handoff topic (pages through the whole topology); then its topics are deleted. */
+async function handoffCount(prefix: string): Promise<number> {
+  const admin = connectKafka({ brokers: process.env.CRAWL_KAFKA_BROKERS!.split(',') }).admin();
+  await admin.connect();
+  try {
+    const offsets = await admin.fetchTopicOffsets(prefix + topics.handoff.name);
+    const n = offsets.reduce((sum, o) => sum + Number(o.high) - Number(o.low), 0);
+    // The run's topics are of no further use: leave the shared broker as it was.
+    const mine = (await admin.listTopics()).filter((t) => t.startsWith(prefix));
+    await admin.deleteTopics({ topics: mine }).catch(() => undefined);
+    return n;
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+async function runPeer(a: BenchArgs, web: Web, latencyMs: number, dir: string): Promise<RunResult> {
+  web.reset();
+  const watch = new ProcWatch();
+  const before = reapedChildrenCpuMs();
+  const args = [join(__dirname, 'peer-crawlee.js'), seedsFile(dir, a.hosts, web.port, true), String(a.concurrency), String(a.secs), String(a.maxPages ?? 1e9)];
+  const child = spawn(process.execPath, args, {
+    env: { ...process.env, CRAWLEE_STORAGE_DIR: join(dir, 'crawlee'), CRAWLEE_PERSIST_STORAGE: 'false' }, stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const m = await measureChild(child, before, watch, (a.secs + 20) * 1000);
+  watch.stop();
+  const s = (await web.stats()).peer;
+  // Crawlee parses each page inside its request handler: every page fetched is a page processed.
+  return { contender: 'peer', latencyMs, hosts: a.hosts, ...fromStats(s), handedOff: s?.pages ?? 0, cpuMs: m.cpuMs, serviceCpuMs: 0, peakRssBytes: m.peakRssBytes, limitPagesPerSec: null };
+}
+
+async function main(): Promise<void> {
+  const a = parseBenchArgs(process.argv.slice(2));
+  const dir = join(tmpdir(), `kcrawl-bench-${process.pid}`);
+  mkdirSync(dir, { recursive: true });
+  if (a.profile) mkdirSync(a.profile, { recursive: true });
+  const results: RunResult[] = [];
+  for (const latencyMs of a.latencies) {
+    process.stderr.write(`starting ${a.hosts} hosts at ${latencyMs} ms latency…\n`);
+    const web = await startWeb(a.hosts, latencyMs);
+    try {
+      for (const part of a.only) {
+        process.stderr.write(`  ${part}: ${a.secs} s…\n`);
+        const r = part === 'embedded' ? await runEmbedded(a, web, latencyMs, dir) : part === 'kafka' ? await runKafka(a, web, latencyMs, dir) : await runPeer(a, web, latencyMs, dir);
+        if (!r) continue;
+        // The CPU limit from this run's own CPU per page; the politeness limit from its own rule.
+        const period = r.contender === 'peer' ? latencyMs + 1000 : kcrawlHostPeriodMs(latencyMs);
+        r.limitPagesPerSec = throughputLimit(r.pages > 0 ? r.cpuMs / r.pages : 0, CORES, a.hosts, period);
+        results.push(r);
+        process.stderr.write(`  ${JSON.stringify(r)}\n`);
+      }
+    } finally {
+      web.child.disconnect();
+      await exited(web.child);
+    }
+  }
+  rmSync(dir, { recursive: true, force: true });
+  if (a.json) writeFileSync(a.json, JSON.stringify(results, null, 2));
+  const cmd = `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim();
+  process.stdout.write(`\n${markdownTable(results)}\n\nnode ${process.version}, ${CORES} cores; reproduce: \`${cmd}\`\n`);
+}
+
+void main().catch((err: unknown) => {
+  process.stderr.write(`bench: ${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,70 @@
+/**
+ * `crawl explain URL [--json] [--out DIR] [--kafka]`: whether and when the URL would be
+ * fetched and, if not, why (processors/frontier-explain.ts decides; this file gathers inputs).
+ * robots.txt is fetched live with our own User-Agent (one request; nothing else is sent).
+ * The crawl's state comes from an embedded run's journal (--out) or from Kafka (--kafka:
+ * crawl.host-policy, crawl.optout and the URL's crawl.urls row).
+ */
+import { join } from 'node:path';
+import { createHttpClient } from '../connectors/http-undici';
+import { HostPolicyTable } from '../lib/host-policy';
+import { loadConfig, type CrawlConfig } from '../lib/config';
+import type { HostPolicyMsg, OptOutMsg, UrlStateMsg } from '../lib/messages';
+import { OptOutRegistry } from '../lib/optout-registry';
+import { robotsFromFetch } from '../lib/robots';
+import { normalizeUrl } from '../lib/url-normalize';
+import { robotsFetcher } from '../processors/fetch';
+import { explain, explanationText, type Explanation } from '../processors/frontier-explain';
+import { readJournaledTable } from './explain-state';
+
+export interface ExplainOptions {
+  json?: boolean;
+  out?: string;
+  kafka?: boolean;
+  allowPrivateNetwork?: boolean;
+  /** Skip the live robots.txt request (tests, offline). */
+  noRobots?: boolean;
+}
+
+export interface CrawlState {
+  policy: HostPolicyTable;
+  optout: OptOutRegistry;
+  row: UrlStateMsg | null;
+}
+
+export function stateFromJournal(out: string, url: string): CrawlState {
+  const dir = join(out, 'state');
+  const policy = new HostPolicyTable();
+  for (const [k, v] of readJournaledTable<HostPolicyMsg>(dir, 'hostPolicy')) policy.apply(k, v);
+  const optout = new OptOutRegistry();
+  for (const [k, v] of readJournaledTable<OptOutMsg>(dir, 'optout')) optout.apply(k, v);
+  const row = readJournaledTable<UrlStateMsg>(dir, 'urls').get(url) ?? null;
+  return { policy, optout, row };
+}
+
+export async function explainUrl(url: string, o: ExplainOptions, config: CrawlConfig = loadConfig()): Promise<Explanation> {
+  const n = normalizeUrl(url);
+  const key = n.ok ? n.url : url;
+  let state: CrawlState = { policy: new HostPolicyTable(), optout: new OptOutRegistry(), row: null };
+  if (o.out) state = stateFromJournal(o.out, key);
+  else if (o.kafka) state = await (await import('./explain-kafka')).stateFromKafka(key, config);
+  let robots = null;
+  let robotsError: string | null = null;
+  if (n.ok && !o.noRobots) {
+    const cfg = { ...config, allowPrivateNetwork: config.allowPrivateNetwork || !!o.allowPrivateNetwork };
+    const http = createHttpClient();
+    try {
+      const raw = await robotsFetcher({ http, archive: async () => ({ uri: '', offset: 0, length: 0, recordId: '' }), config: cfg })(new URL(n.url).origin);
+      robots = robotsFromFetch(raw);
+      if ('error' in raw) robotsError = raw.error;
+    } finally {
+      await http.close();
+    }
+  }
+  return explain({ url, now: Date.now(), userAgent: config.userAgent, robots, robotsError, ...state });
+}
+
+export async function explainCommand(url: string, o: ExplainOptions): Promise<void> {
+  const e = await explainUrl(url, o);
+  process.stdout.write(o.json ? JSON.stringify(e, null, 2) + '\n' : explanationText(e, Date.now()));
+}

@@ -1,0 +1,35 @@
+/**
+ * `crawl serve`: the control API, metrics and live status page over the Kafka cluster.
+ * Needs CRAWL_API_TOKEN (operator endpoints) besides the Kafka-mode variables.
+ */
+import { createApiServer, listen } from '../api/server';
+import { startKafkaBackend } from '../api/kafka-backend';
+import { loadConfig } from '../lib/config';
+import { createLogger } from '../lib/logger';
+import { kafkaEnv, runtimeFor } from './kafka-commands';
+
+export interface ServeOptions {
+  port: number;
+  host: string;
+}
+
+export async function serve(o: ServeOptions, env = kafkaEnv()): Promise<void> {
+  const token = process.env.CRAWL_API_TOKEN ?? '';
+  if (token.length < 16) throw new Error('CRAWL_API_TOKEN is not set or shorter than 16 characters (e.g. `openssl rand -hex 24`)');
+  const config = loadConfig();
+  const log = createLogger().child({ component: 'serve' });
+  const rt = await runtimeFor(env, config, log);
+  const kb = await startKafkaBackend(rt, config, log);
+  const server = createApiServer(kb.backend, { token, log, title: 'kcrawl' });
+  const port = await listen(server, o.port, o.host);
+  log.info({ host: o.host, port, prefix: env.prefix }, 'control API, metrics and status page listening');
+  process.stdout.write(`crawl serve: http://${o.host}:${port}/ (status page), /openapi.json, /metrics\n`);
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  log.info('stopping');
+  server.closeAllConnections();
+  await new Promise<void>((r) => server.close(() => r()));
+  await kb.stop();
+}

@@ -1,0 +1,243 @@
+/**
+ * 64-bit SimHash (Charikar 2002) of a text, for near-duplicate detection: similar texts get
+ * fingerprints that differ in few bits. simhash-js only gives 32 bits, too few to tell pages
+ * apart at crawl scale with a 3-bit threshold, so the 64-bit scheme lives here.
+ *
+ * The feature scheme is the one of the widely used Python `simhash` package (1e0ng/simhash),
+ * so its published test vectors check ours (test/unit/simhash.test.ts):
+ *   - lower-case the text, keep only word characters (letters, digits, '_', CJK), joined;
+ *   - features are the overlapping 4-character shingles (the package's width; its 2013 releases
+ *     used 2, which the oldest published vector needs), weighted by how often they occur;
+ *   - each feature's hash is the low 64 bits of its MD5 (the digest's last 8 bytes, big-endian);
+ *   - bit i of the fingerprint is 1 when the weighted votes for bit i are >= 0 (a tie gives 1,
+ *     as the package's `Simhash(['aaa', 'bbb'])` vector requires).
+ * Fingerprints travel as 16 lower-case hex digits (the `simhash64` fields of the schemas).
+ */
+import * as crypto from 'node:crypto';
+
+/** One-shot MD5: crypto.hash (Node >= 20.12) is about twice as fast as createHash for short inputs. */
+const oneShot = (crypto as unknown as { hash?: (alg: string, data: string, enc: 'buffer') => Buffer }).hash;
+const md5 = (s: string): Buffer => (oneShot ? oneShot('md5', s, 'buffer') : crypto.createHash('md5').update(s, 'utf8').digest());
+
+const BITS = 64;
+export const SHINGLE_WIDTH = 4;
+/** Word characters as Python 3's `\w` (plus the CJK range the reference adds). */
+const WORD = /[\p{L}\p{N}_\u4e00-\u9fcc]+/gu;
+/**
+ * Text beyond this many characters does not change the fingerprint: the first 200 000
+ * characters describe a page well enough, and a huge page must not stall parse.
+ */
+export const MAX_SIMHASH_CHARS = 200_000;
+
+/** The reference's features: 4-character shingles of the word characters, with counts. */
+export function shingles(text: string, width = SHINGLE_WIDTH): Map<string, number> {
+  const words = (text.length > MAX_SIMHASH_CHARS ? text.slice(0, MAX_SIMHASH_CHARS) : text).toLowerCase().match(WORD)?.join('') ?? '';
+  // Shingles are of characters (code points), as in the reference; only astral characters
+  // (surrogate pairs) need the slower code-point array.
+  const chars: string | string[] = /[\uD800-\uDFFF]/.test(words) ? Array.from(words) : words;
+  const counts = new Map<string, number>();
+  const n = Math.max(chars.length - width + 1, 1);
+  for (let i = 0; i < n; i++) {
+    const f = typeof chars === 'string' ? chars.slice(i, i + width) : chars.slice(i, i + width).join('');
+    counts.set(f, (counts.get(f) ?? 0) + 1);
+  }
+  return counts;
+}
+
+/** SimHash of weighted features, as 16 hex digits. */
+export function simhashOfFeatures(features: Iterable<[string, number]>): string {
+  const votes = new Float64Array(BITS);
+  for (const [f, w] of features) {
+    const slot = stringHashSlot(f);
+    addVotes(votes, stringHashes[2 * slot], stringHashes[2 * slot + 1], w);
+  }
+  return fingerprintOf(votes);
+}
+
+/**
+ * SimHash of a text and how many shingles it has (the sum of the feature weights), equal to
+ * simhashOfFeatures(shingles(text, width)) but without a string and a Map entry per shingle:
+ * a text whose lower-cased form is all Latin-1 (the common case) is shingled as packed integers.
+ */
+export function simhashWithCount(text: string, width = SHINGLE_WIDTH): { simhash: string; shingles: number } {
+  const fast = width >= 1 && width <= 4 ? latin1Simhash(text, width) : null;
+  if (fast) return fast;
+  const features = shingles(text, width);
+  let n = 0;
+  for (const w of features.values()) n += w;
+  return { simhash: simhashOfFeatures(features), shingles: n };
+}
+
+export function simhash64(text: string, width = SHINGLE_WIDTH): string {
+  return simhashWithCount(text, width).simhash;
+}
+
+/** Bit i of the vote counts the digest's low 64 bits (hi: bytes 8..11, lo: 12..15, big-endian). */
+function addVotes(votes: Float64Array, hi: number, lo: number, w: number): void {
+  for (let i = 0; i < 32; i++) {
+    votes[i] += (lo >>> i) & 1 ? w : -w;
+    votes[i + 32] += (hi >>> i) & 1 ? w : -w;
+  }
+}
+
+function fingerprintOf(votes: Float64Array): string {
+  let hi = 0;
+  let lo = 0;
+  for (let i = 0; i < 32; i++) {
+    if (votes[i] >= 0) lo |= 1 << i;
+    if (votes[i + 32] >= 0) hi |= 1 << i;
+  }
+  return (hi >>> 0).toString(16).padStart(8, '0') + (lo >>> 0).toString(16).padStart(8, '0');
+}
+
+/*
+ * Feature hashes are cached: pages of a site (and of a language) share most of their shingles,
+ * and an MD5 costs far more than a table probe. Both caches are bounded and simply emptied when
+ * full, so memory stays a few MiB whatever the crawl sees.
+ */
+const STRING_CACHE_MAX = 1 << 16;
+const stringSlots = new Map<string, number>();
+const stringHashes = new Int32Array(2 * STRING_CACHE_MAX);
+
+function stringHashSlot(f: string): number {
+  let slot = stringSlots.get(f);
+  if (slot === undefined) {
+    if (stringSlots.size >= STRING_CACHE_MAX) stringSlots.clear();
+    slot = stringSlots.size;
+    const d = md5(f);
+    stringHashes[2 * slot] = d.readInt32BE(8);
+    stringHashes[2 * slot + 1] = d.readInt32BE(12);
+    stringSlots.set(f, slot);
+  }
+  return slot;
+}
+
+/** Latin-1 code units that WORD keeps, taken from WORD itself so the fast path cannot disagree. */
+const LATIN1_WORD = new Uint8Array(256);
+for (let c = 0; c < 256; c++) LATIN1_WORD[c] = /^[\p{L}\p{N}_\u4e00-\u9fcc]$/u.test(String.fromCharCode(c)) ? 1 : 0;
+
+/**
+ * Open-addressing table from a packed shingle (up to 4 Latin-1 characters, 8 bits each, in an
+ * int32) to a number pair. 0 marks an empty slot: no shingle packs to 0, since NUL is no word
+ * character.
+ */
+class IntTable {
+  keys: Int32Array;
+  a: Int32Array;
+  b: Int32Array;
+  size = 0;
+  shift: number;
+  constructor(bits: number) {
+    this.keys = new Int32Array(1 << bits);
+    this.a = new Int32Array(1 << bits);
+    this.b = new Int32Array(1 << bits);
+    this.shift = 32 - bits;
+  }
+  /** The slot of key: holding it, or the empty one where it belongs (keys[slot] === 0). */
+  slot(key: number): number {
+    const mask = this.keys.length - 1;
+    let i = Math.imul(key, 0x9e3779b1) >>> this.shift;
+    while (this.keys[i] !== 0 && this.keys[i] !== key) i = (i + 1) & mask;
+    return i;
+  }
+  clear(): void {
+    this.keys.fill(0);
+    this.size = 0;
+  }
+}
+
+/** Digest halves of packed shingles, one cache per width (the same key means other text per width). */
+const HASH_CACHE_BITS = 17;
+const intHashCaches: IntTable[] = [];
+/** Per-call counting table (a: count), reused and grown; `used` lists the slots to iterate and reset. */
+let counts = new IntTable(12);
+let used = new Int32Array(1 << 11);
+
+function latin1Simhash(text: string, width: number): { simhash: string; shingles: number } | null {
+  const lower = (text.length > MAX_SIMHASH_CHARS ? text.slice(0, MAX_SIMHASH_CHARS) : text).toLowerCase();
+  const len = lower.length;
+  // The first pass only checks: any code unit above U+00FF (other scripts, surrogate pairs)
+  // goes the string way, which handles every case; so does a text shorter than one shingle.
+  let m = 0;
+  for (let i = 0; i < len; i++) {
+    const c = lower.charCodeAt(i);
+    if (c > 0xff) return null;
+    m += LATIN1_WORD[c];
+  }
+  if (m < width) return null;
+  const positions = m - width + 1;
+  let bits = 12;
+  while (1 << bits < 2 * positions) bits++;
+  if (counts.keys.length < 1 << bits) {
+    counts = new IntTable(bits);
+    used = new Int32Array(1 << (bits - 1));
+  }
+  const table = counts;
+  const mask = width === 4 ? -1 : (1 << (8 * width)) - 1;
+  let key = 0;
+  let seen = 0;
+  let distinct = 0;
+  for (let i = 0; i < len; i++) {
+    const c = lower.charCodeAt(i);
+    if (!LATIN1_WORD[c]) continue;
+    key = ((key << 8) | c) & mask;
+    if (++seen < width) continue;
+    const s = table.slot(key);
+    if (table.keys[s] === 0) {
+      table.keys[s] = key;
+      table.a[s] = 1;
+      used[distinct++] = s;
+    } else table.a[s]++;
+  }
+  const cache = (intHashCaches[width] ??= new IntTable(HASH_CACHE_BITS));
+  const votes = new Float64Array(BITS);
+  for (let j = 0; j < distinct; j++) {
+    const s = used[j];
+    const k = table.keys[s];
+    const w = table.a[s];
+    table.keys[s] = 0;
+    let h = cache.slot(k);
+    if (cache.keys[h] === 0) {
+      if (cache.size >= 1 << (HASH_CACHE_BITS - 1)) {
+        cache.clear();
+        h = cache.slot(k);
+      }
+      let f = '';
+      for (let b = width - 1; b >= 0; b--) f += String.fromCharCode((k >>> (8 * b)) & 0xff);
+      const d = md5(f);
+      cache.keys[h] = k;
+      cache.a[h] = d.readInt32BE(8);
+      cache.b[h] = d.readInt32BE(12);
+      cache.size++;
+    }
+    addVotes(votes, cache.a[h], cache.b[h], w);
+  }
+  return { simhash: fingerprintOf(votes), shingles: positions };
+}
+
+function popcount32(x: number): number {
+  x -= (x >>> 1) & 0x55555555;
+  x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
+  return (((x + (x >>> 4)) & 0x0f0f0f0f) * 0x01010101) >>> 24;
+}
+
+/** Bits that differ between two 16-hex-digit fingerprints. */
+export function hammingDistance(a: string, b: string): number {
+  const hi = parseInt(a.slice(0, 8), 16) ^ parseInt(b.slice(0, 8), 16);
+  const lo = parseInt(a.slice(8, 16), 16) ^ parseInt(b.slice(8, 16), 16);
+  return popcount32(hi) + popcount32(lo);
+}
+
+/**
+ * The four 16-bit blocks of a fingerprint, most significant first. Two fingerprints within 3
+ * bits share at least one block exactly (4 blocks, at most 3 touched), so tables keyed by
+ * block find every candidate without comparing against every page.
+ */
+export function blocks16(h: string): [number, number, number, number] {
+  return [0, 4, 8, 12].map((i) => parseInt(h.slice(i, i + 4), 16)) as [number, number, number, number];
+}
+
+/** The fingerprint as an unsigned 64-bit integer (for comparing with published decimal values). */
+export function simhashToBigInt(h: string): bigint {
+  return BigInt(`0x${h}`);
+}

@@ -1,0 +1,84 @@
+/**
+ * One host in the frontier: its back queue (split into priority levels, the front queues),
+ * the one request it may have in flight, when it may next be asked, and its adapted pace.
+ * Pure helpers; FrontierState (frontier-state.ts) owns the hosts and the heap.
+ */
+import type { FetchStatusMsg, HostPolicyMsg } from '../lib/messages';
+import { backoffRecord, loadSignal, nextBackoff, NO_BACKOFF, sameBackoff, type AimdPolicy, type HostBackoff } from './frontier-aimd';
+
+export interface HostState {
+  host: string;
+  domain: string;
+  /** Last address a fetch of this host connected to (per-IP cap); null until known. */
+  ip: string | null;
+  /** Back queue by priority level, level 0 first. */
+  levels: string[][];
+  size: number;
+  /** The one request in flight to this host, if any (politeness: never two at once). */
+  inflight: { id: string; url: string; domain: string; ip: string | null } | null;
+  nextAt: number;
+  /** Whether the host is in the ready heap (it is at most once, but for wake-ups). */
+  scheduled: boolean;
+  /** Crawl-delay last reported by the fetcher. */
+  crawlDelayMs: number;
+  backoff: HostBackoff;
+  /** The gap last written to crawl.host-policy (a restart waits this long). */
+  persistedGap: number;
+  /** Fetches released this cycle, against hostBudgetPerCycle. */
+  fetches: number;
+}
+
+export function newHost(host: string, domain: string, now: number, minHostDelayMs: number): HostState {
+  return {
+    host, domain, ip: null, levels: [], size: 0, inflight: null, nextAt: now, scheduled: false, crawlDelayMs: 0, backoff: NO_BACKOFF,
+    persistedGap: minHostDelayMs, fetches: 0,
+  };
+}
+
+export function pushUrl(h: HostState, url: string, level: number, front: boolean): void {
+  const q = (h.levels[level] ??= []);
+  if (front) q.unshift(url);
+  else q.push(url);
+  h.size++;
+}
+
+/** The host's most important waiting URL (FIFO within a level). */
+export function takeUrl(h: HostState): string {
+  for (const q of h.levels) {
+    if (q && q.length > 0) {
+      h.size--;
+      return q.shift()!;
+    }
+  }
+  throw new Error(`host ${h.host} has no queued URL`);
+}
+
+export interface PacePolicy extends AimdPolicy {
+  minHostDelayMs: number;
+  maxCrawlDelayMs: number;
+  responseTimeFactor: number;
+}
+
+/**
+ * Apply a fetch answer to the host's pace: the next allowed time is finish + gap, gap =
+ * max(minHostDelayMs, Crawl-delay, factor x response time, the operator's ceiling, the adapted
+ * AIMD gap), and never inside a Retry-After/pause window or an operator block. Returns the
+ * crawl.host-policy `backoff` row to write when the back-off changed or the gap moved by
+ * more than 20% since the last one written.
+ */
+export function applyAnswer(
+  h: HostState, s: FetchStatusMsg, now: number, p: PacePolicy, ceilingMs: number | null, blockUntil: number | null,
+): HostPolicyMsg | null {
+  if (s.ip) h.ip = s.ip;
+  h.crawlDelayMs = Math.min(s.crawl_delay_ms, p.maxCrawlDelayMs);
+  const base = Math.max(p.minHostDelayMs, h.crawlDelayMs, p.responseTimeFactor * s.response_ms, ceilingMs ?? 0);
+  const backoff = nextBackoff(h.backoff, loadSignal(s), base, s.finished_at, p);
+  // The gap is the host's steady pace; a Retry-After is a one-off window on top of it.
+  const gap = Math.max(base, backoff.delayMs);
+  h.nextAt = Math.max(h.nextAt, s.finished_at + gap, s.finished_at + (s.retry_after_ms ?? 0), backoff.notBefore, blockUntil ?? 0, now);
+  const changed = !sameBackoff(backoff, h.backoff) || Math.abs(gap - h.persistedGap) > 0.2 * h.persistedGap;
+  h.backoff = backoff;
+  if (!changed) return null;
+  h.persistedGap = gap;
+  return backoffRecord(h.host, backoff, gap, now);
+}

@@ -1,0 +1,102 @@
+/**
+ * parse's duplicate decisions, pure over its in-memory state (lib/dedup.ts DedupIndex, rebuilt
+ * from crawl.content; lib/dedup-trap.ts TrapDetector). Given what one page says, decide:
+ *   - is it a duplicate of another URL of its host (same SHA-256, or SimHash within 3 bits)?
+ *     Then it is recorded with near_duplicate_of and never handed off;
+ *   - is a CHANGED page only a near-copy of its own last handed-off copy (a new footer, a date)?
+ *     Then it is not handed off either, and its fingerprint stays the handed-off one, so small
+ *     changes cannot drift the indexer's copy far from the page unnoticed;
+ *   - the priority its links carry: an importance in [0, 1] (the scale of the frontier's front
+ *     queues, processors/frontier-schedule.ts), cut for duplicates;
+ *   - whether it completes a run of duplicates under one path prefix (a trap rule to emit).
+ */
+import { DedupIndex, type ContentRow } from '../lib/dedup';
+import { TrapDetector } from '../lib/dedup-trap';
+import { hostPolicyKey } from '../lib/host-policy';
+import type { ContentMsg, HostPolicyMsg, ParsedPageMsg } from '../lib/messages';
+import { hammingDistance } from '../lib/simhash';
+import type { OutRecord } from '../runtime/stage';
+
+/**
+ * A page's links share its importance the OPIC way (more links, less each), damped by a square
+ * root and floored, because the page's own cash is not known here (every page counts as 1):
+ * the share only ranks links of link-heavy pages (hubs, listings) below those of focused pages.
+ */
+export const MIN_LINK_PRIORITY = 0.3;
+/** A duplicate page's links get this fraction of the normal share: they mostly lead to more copies. */
+export const DUPLICATE_LINK_FACTOR = 0.1;
+
+export function linkShare(links: number): number {
+  return links > 0 ? Math.max(MIN_LINK_PRIORITY, 1 / Math.sqrt(links)) : 1;
+}
+
+export interface DedupDecision {
+  /** Another URL (or the page's own, for a near-copy of itself) this page is not handed off for. */
+  nearDuplicateOf: string | null;
+  kind: 'exact' | 'near' | 'self' | null;
+  /** Priority for each of the page's links. */
+  linkPriority: number;
+  /** The crawl.content row to write, or null when the stored one is already right. */
+  content: ContentMsg | null;
+  /** A crawl.host-policy `trap:<prefix>` row to write, if this page completed a run. */
+  trap: HostPolicyMsg | null;
+}
+
+export class ParseDedup {
+  constructor(
+    readonly index = new DedupIndex(),
+    private readonly traps = new TrapDetector(),
+    private readonly maxBits = 3,
+  ) {}
+
+  /** Replay one crawl.content row (restore after a restart or a rebalance). */
+  restore(key: string, value: ContentMsg | null): void {
+    if (value) this.index.record(value);
+    else {
+      try {
+        this.index.forget(key, new URL(key).hostname.toLowerCase());
+      } catch {
+        // a key that is no URL was never recorded
+      }
+    }
+  }
+
+  /**
+   * Decide for one parsed page (its change already NEW / CHANGED / UNCHANGED by SHA-256).
+   * `links` is how many links it will emit.
+   */
+  decide(p: ParsedPageMsg, links: number, now: number): DedupDecision {
+    const share = linkShare(links);
+    const previous = this.index.get(p.url, p.host);
+    // noindex pages never represent content: the indexer will not get them, so copies of them must still go.
+    if (p.noindex) return { nearDuplicateOf: null, kind: null, linkPriority: share, content: null, trap: null };
+    if (p.change === 'UNCHANGED' && previous && previous.sha256 === p.sha256) {
+      return { nearDuplicateOf: previous.duplicate_of, kind: null, linkPriority: share, content: null, trap: null };
+    }
+    const verdict = this.index.check(p.url, p.host, p.sha256, p.simhash64);
+    let row: ContentRow = { url: p.url, host: p.host, sha256: p.sha256, simhash64: p.simhash64, fetched_at: p.fetched_at, duplicate_of: verdict?.of ?? null };
+    let kind: DedupDecision['kind'] = verdict?.kind ?? null;
+    let of = verdict?.of ?? null;
+    if (!verdict && p.change === 'CHANGED' && previous?.duplicate_of === null && previous.simhash64 && p.simhash64 &&
+        hammingDistance(previous.simhash64, p.simhash64) <= this.maxBits) {
+      kind = 'self';
+      of = p.url;
+      row = { ...row, simhash64: previous.simhash64 };
+    }
+    this.index.record(row);
+    const prefix = kind === 'self' ? null : this.traps.observe(p.host, p.url, kind !== null);
+    const trap: HostPolicyMsg | null = prefix === null ? null : {
+      host: p.host, field: `trap:${prefix}`, updated_at: now, blocked_until: null,
+      reason: `near-duplicates: 5 in a row under ${prefix}, the last of ${p.url}`, min_delay_ms: null,
+    };
+    const unchanged = previous && previous.sha256 === row.sha256 && previous.simhash64 === row.simhash64 && previous.duplicate_of === row.duplicate_of;
+    return {
+      nearDuplicateOf: of, kind,
+      linkPriority: kind === 'exact' || kind === 'near' ? share * DUPLICATE_LINK_FACTOR : share,
+      content: unchanged ? null : row, trap,
+    };
+  }
+}
+
+export const contentRecord = (row: ContentMsg): OutRecord => ({ topic: 'content', key: row.url, host: row.host, value: row });
+export const trapRecord = (t: HostPolicyMsg): OutRecord => ({ topic: 'hostPolicy', key: hostPolicyKey(t.host, t.field), host: t.host, value: t });

@@ -1,0 +1,139 @@
+/**
+ * Kafka-mode e2e helpers on the real local stack: a unique topic/S3 prefix per test file,
+ * `crawl` commands and long-running `crawl process …` children (kill -9 and restart), the
+ * handoff events read as an indexer would (kafkajs + the registry client, not our code), and
+ * the WARC files and CDXJ indexes read back from S3.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
+import { Kafka, logLevel, type Consumer } from 'kafkajs';
+import type { HandoffEvent } from '../../lib/messages';
+import { CLI, parseJsonLines, type LogLine } from './cli';
+
+export function uniquePrefix(tag: string): string {
+  return `${tag}-${randomBytes(4).toString('hex')}.`;
+}
+
+export function stackEnv(prefix: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return { ...process.env, CRAWL_TOPIC_PREFIX: prefix, CRAWL_S3_PREFIX: prefix, CRAWL_LOG_LEVEL: 'info', ...extra };
+}
+
+export function cliSync(args: string[], env: NodeJS.ProcessEnv): string {
+  const r = spawnSync(process.execPath, [CLI, ...args], { env, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`crawl ${args.join(' ')} failed: ${r.stderr}`);
+  return r.stdout;
+}
+
+/** A `crawl process …` child; its stderr (JSON log lines) is kept. */
+export class CrawlProcess {
+  readonly child: ChildProcess;
+  stderr = '';
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+
+  constructor(readonly names: string[], env: NodeJS.ProcessEnv, readonly label = names.join('+')) {
+    this.child = spawn(process.execPath, [CLI, 'process', ...names, '--allow-private-network'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    this.child.stderr!.on('data', (d: Buffer) => (this.stderr += d.toString()));
+    this.exited = new Promise((resolve) => this.child.on('close', (code, signal) => resolve({ code, signal })));
+  }
+
+  get pid(): number {
+    return this.child.pid!;
+  }
+
+  log(): LogLine[] {
+    return parseJsonLines(this.stderr);
+  }
+
+  /** Whether it logged this message yet (e.g. 'processors running'). */
+  logged(msg: string): boolean {
+    return this.log().some((l) => l.msg === msg);
+  }
+
+  async kill9(): Promise<void> {
+    this.child.kill('SIGKILL');
+    await this.exited;
+  }
+
+  /** SIGTERM: stops consuming, stores the open WARC file, leaves the group. Bounded by a kill -9. */
+  async stop(graceMs = 30_000): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    this.child.kill('SIGTERM');
+    const t = setTimeout(() => this.child.kill('SIGKILL'), graceMs);
+    await this.exited;
+    clearTimeout(t);
+  }
+}
+
+export function s3Client(): S3Client {
+  return new S3Client({
+    endpoint: process.env.CRAWL_S3_ENDPOINT, region: process.env.CRAWL_S3_REGION ?? 'us-east-1', forcePathStyle: true,
+    credentials: { accessKeyId: process.env.CRAWL_S3_ACCESS_KEY ?? '', secretAccessKey: process.env.CRAWL_S3_SECRET_KEY ?? '' },
+  });
+}
+
+export const bucket = (): string => process.env.CRAWL_S3_BUCKET ?? 'crawl';
+
+export async function s3List(s3: S3Client, prefix: string): Promise<string[]> {
+  const keys: string[] = [];
+  let token: string | undefined;
+  for (let page = 0; page < 100; page++) {
+    const r = await s3.send(new ListObjectsV2Command({ Bucket: bucket(), Prefix: prefix, ContinuationToken: token }));
+    for (const o of r.Contents ?? []) if (o.Key) keys.push(o.Key);
+    if (!r.IsTruncated) break;
+    token = r.NextContinuationToken;
+  }
+  return keys.sort();
+}
+
+export async function s3GetKey(s3: S3Client, key: string, range?: [offset: number, length: number]): Promise<Buffer> {
+  const res = await s3.send(new GetObjectCommand({ Bucket: bucket(), Key: key, Range: range ? `bytes=${range[0]}-${range[0] + range[1] - 1}` : undefined }));
+  return Buffer.from(await res.Body!.transformToByteArray());
+}
+
+export interface CdxjEntry {
+  surt: string;
+  timestamp: string;
+  url: string;
+  mime: string;
+  status: string;
+  offset: number;
+  length: number;
+  filename: string;
+}
+
+/** pywb CDXJ: `surt timestamp {json}` per line. */
+export function parseCdxj(text: string): CdxjEntry[] {
+  return text.split('\n').filter(Boolean).map((line) => {
+    const [surt, timestamp] = line.split(' ', 2);
+    const j = JSON.parse(line.slice(surt.length + timestamp.length + 2)) as Record<string, string>;
+    return { surt, timestamp, url: j.url, mime: j.mime, status: j.status, offset: Number(j.offset), length: Number(j.length), filename: j.filename };
+  });
+}
+
+/** Reads crawl.handoff.v3 from the beginning, as an indexer would. */
+export class HandoffReader {
+  readonly events: HandoffEvent[] = [];
+  private readonly consumer: Consumer;
+
+  constructor(private readonly prefix: string) {
+    const kafka = new Kafka({ clientId: 'e2e-indexer', brokers: process.env.CRAWL_KAFKA_BROKERS!.split(','), logLevel: logLevel.NOTHING });
+    this.consumer = kafka.consumer({ groupId: `${prefix}indexer` });
+  }
+
+  async start(): Promise<void> {
+    const registry = new SchemaRegistry({ host: process.env.CRAWL_REGISTRY_URL! });
+    await this.consumer.connect();
+    await this.consumer.subscribe({ topic: `${this.prefix}crawl.handoff.v3`, fromBeginning: true });
+    await this.consumer.run({ eachMessage: async ({ message }) => void this.events.push((await registry.decode(message.value!)) as HandoffEvent) });
+  }
+
+  urls(): Set<string> {
+    return new Set(this.events.map((e) => e.url));
+  }
+
+  async stop(): Promise<void> {
+    await this.consumer.disconnect();
+  }
+}

@@ -1,0 +1,112 @@
+/**
+ * The benchmark's pure helpers: the synthetic web's shape, the server-side politeness judge,
+ * /proc parsing, flags, the report's ratios and limits; and produce()'s request chunking.
+ */
+import { parseBenchArgs } from '../../bench/args';
+import { parsePeakRssBytes, parseStatChildrenCpuMs, parseStatCpuMs } from '../../bench/proc-stat';
+import { kcrawlHostPeriodMs, markdownTable, throughputLimit, type RunResult } from '../../bench/report';
+import { fillerHtml, hostAddress, hostIndexOfName, hostName, LINKS_PER_PAGE, PAGE_BYTES, pageHtml, pageLinks, PolitenessTracker } from '../../bench/synthetic-web';
+import { chunkByBytes, type RawRecord } from '../../connectors/kafka';
+
+describe('synthetic web', () => {
+  it('gives thousands of hosts distinct addresses within 127.1.0.0 to 127.20.255.255', () => {
+    const seen = new Set<string>();
+    for (let i = 0; i < 20_000; i++) {
+      const ip = hostAddress(i);
+      const [a, b, c, d] = ip.split('.').map(Number);
+      expect([a, b >= 1 && b <= 20, c >= 0 && c <= 255, d >= 1 && d <= 250]).toEqual([127, true, true, true]);
+      seen.add(ip);
+    }
+    expect(seen.size).toBe(20_000);
+    expect(hostAddress(0)).toBe('127.1.0.1');
+    expect(() => hostAddress(20 * 256 * 250)).toThrow(RangeError);
+  });
+
+  it('names hosts as host<i>.test and maps the names back', () => {
+    expect(hostName(42)).toBe('host42.test');
+    expect(hostIndexOfName('host42.test')).toBe(42);
+    expect(hostIndexOfName('example.test')).toBe(-1);
+  });
+
+  it('serves 50 KiB pages with 25 links, 20 to their own host, the rest within the web', () => {
+    const filler = fillerHtml(PAGE_BYTES);
+    const html = pageHtml(7, 3, 5000, 8080, filler);
+    expect(html.length).toBe(PAGE_BYTES);
+    const hrefs = [...html.matchAll(/href="([^"]+)"/g)].map((m) => m[1]!);
+    expect(hrefs).toHaveLength(LINKS_PER_PAGE);
+    expect(hrefs.filter((h) => h.startsWith('/p/'))).toHaveLength(20);
+    const links = pageLinks(7, 3, 5000);
+    expect(links.every(([h, n]) => h >= 0 && h < 5000 && n >= 0)).toBe(true);
+    expect(pageHtml(7, 3, 5000, 8080, filler, true)).toMatch(/http:\/\/host\d+\.test:8080\/p\//);
+  });
+});
+
+describe('PolitenessTracker', () => {
+  it('counts gaps below 1 s per host (with the clock tolerance) and overlapping requests', () => {
+    const t = new PolitenessTracker(1000, 5);
+    t.arrive('a', 0, false)();
+    t.arrive('b', 10, true)();
+    t.arrive('a', 996, true)(); // within tolerance
+    const open = t.arrive('a', 1500, true); // 504 ms: a violation, left open
+    t.arrive('a', 2600, true)(); // overlaps the open one
+    open();
+    const s = t.summary();
+    expect(s).toMatchObject({ requests: 5, pages: 4, hosts: 2, gapViolations: 1, concurrencyViolations: 1, minGapMs: 504, firstPageAt: 10, lastPageAt: 2600 });
+  });
+});
+
+describe('proc parsing', () => {
+  // A command name with spaces and a parenthesis, as /proc allows.
+  const stat = '1234 (node (x) y) S 1 1234 1234 0 -1 4194304 100 0 0 0 250 50 30 20 20 0 11 0 100 1000 100';
+  it('reads utime+stime and cutime+cstime in ms', () => {
+    expect(parseStatCpuMs(stat)).toBe(3000);
+    expect(parseStatChildrenCpuMs(stat)).toBe(500);
+  });
+  it('reads VmHWM as bytes', () => {
+    expect(parsePeakRssBytes('Name:\tnode\nVmPeak:\t  999 kB\nVmHWM:\t  2048 kB\n')).toBe(2048 * 1024);
+    expect(parsePeakRssBytes('Name:\tnode\n')).toBe(0);
+  });
+});
+
+describe('bench flags', () => {
+  it('defaults to every part at 0 and 200 ms on 5,000 hosts', () => {
+    expect(parseBenchArgs([])).toMatchObject({ only: ['embedded', 'kafka', 'peer'], hosts: 5000, latencies: [0, 200] });
+  });
+  it('parses parts, hosts and latencies, and rejects what it does not know', () => {
+    expect(parseBenchArgs(['--only', 'embedded', '--hosts', '100', '--latency', '0'])).toMatchObject({ only: ['embedded'], hosts: 100, latencies: [0] });
+    expect(() => parseBenchArgs(['--only', 'scrapy'])).toThrow(/--only scrapy/);
+    expect(() => parseBenchArgs(['--hosts', '0'])).toThrow(/--hosts/);
+    expect(() => parseBenchArgs(['--fast'])).toThrow(/unknown flag/);
+  });
+});
+
+describe('report', () => {
+  it('takes the smaller of the CPU and politeness limits', () => {
+    expect(throughputLimit(2, 2, 5000, 1000)).toBe(1000); // CPU: 2 cores / 2 ms
+    expect(throughputLimit(0.1, 2, 100, 1000)).toBe(100); // politeness: 100 hosts / 1 s
+    expect(kcrawlHostPeriodMs(0)).toBe(1000);
+    expect(kcrawlHostPeriodMs(200)).toBe(2200); // 10x the response time beats the 1 s minimum
+  });
+
+  it('prints ratios against the peer at the same latency', () => {
+    const base: RunResult = {
+      contender: 'peer', latencyMs: 0, hosts: 10, pages: 100, handedOff: 100, windowSecs: 10, cpuMs: 1000, serviceCpuMs: 0, peakRssBytes: 0,
+      gapViolations: 0, concurrencyViolations: 0, minGapMs: 1000, limitPagesPerSec: null,
+    };
+    const ours: RunResult = { ...base, contender: 'embedded', pages: 400, handedOff: 400, cpuMs: 800 };
+    const table = markdownTable([ours, base]);
+    const row = table.split('\n').find((l) => l.startsWith('| kcrawl embedded'))!;
+    expect(row).toContain('| 400 | 400 | 40.0 | 4.00× | 2.00 | 5.00× |');
+  });
+});
+
+describe('produce chunking', () => {
+  const rec = (bytes: number): RawRecord => ({ topic: 't', partition: 0, key: 'k', value: Buffer.alloc(bytes) });
+  it('keeps order and cuts before a chunk would pass the byte budget; a big record goes alone', () => {
+    const recs = [rec(400), rec(400), rec(400), rec(5000), rec(10)];
+    const chunks = chunkByBytes(recs, 1000);
+    expect(chunks.map((c) => c.length)).toEqual([2, 1, 1, 1]);
+    expect(chunks.flat()).toEqual(recs);
+    expect(chunkByBytes([])).toEqual([]);
+  });
+});

@@ -1,0 +1,74 @@
+/**
+ * The fast SimHash path (packed Latin-1 shingles, cached feature hashes) against the reference
+ * path it replaces: shingles() + simhashOfFeatures() must give the same fingerprint and count
+ * for every text and width, including texts that fall back to strings (non-Latin-1, astral,
+ * characters whose lower case is longer) and a text with more distinct shingles than the caches
+ * hold (they empty mid-page).
+ */
+import { MAX_SIMHASH_CHARS, shingles, simhash64, simhashOfFeatures, simhashWithCount } from '../../lib/simhash';
+
+/** Deterministic PRNG (mulberry32), so a failure reproduces. */
+function rng(seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function reference(text: string, width: number): { simhash: string; shingles: number } {
+  const f = shingles(text, width);
+  let n = 0;
+  for (const w of f.values()) n += w;
+  return { simhash: simhashOfFeatures(f), shingles: n };
+}
+
+const LATIN1 = 'abcdeFGHIJ xyz 0123 _ .,;!?-\t\nµßÿÀÉÖØàéöø²¼ª\u00a0\u00ad×÷';
+const OTHER = ['İ', '你好', '\u{1D49C}', 'Ω', 'ﬁ', '\u4e00'];
+
+function randomText(r: () => number, len: number, alphabet: string, extras: string[] = []): string {
+  let s = '';
+  for (let i = 0; i < len; i++) s += extras.length && r() < 0.02 ? extras[Math.floor(r() * extras.length)] : alphabet[Math.floor(r() * alphabet.length)];
+  return s;
+}
+
+describe('simhashWithCount equals the reference shingling', () => {
+  it('on random Latin-1 texts of every length, for widths 1 to 5', () => {
+    const r = rng(8);
+    for (let t = 0; t < 300; t++) {
+      const text = randomText(r, Math.floor(r() * 400), LATIN1);
+      for (const width of [1, 2, 3, 4, 5]) expect(simhashWithCount(text, width)).toEqual(reference(text, width));
+    }
+  });
+
+  it('on texts that need the string path', () => {
+    const r = rng(9);
+    for (let t = 0; t < 100; t++) {
+      const text = randomText(r, 50 + Math.floor(r() * 300), LATIN1, OTHER);
+      for (const width of [2, 4]) expect(simhashWithCount(text, width)).toEqual(reference(text, width));
+    }
+  });
+
+  it('on short and empty texts', () => {
+    for (const text of ['', 'a', 'ab', 'abc', 'abcd', '  a b c ', '!!!', 'ÀB', 'İ']) {
+      for (const width of [1, 2, 4]) expect(simhashWithCount(text, width)).toEqual(reference(text, width));
+    }
+  });
+
+  it('when a page has more distinct shingles than the hash cache holds', () => {
+    const text = randomText(rng(10), MAX_SIMHASH_CHARS + 1000, 'abcdefghijklmnopqrstuvwxyz0123456789');
+    const fast = simhashWithCount(text);
+    expect(fast).toEqual(reference(text, 4));
+    expect(fast.shingles).toBe(MAX_SIMHASH_CHARS - 3);
+    // Again with the caches now partly filled by that page.
+    expect(simhash64(text)).toBe(fast.simhash);
+  });
+
+  it('repeated calls agree (the caches do not change results)', () => {
+    const text = 'the quick brown fox jumps over the lazy dog '.repeat(30);
+    const first = simhash64(text);
+    for (let i = 0; i < 3; i++) expect(simhash64(text)).toBe(first);
+    expect(first).toBe(reference(text, 4).simhash);
+  });
+});

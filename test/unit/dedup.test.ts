@@ -1,0 +1,285 @@
+/**
+ * Duplicate detection: the block-table index, trap runs, parse's decisions and the parse
+ * stage's duplicate, priority, trap and WET-text behaviour (pure, no services).
+ */
+import pino from 'pino';
+import { avroType } from '../../lib/avro';
+import { DedupIndex, type ContentRow } from '../../lib/dedup';
+import { trapRulePrefix, underPrefix } from '../../lib/traps';
+import { pathPrefix, TrapDetector } from '../../lib/dedup-trap';
+import type { ContentMsg, FetchedPageMsg, HostPolicyMsg, LinkMsg, ParsedPageMsg } from '../../lib/messages';
+import { simhash64 } from '../../lib/simhash';
+import type { WarcEntry, WarcPointer } from '../../lib/warc/writer';
+import { DUPLICATE_LINK_FACTOR, linkShare, MIN_LINK_PRIORITY, ParseDedup } from '../../processors/parse-dedup';
+import { handedOff, parseStage, textSimhash } from '../../processors/parse';
+import type { InRecord, OutRecord, StageContext } from '../../runtime/stage';
+import { topics } from '../../topologies/crawl';
+
+const ctx: StageContext = { now: () => 1000, log: pino({ level: 'silent' }) };
+
+/** Flip the lowest `n` bits of a fingerprint. */
+function flip(h: string, n: number): string {
+  const lo = parseInt(h.slice(8), 16) ^ ((2 ** n - 1) >>> 0);
+  return h.slice(0, 8) + (lo >>> 0).toString(16).padStart(8, '0');
+}
+
+const row = (url: string, sha: string, sh: string | null, duplicate_of: string | null = null): ContentRow => ({
+  url, host: new URL(url).hostname, sha256: sha, simhash64: sh, fetched_at: 1, duplicate_of,
+});
+
+describe('DedupIndex', () => {
+  const H = simhash64('the quick brown fox jumps over the lazy dog '.repeat(20));
+
+  it('finds an exact copy under another URL of the host, never the URL itself', () => {
+    const ix = new DedupIndex();
+    ix.record(row('http://a.test/1', 's1', H));
+    expect(ix.check('http://a.test/1', 'a.test', 's1', H)).toBeNull();
+    expect(ix.check('http://a.test/2', 'a.test', 's1', H)).toEqual({ kind: 'exact', of: 'http://a.test/1', distance: 0 });
+    expect(ix.check('http://b.test/2', 'b.test', 's1', H)).toBeNull(); // per host
+  });
+
+  it.each([0, 1, 2, 3])('a fingerprint %i bits away is near', (bits) => {
+    const ix = new DedupIndex();
+    ix.record(row('http://a.test/1', 's1', H));
+    const v = ix.check('http://a.test/2', 'a.test', 's2', flip(H, bits));
+    expect(v).toEqual({ kind: 'near', of: 'http://a.test/1', distance: bits });
+  });
+
+  it('4 bits away is not near, even when three blocks agree', () => {
+    const ix = new DedupIndex();
+    ix.record(row('http://a.test/1', 's1', H));
+    expect(ix.check('http://a.test/2', 'a.test', 's2', flip(H, 4))).toBeNull();
+  });
+
+  it('bits spread over all four blocks within 3 still match through the untouched block', () => {
+    const ix = new DedupIndex();
+    ix.record(row('http://a.test/1', 's1', '0000000000000000'));
+    expect(ix.check('http://a.test/2', 'a.test', 's2', '8000800080000000')?.distance).toBe(3);
+    expect(ix.check('http://a.test/2', 'a.test', 's2', '8000800080008000')).toBeNull(); // 4 blocks touched, 4 bits
+  });
+
+  it('duplicates are remembered but never compared against', () => {
+    const ix = new DedupIndex();
+    ix.record(row('http://a.test/2', 's1', H, 'http://a.test/1'));
+    expect(ix.get('http://a.test/2', 'a.test')?.duplicate_of).toBe('http://a.test/1');
+    expect(ix.check('http://a.test/3', 'a.test', 's1', H)).toBeNull();
+  });
+
+  it('re-recording a URL replaces its old entries; forget removes it', () => {
+    const ix = new DedupIndex();
+    ix.record(row('http://a.test/1', 's1', H));
+    ix.record(row('http://a.test/1', 's9', '0000000000000000'));
+    expect(ix.check('http://a.test/2', 'a.test', 's1', H)).toBeNull();
+    ix.forget('http://a.test/1', 'a.test');
+    expect(ix.size).toBe(0);
+    expect(ix.check('http://a.test/2', 'a.test', 's9', '0000000000000000')).toBeNull();
+  });
+
+  it('retain drops hosts no longer owned', () => {
+    const ix = new DedupIndex();
+    ix.record(row('http://a.test/1', 's1', H));
+    ix.record(row('http://b.test/1', 's2', H));
+    ix.retain((h) => h === 'b.test');
+    expect(ix.size).toBe(1);
+  });
+});
+
+describe('TrapDetector', () => {
+  it.each([
+    ['http://a.test/cal/2026/11/30', '/cal/2026/11/'],
+    ['http://a.test/cal?d=1', '/cal'],
+    ['http://a.test/', '/'],
+    ['http://a.test/x/', '/x/'],
+  ])('pathPrefix(%s) = %s', (url, prefix) => expect(pathPrefix(url)).toBe(prefix));
+
+  it('reports a prefix once on the 5th duplicate in a row; a distinct page resets the run', () => {
+    const t = new TrapDetector();
+    const seen: Array<string | null> = [];
+    for (let i = 0; i < 4; i++) seen.push(t.observe('a.test', `http://a.test/t/${i}`, true));
+    seen.push(t.observe('a.test', 'http://a.test/t/ok', false));
+    for (let i = 0; i < 5; i++) seen.push(t.observe('a.test', `http://a.test/t/${i + 10}`, true));
+    seen.push(t.observe('a.test', 'http://a.test/t/99', true));
+    expect(seen).toEqual([null, null, null, null, null, null, null, null, null, '/t/', null]);
+  });
+
+  it('counts per host and prefix', () => {
+    const t = new TrapDetector(2);
+    expect(t.observe('a.test', 'http://a.test/x/1', true)).toBeNull();
+    expect(t.observe('b.test', 'http://b.test/x/1', true)).toBeNull();
+    expect(t.observe('a.test', 'http://a.test/y/1', true)).toBeNull();
+    expect(t.observe('a.test', 'http://a.test/x/2', true)).toBe('/x/');
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+const LONG = (topic: string, footer = ''): string =>
+  `<html lang="en"><head><title>${topic}</title></head><body><p>${Array.from({ length: 60 }, (_, i) => `${topic} sentence ${i} with plenty of words to read`).join('. ')}</p>` +
+  `<a href="/next">next</a><a href="/other">other</a><footer>${footer}</footer></body></html>`;
+
+let seq = 0;
+function page(url: string, html: string, fields: Partial<FetchedPageMsg> = {}): FetchedPageMsg {
+  seq++;
+  return {
+    url, final_url: url, host: new URL(url).hostname, depth: 1, fetched_at: 1000 + seq, http_status: 200,
+    content_type: 'text/html; charset=utf-8', body: Buffer.from(html), truncated: false, sha256: `sha-of-${html.length}-${html.slice(-40)}`,
+    prev_sha256: null, warc: { uri: 'file:///w.warc.gz', offset: seq, length: 10 }, x_robots_tag: null,
+    record_id: `<urn:uuid:00000000-0000-4000-8000-${String(seq).padStart(12, '0')}>`, ...fields,
+  };
+}
+const rec = (p: FetchedPageMsg): InRecord => ({ topic: 'fetched', partition: 0, offset: 0, key: p.host, value: p, timestamp: 0 });
+
+async function run(stage: ReturnType<typeof parseStage>, p: FetchedPageMsg): Promise<OutRecord[]> {
+  const r = await stage.handle(rec(p), ctx);
+  if (Array.isArray(r)) return r;
+  return [...(r.early ?? []), ...(await r.pending)];
+}
+const parsedOf = (outs: OutRecord[]): ParsedPageMsg => outs.find((o) => o.topic === 'parsed')!.value as ParsedPageMsg;
+const linksOf = (outs: OutRecord[]): LinkMsg[] => outs.filter((o) => o.topic === 'links').map((o) => o.value as LinkMsg);
+
+describe('parse stage: duplicates', () => {
+  it('an exact copy under another URL is recorded with near_duplicate_of and not handed off; its links are deprioritised', async () => {
+    const stage = parseStage({ userAgent: 'kcrawl' });
+    const a = await run(stage, page('http://a.test/a', LONG('gardening')));
+    const b = await run(stage, page('http://a.test/b', LONG('gardening')));
+    expect(parsedOf(a).near_duplicate_of).toBeNull();
+    expect(handedOff(parsedOf(a))).toBe(true);
+    expect(parsedOf(b).near_duplicate_of).toBe('http://a.test/a');
+    expect(handedOff(parsedOf(b))).toBe(false);
+    const pa = linksOf(a).map((l) => l.priority!);
+    const pb = linksOf(b).map((l) => l.priority!);
+    expect(pa).toEqual([linkShare(2), linkShare(2)]);
+    expect(pb).toEqual([linkShare(2) * DUPLICATE_LINK_FACTOR, linkShare(2) * DUPLICATE_LINK_FACTOR]);
+    expect(linkShare(2)).toBeCloseTo(Math.SQRT1_2);
+    // On the frontier's scale (front queues by importance) a copy's links rank below any normal link.
+    expect(Math.max(...pb)).toBeLessThan(linkShare(10_000));
+    for (const o of [...a, ...b]) expect(avroType(topics[o.topic].valueSchema).isValid(o.value)).toBe(true);
+  });
+
+  it('a near copy (another footer) is a duplicate; a different page is not', async () => {
+    const stage = parseStage({ userAgent: 'kcrawl' });
+    await run(stage, page('http://a.test/n/1', LONG('sailing', 'visited 2026-11-30 10:00')));
+    const near = parsedOf(await run(stage, page('http://a.test/n/2', LONG('sailing', 'visited 2026-12-01 11:31'))));
+    const other = parsedOf(await run(stage, page('http://a.test/n/3', LONG('astronomy'))));
+    expect(near.near_duplicate_of).toBe('http://a.test/n/1');
+    expect(other.near_duplicate_of).toBeNull();
+  });
+
+  it('a CHANGED page that only changed its footer is not handed off; a real change is', async () => {
+    const stage = parseStage({ userAgent: 'kcrawl' });
+    const first = page('http://a.test/c', LONG('cooking', 'v1'));
+    await run(stage, first);
+    const footer = parsedOf(await run(stage, page('http://a.test/c', LONG('cooking', 'v2'), { prev_sha256: first.sha256 })));
+    expect(footer).toMatchObject({ change: 'CHANGED', near_duplicate_of: 'http://a.test/c' });
+    const real = parsedOf(await run(stage, page('http://a.test/c', LONG('knitting'), { prev_sha256: 'whatever' })));
+    expect(real).toMatchObject({ change: 'CHANGED', near_duplicate_of: null });
+  });
+
+  it('five duplicates in a row under one prefix emit one trap:<prefix> host-policy row', async () => {
+    const stage = parseStage({ userAgent: 'kcrawl' });
+    await run(stage, page('http://a.test/cal/0', LONG('calendar', 'day 0')));
+    const traps: HostPolicyMsg[] = [];
+    const keys: string[] = [];
+    for (let d = 1; d <= 6; d++) {
+      for (const o of await run(stage, page(`http://a.test/cal/${d}`, LONG('calendar', `day ${d}`)))) {
+        if (o.topic === 'hostPolicy') {
+          traps.push(o.value as HostPolicyMsg);
+          keys.push(o.key);
+        }
+      }
+    }
+    expect(keys).toEqual(['a.test|trap:/cal/']);
+    expect(traps[0]).toMatchObject({ host: 'a.test', field: 'trap:/cal/', blocked_until: null, min_delay_ms: null });
+    expect(avroType(topics.hostPolicy.valueSchema).isValid(traps[0])).toBe(true);
+    // seen-test's reading of the row (lib/traps.ts) covers the next calendar page, not the site.
+    const prefix = trapRulePrefix(traps[0].field)!;
+    expect(underPrefix('/cal/99', prefix)).toBe(true);
+    expect(underPrefix('/about', prefix)).toBe(false);
+  });
+
+  it('state is rebuilt from its crawl.content rows: a restarted stage still knows the copies', async () => {
+    const first = parseStage({ userAgent: 'kcrawl' });
+    const outs = await run(first, page('http://a.test/r/1', LONG('restart')));
+    const rows = outs.filter((o) => o.topic === 'content');
+    expect(rows).toHaveLength(1);
+    expect(rows[0].key).toBe('http://a.test/r/1');
+    expect(avroType(topics.content.valueSchema).isValid(rows[0].value)).toBe(true);
+
+    const restarted = parseStage({ userAgent: 'kcrawl' });
+    for (const r of rows) restarted.restore!({ partition: 0, key: r.key, value: r.value }, 'content');
+    expect(parsedOf(await run(restarted, page('http://a.test/r/2', LONG('restart')))).near_duplicate_of).toBe('http://a.test/r/1');
+
+    // A tombstone forgets it.
+    const forgot = parseStage({ userAgent: 'kcrawl' });
+    for (const r of rows) forgot.restore!({ partition: 0, key: r.key, value: r.value }, 'content');
+    forgot.restore!({ partition: 0, key: 'http://a.test/r/1', value: null }, 'content');
+    expect(parsedOf(await run(forgot, page('http://a.test/r/2', LONG('restart')))).near_duplicate_of).toBeNull();
+  });
+
+  it('an unchanged page writes no content row and stays as it was', () => {
+    const d = new ParseDedup();
+    const base: ParsedPageMsg = {
+      url: 'http://a.test/u', canonical_url: null, host: 'a.test', fetched_at: 1, change: 'NEW', sha256: 's', simhash64: simhash64('x '.repeat(100)),
+      language: null, title: null, text_length: 1, outlinks: 0, noindex: false, warc: { uri: 'u', offset: 0, length: 1 }, text: null, near_duplicate_of: null,
+    };
+    expect(d.decide(base, 0, 1).content).not.toBeNull();
+    expect(d.decide({ ...base, change: 'UNCHANGED' }, 0, 2)).toMatchObject({ content: null, nearDuplicateOf: null, kind: null });
+  });
+
+  it.each([[0, 1], [1, 1], [4, 0.5], [100, MIN_LINK_PRIORITY]])('linkShare(%i links) = %f', (n, share) => {
+    expect(linkShare(n)).toBeCloseTo(share);
+  });
+
+  it('short texts get no fingerprint (too few shingles to mean anything)', () => {
+    expect(textSimhash('Not found')).toBeNull();
+    expect(textSimhash('A page with a reasonable amount of words in it.')).toMatch(/^[0-9a-f]{16}$/);
+  });
+});
+
+describe('parse stage: WET-style text', () => {
+  it('writes a conversion record referring to the response, and announces the page only once it is stored', async () => {
+    const entries: WarcEntry[] = [];
+    let store!: (p: WarcPointer) => void;
+    const stage = parseStage({
+      userAgent: 'kcrawl',
+      archiveText: (e) => {
+        entries.push(e);
+        return new Promise<WarcPointer>((r) => (store = r));
+      },
+    });
+    const p = page('http://a.test/w', LONG('weaving'));
+    const result = stage.handle(rec(p), ctx);
+    expect(Array.isArray(result)).toBe(false);
+    const { early, pending } = result as { early: OutRecord[]; pending: Promise<OutRecord[]> };
+    expect(early.map((o) => o.topic)).toEqual(['links', 'links', 'content']);
+    expect(entries).toHaveLength(1);
+    expect(entries[0]).toMatchObject({ type: 'conversion', targetUri: 'http://a.test/w', refersTo: p.record_id });
+    expect((entries[0] as { text: string }).text).toContain('weaving sentence 0');
+    let announced = false;
+    void pending.then(() => (announced = true));
+    await new Promise((r) => setImmediate(r));
+    expect(announced).toBe(false);
+    store({ uri: 'file:///t.warc.gz', offset: 7, length: 8, recordId: '<urn:uuid:x>' });
+    const outs = await pending;
+    expect(parsedOf(outs).text).toEqual({ uri: 'file:///t.warc.gz', offset: 7, length: 8 });
+  });
+
+  it('duplicates, unchanged and noindex pages get no text record', async () => {
+    const entries: WarcEntry[] = [];
+    const stage = parseStage({ userAgent: 'kcrawl', archiveText: async (e) => (entries.push(e), { uri: 'u', offset: 0, length: 1, recordId: 'r' }) });
+    await run(stage, page('http://a.test/x/1', LONG('pottery')));
+    await run(stage, page('http://a.test/x/2', LONG('pottery')));
+    const p = page('http://a.test/x/3', LONG('glass'));
+    await run(stage, { ...p, prev_sha256: p.sha256 });
+    await run(stage, page('http://a.test/x/4', LONG('metal').replace('<head>', '<head><meta name="robots" content="noindex">')));
+    expect(entries.map((e) => (e as { targetUri: string }).targetUri)).toEqual(['http://a.test/x/1']);
+  });
+});
+
+it('crawl.content rows match their schema (the check can fail)', () => {
+  const v: ContentMsg = { url: 'http://a.test/', host: 'a.test', sha256: 's', simhash64: null, fetched_at: 1, duplicate_of: 'http://a.test/x' };
+  const type = avroType(topics.content.valueSchema);
+  expect(type.isValid(v)).toBe(true);
+  expect(type.isValid({ ...v, sha256: null })).toBe(false);
+  const fields = (type as unknown as { fields: Array<{ name: string }> }).fields.map((f) => f.name).sort();
+  expect(fields).toEqual(Object.keys(v).sort());
+});

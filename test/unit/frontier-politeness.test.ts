@@ -1,0 +1,247 @@
+/**
+ * Adaptive politeness (AIMD), operator blocks and crawl-rate ceilings, and durable back-off in
+ * the frontier. Pure, with an injected clock (every call takes `now`).
+ */
+import { HostPolicyTable } from '../../lib/host-policy';
+import type { CandidateMsg, FetchRequestMsg, FetchStatusMsg, HostPolicyMsg, UrlStateMsg } from '../../lib/messages';
+import { frontierStage } from '../../processors/frontier';
+import { AIMD_DEFAULTS, NO_BACKOFF, loadSignal, nextBackoff, type HostBackoff, type LoadSignal } from '../../processors/frontier-aimd';
+import { FrontierState, type FrontierPolicy, type FrontierTuning } from '../../processors/frontier-state';
+
+const POLICY: FrontierPolicy & Partial<FrontierTuning> = {
+  minHostDelayMs: 1000, maxCrawlDelayMs: 10_000, responseTimeFactor: 10, leaseMs: 600_000, retryBackoffMs: [5_000, 10_000], maxAttempts: 10,
+  ...AIMD_DEFAULTS,
+};
+
+function ids(): () => string {
+  let n = 0;
+  return () => `L${++n}`;
+}
+
+function cand(url: string, fields: Partial<CandidateMsg> = {}): CandidateMsg {
+  return { url, host: new URL(url).hostname, depth: 0, discovered_at: 0, source_url: null, ...fields };
+}
+
+function status(f: FetchRequestMsg, fields: Partial<FetchStatusMsg> & { finished_at: number }): FetchStatusMsg {
+  return {
+    url: f.url, host: f.host, lease_id: f.lease_id, stored: true, outcome: 'FETCHED', http_status: 200, reason: null,
+    started_at: fields.finished_at, response_ms: 0, crawl_delay_ms: 0, retry_after_ms: null, sha256: null, etag: null,
+    last_modified: null, warc_uri: null, warc_offset: null, warc_length: null, ...fields,
+  };
+}
+
+/** The first time in [from, from + limit] (1 ms steps) at which a tick releases a fetch. */
+function firstRelease(fs: FrontierState, from: number, limit: number, step = 1): { at: number; fetch: FetchRequestMsg } | null {
+  for (let t = from; t <= from + limit; t += step) {
+    const e = fs.tick(t);
+    if (e.fetches.length > 0) return { at: t, fetch: e.fetches[0] };
+  }
+  return null;
+}
+
+function withUrls(host: string, n: number, policy = POLICY, table?: HostPolicyTable): FrontierState {
+  const fs = new FrontierState(policy, ids(), table);
+  for (let i = 0; i < n; i++) fs.onCandidate(cand(`http://${host}/${i}`), 0);
+  return fs;
+}
+
+describe('loadSignal', () => {
+  it.each<[string, Partial<FetchStatusMsg>, LoadSignal['kind']]>([
+    ['200', { http_status: 200 }, 'ok'],
+    ['404', { http_status: 404 }, 'ok'],
+    ['304', { http_status: 304 }, 'ok'],
+    ['429', { outcome: 'FAILED', http_status: 429 }, 'overload'],
+    ['503', { outcome: 'FAILED', http_status: 503 }, 'overload'],
+    ['500', { outcome: 'FAILED', http_status: 500 }, 'neutral'],
+    ['robots.txt 5xx', { outcome: 'ROBOTS_UNAVAILABLE', http_status: null, reason: 'disallow-all-5xx' }, 'overload'],
+    ['robots.txt unreachable', { outcome: 'ROBOTS_UNAVAILABLE', http_status: null, reason: 'disallow-all-unreachable' }, 'neutral'],
+    ['robots disallow', { outcome: 'ROBOTS_DISALLOWED', http_status: null, reason: 'parsed' }, 'neutral'],
+    ['deadline', { outcome: 'FAILED', http_status: null, reason: 'DEADLINE_EXCEEDED' }, 'timeout'],
+    ['connect timeout', { outcome: 'FAILED', http_status: null, reason: 'CONNECT_TIMEOUT' }, 'timeout'],
+    ['connection reset', { outcome: 'FAILED', http_status: null, reason: 'CONNECTION_RESET' }, 'neutral'],
+    ['blocked', { outcome: 'REFUSED', http_status: null, reason: 'blocked' }, 'neutral'],
+  ])('%s -> %s', (_n, fields, kind) => {
+    expect(loadSignal({ outcome: 'FETCHED', http_status: null, reason: null, retry_after_ms: null, ...fields }).kind).toBe(kind);
+  });
+});
+
+describe('nextBackoff (AIMD)', () => {
+  const P = AIMD_DEFAULTS;
+  const over = (status: number, retryAfterMs: number | null = null): LoadSignal => ({ kind: 'overload', status, retryAfterMs });
+
+  it.each<[string, HostBackoff, LoadSignal, number, Partial<HostBackoff>]>([
+    ['429 doubles the normal gap', NO_BACKOFF, over(429), 1000, { delayMs: 2000, failures: 1, notBefore: 0 }],
+    ['429 again doubles the adapted gap', { ...NO_BACKOFF, delayMs: 2000, failures: 1 }, over(429), 1000, { delayMs: 4000, failures: 2 }],
+    ['429 with Retry-After opens a window from its finish', NO_BACKOFF, over(429, 30_000), 1000, { delayMs: 2000, notBefore: 10_000 + 30_000 }],
+    ['the adapted gap is capped', { ...NO_BACKOFF, delayMs: 500_000 }, over(503), 1000, { delayMs: P.aimdMaxDelayMs }],
+    ['2nd 503 does not pause yet', { ...NO_BACKOFF, delayMs: 2000, failures: 1 }, over(503), 1000, { failures: 2, notBefore: 0 }],
+    ['3rd consecutive 503 pauses the host', { ...NO_BACKOFF, delayMs: 4000, failures: 2 }, over(503), 1000, { failures: 3, notBefore: 10_000 + P.hostPauseMs }],
+    ['3rd consecutive 429 does not pause', { ...NO_BACKOFF, delayMs: 4000, failures: 2 }, over(429), 1000, { failures: 3, notBefore: 0 }],
+    ['1st timeout waits timeoutBackoffMs', NO_BACKOFF, { kind: 'timeout' }, 1000, { timeouts: 1, notBefore: 10_000 + P.timeoutBackoffMs }],
+    ['3rd timeout waits 4x', { ...NO_BACKOFF, timeouts: 2 }, { kind: 'timeout' }, 1000, { timeouts: 3, notBefore: 10_000 + 4 * P.timeoutBackoffMs }],
+    ['success recovers additively in rate', { ...NO_BACKOFF, delayMs: 4000, failures: 2 }, { kind: 'ok' }, 1000, { delayMs: Math.round(1000 / (0.25 + P.aimdRecoveryRatePerSec)), failures: 0 }],
+    ['success at the normal pace clears', { ...NO_BACKOFF, delayMs: 1010 }, { kind: 'ok' }, 1000, { delayMs: 0, cause: null }],
+    ['success resets timeouts', { ...NO_BACKOFF, timeouts: 3 }, { kind: 'ok' }, 1000, { timeouts: 0 }],
+    ['neutral changes nothing', { ...NO_BACKOFF, delayMs: 3000, failures: 1 }, { kind: 'neutral' }, 1000, { delayMs: 3000, failures: 1 }],
+  ])('%s', (_n, before, sig, gap, expected) => {
+    expect(nextBackoff(before, sig, gap, 10_000, P)).toMatchObject(expected);
+  });
+
+  it('recovery is slow: from an 8 s gap back to 1 s takes dozens of good answers, each gap no longer than the last', () => {
+    let b: HostBackoff = { ...NO_BACKOFF, delayMs: 8000 };
+    const gaps: number[] = [];
+    for (let i = 0; i < 200 && b.delayMs > 0; i++) {
+      b = nextBackoff(b, { kind: 'ok' }, 1000, 0, P);
+      gaps.push(b.delayMs);
+    }
+    expect(b.delayMs).toBe(0);
+    expect(gaps.length).toBeGreaterThan(30);
+    for (let i = 1; i < gaps.length; i++) expect(gaps[i]).toBeLessThanOrEqual(gaps[i - 1]);
+  });
+});
+
+describe('FrontierState: adaptive politeness', () => {
+  it('429 with Retry-After: no request inside the window, and the gap after it is doubled', () => {
+    const fs = withUrls('a.test', 3);
+    const f1 = fs.tick(0).fetches[0];
+    const e = fs.onStatus(status(f1, { finished_at: 1000, outcome: 'FAILED', http_status: 429, retry_after_ms: 30_000 }), 1000);
+    expect(e.policies).toEqual([expect.objectContaining({ host: 'a.test', field: 'backoff', blocked_until: 31_000, min_delay_ms: 2000, failures: 1 })]);
+    expect(e.rows[0]).toMatchObject({ state: 'FAILED', next_due_at: 31_000 });
+    const r2 = firstRelease(fs, 1000, 40_000, 10)!;
+    expect(r2.at).toBe(31_000);
+    fs.onStatus(status(r2.fetch, { finished_at: 31_000, http_status: 200 }), 31_000);
+    // Still slowed (recovering): more than the 1 s minimum.
+    expect(firstRelease(fs, 31_000, 10_000)!.at).toBeGreaterThan(32_000);
+  });
+
+  it('three consecutive 503s pause the host for hostPauseMs', () => {
+    const fs = withUrls('a.test', 5);
+    let t = 0;
+    let f = fs.tick(t).fetches[0];
+    for (let i = 0; i < 3; i++) {
+      fs.onStatus(status(f, { finished_at: t, outcome: 'FAILED', http_status: 503 }), t);
+      if (i < 2) {
+        const r = firstRelease(fs, t, 60_000, 10)!;
+        t = r.at;
+        f = r.fetch;
+      }
+    }
+    expect(fs.host('a.test')!.backoff).toMatchObject({ failures: 3, notBefore: t + POLICY.hostPauseMs! });
+    expect(fs.tick(t + POLICY.hostPauseMs! - 1).fetches).toEqual([]);
+    expect(fs.tick(t + POLICY.hostPauseMs!).fetches).toHaveLength(1);
+  });
+
+  it('timeouts back off exponentially', () => {
+    const fs = withUrls('a.test', 4);
+    let f = fs.tick(0).fetches[0];
+    let t = 0;
+    const waits: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      fs.onStatus(status(f, { finished_at: t, outcome: 'FAILED', http_status: null, reason: 'DEADLINE_EXCEEDED' }), t);
+      const r = firstRelease(fs, t, 200_000, 100)!;
+      waits.push(r.at - t);
+      t = r.at;
+      f = r.fetch;
+    }
+    expect(waits).toEqual([10_000, 20_000, 40_000]);
+  });
+
+  it('an operator crawl-rate ceiling is the least gap', () => {
+    const table = new HostPolicyTable();
+    table.apply('a.test|crawl-rate', { host: 'a.test', field: 'crawl-rate', updated_at: 0, blocked_until: null, reason: 'webmaster', min_delay_ms: 5000 });
+    const fs = withUrls('a.test', 2, POLICY, table);
+    const f = fs.tick(0).fetches[0];
+    fs.onStatus(status(f, { finished_at: 100 }), 100);
+    expect(firstRelease(fs, 100, 10_000)!.at).toBe(5100);
+  });
+});
+
+describe('FrontierState: operator blocks', () => {
+  const blockRow = (until: number): HostPolicyMsg => ({ host: 'a.test', field: 'block', updated_at: 0, blocked_until: until, reason: 'complaint', min_delay_ms: null });
+
+  it('never releases a blocked host before the block expires', () => {
+    const table = new HostPolicyTable();
+    table.apply('a.test|block', blockRow(50_000));
+    const fs = withUrls('a.test', 1, POLICY, table);
+    fs.onCandidate(cand('http://b.test/'), 0);
+    expect(fs.tick(0).fetches.map((f) => f.host)).toEqual(['b.test']);
+    expect(firstRelease(fs, 0, 60_000, 100)!.at).toBe(50_000);
+  });
+
+  it('a lifted block (tombstone) releases the host at once', () => {
+    const table = new HostPolicyTable();
+    table.apply('a.test|block', blockRow(1e12));
+    const fs = withUrls('a.test', 1, POLICY, table);
+    expect(fs.tick(10).fetches).toEqual([]);
+    table.apply('a.test|block', null);
+    fs.onPolicyChange('a.test', 20);
+    expect(fs.tick(20).fetches).toHaveLength(1);
+  });
+
+  it("a fetcher's REFUSED 'blocked' re-queues the URL (no attempt spent) until the block ends", () => {
+    const table = new HostPolicyTable();
+    const fs = withUrls('a.test', 1, POLICY, table);
+    const f = fs.tick(0).fetches[0];
+    table.apply('a.test|block', blockRow(90_000));
+    const e = fs.onStatus(status(f, { finished_at: 10, outcome: 'REFUSED', http_status: null, reason: 'blocked' }), 10);
+    expect(e.rows[0]).toMatchObject({ state: 'QUEUED', attempts: 0, reason: 'blocked' });
+    expect(firstRelease(fs, 0, 100_000, 100)!.at).toBe(90_000);
+  });
+
+  it("REFUSED 'opted-out' is final", () => {
+    const fs = withUrls('a.test', 1);
+    const f = fs.tick(0).fetches[0];
+    expect(fs.onStatus(status(f, { finished_at: 10, outcome: 'REFUSED', http_status: null, reason: 'opted-out' }), 10).rows[0].state).toBe('DEAD');
+  });
+});
+
+describe('FrontierState: durable back-off (crash and restart)', () => {
+  it('a restarted frontier restores the Retry-After window and the gap before releasing anything', () => {
+    const fs = withUrls('a.test', 3);
+    const rows = new Map<string, UrlStateMsg>();
+    const keep = (e: { rows: UrlStateMsg[] }): void => e.rows.forEach((r) => rows.set(r.url, r));
+    const f = fs.tick(0).fetches[0];
+    const e = fs.onStatus(status(f, { finished_at: 1000, outcome: 'FAILED', http_status: 429, retry_after_ms: 120_000 }), 1000);
+    keep(e);
+    const policy = e.policies![0];
+
+    // kill -9 at t=2000; the new instance replays crawl.urls and crawl.host-policy.
+    const again = new FrontierState(POLICY, ids());
+    for (let i = 0; i < 3; i++) again.restore(rows.get(`http://a.test/${i}`) ?? { ...(e.rows[0]), url: `http://a.test/${i}`, state: 'QUEUED', attempts: 0, next_due_at: null }, 2000);
+    again.restoreBackoff(policy, 2000);
+    expect(firstRelease(again, 2000, 130_000, 50)!.at).toBe(121_000);
+  });
+
+  it('a host with a long gap (slow host) waits that gap after a restart, not just the minimum', () => {
+    const fs = withUrls('a.test', 2);
+    const f = fs.tick(0).fetches[0];
+    const e = fs.onStatus(status(f, { finished_at: 3000, response_ms: 2000 }), 3000);
+    expect(e.policies).toEqual([expect.objectContaining({ gap_ms: 20_000, failures: 0 })]);
+    const again = new FrontierState(POLICY, ids());
+    again.onCandidate(cand('http://a.test/1'), 4000);
+    again.restoreBackoff(e.policies![0], 4000);
+    expect(firstRelease(again, 4000, 30_000, 100)!.at).toBe(24_000);
+  });
+
+  it('the stage writes backoff rows to crawl.host-policy and restores them from it', () => {
+    let clock = 0;
+    const stage = frontierStage(POLICY, { partitions: 1, now: () => clock });
+    expect(stage.restoreFrom).toEqual(['urls', 'hostPolicy']);
+    expect(stage.globalTables).toEqual(['hostPolicy']);
+    stage.handle({ topic: 'frontier', partition: 0, offset: 0, key: 'a.test', value: cand('http://a.test/'), timestamp: 0 }, undefined as never);
+    const out = stage.tick!(undefined as never);
+    const f = out.find((o) => o.topic === 'fetch')!.value as FetchRequestMsg;
+    clock = 500;
+    const res = stage.handle(
+      { topic: 'fetchStatus', partition: 0, offset: 0, key: 'a.test', value: status(f, { finished_at: 500, outcome: 'FAILED', http_status: 503, retry_after_ms: 60_000 }), timestamp: 0 },
+      undefined as never,
+    ) as Array<{ topic: string; key: string; value: unknown }>;
+    const pol = res.find((o) => o.topic === 'hostPolicy')!;
+    expect(pol.key).toBe('a.test|backoff');
+
+    const restarted = frontierStage(POLICY, { partitions: 1, now: () => 1000 });
+    restarted.restore!({ partition: 0, key: 'http://a.test/', value: { ...(res.find((o) => o.topic === 'urls')!.value as UrlStateMsg) } }, 'urls');
+    restarted.restore!({ partition: 0, key: pol.key, value: pol.value }, 'hostPolicy');
+    expect(restarted.state.host('a.test')!.nextAt).toBe(60_500);
+  });
+});

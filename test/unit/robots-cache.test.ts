@@ -1,0 +1,100 @@
+/**
+ * The robots.txt cache per RFC 9309: at most 24 h (§2.4), 4xx = allow all, 5xx/unreachable =
+ * disallow all and retry later (§2.3.1.3-4), and a cached good copy kept in force while the
+ * file is unreachable, up to staleMaxMs (§2.4 "unless the robots.txt file is unreachable",
+ * §2.3.1.4 "for example, 30 days").
+ */
+import { isAllowed, type RobotsFetchResult } from '../../lib/robots';
+import { RobotsCache } from '../../processors/robots-cache';
+
+const UA = 'KCrawl/0.1';
+const HOUR = 3600_000;
+const DAY = 24 * HOUR;
+
+function cacheWith(answers: RobotsFetchResult[], staleMaxMs = 30 * DAY) {
+  let clock = 0;
+  const calls: number[] = [];
+  const cache = new RobotsCache(
+    async () => {
+      calls.push(clock);
+      return answers[Math.min(calls.length - 1, answers.length - 1)];
+    },
+    { cacheMs: DAY, retryMs: 60_000, maxEntries: 10, staleMaxMs },
+    () => clock,
+  );
+  return { cache, calls, at: (t: number) => (clock = t) };
+}
+
+const body = (text: string): RobotsFetchResult => ({ status: 200, body: Buffer.from(text) });
+const GOOD = body('User-agent: *\nDisallow: /private\n');
+
+describe('RobotsCache', () => {
+  it('fetches once, serves from cache for 24 h, then fetches again', async () => {
+    const { cache, calls, at } = cacheWith([GOOD]);
+    expect((await cache.get('http://a.test')).fresh).toBe(true);
+    at(DAY - 1);
+    expect((await cache.get('http://a.test')).fresh).toBe(false);
+    at(DAY);
+    expect((await cache.get('http://a.test')).fresh).toBe(true);
+    expect(calls).toEqual([0, DAY]);
+  });
+
+  it('shares one fetch between concurrent asks', async () => {
+    const { cache, calls } = cacheWith([GOOD]);
+    await Promise.all([cache.get('http://a.test'), cache.get('http://a.test'), cache.get('http://a.test')]);
+    expect(calls).toHaveLength(1);
+  });
+
+  it.each<[string, RobotsFetchResult, boolean, boolean]>([
+    ['404: allow all, cached 24 h', { status: 404, body: Buffer.alloc(0) }, true, false],
+    ['503: disallow all, retried after retryMs', { status: 503, body: Buffer.alloc(0) }, false, true],
+    ['unreachable: disallow all, retried after retryMs', { error: 'CONNECT_FAILED: refused' }, false, true],
+  ])('%s', async (_n, answer, allowed, retryLater) => {
+    const { cache, calls, at } = cacheWith([answer]);
+    const e = await cache.get('http://a.test');
+    expect(isAllowed(e.rules, 'http://a.test/page', UA).allowed).toBe(allowed);
+    expect(e.retryLater).toBe(retryLater);
+    at(60_000);
+    await cache.get('http://a.test');
+    expect(calls).toHaveLength(retryLater ? 2 : 1);
+  });
+
+  it('an unreachable refresh keeps the cached good copy in force (and retries every retryMs)', async () => {
+    const { cache, calls, at } = cacheWith([GOOD, { status: 503, body: Buffer.alloc(0) }]);
+    await cache.get('http://a.test');
+    at(DAY);
+    const e = await cache.get('http://a.test');
+    expect(e).toMatchObject({ stale: true, retryLater: false, kind: 'parsed', fetchedAt: 0 });
+    expect(isAllowed(e.rules, 'http://a.test/page', UA).allowed).toBe(true);
+    expect(isAllowed(e.rules, 'http://a.test/private', UA).allowed).toBe(false);
+    at(DAY + 59_999);
+    await cache.get('http://a.test');
+    at(DAY + 60_000);
+    await cache.get('http://a.test');
+    expect(calls).toEqual([0, DAY, DAY + 60_000]);
+  });
+
+  it('past staleMaxMs of being unreachable, complete disallow', async () => {
+    const { cache, at } = cacheWith([GOOD, { error: 'CONNECT_TIMEOUT: t' }], 2 * DAY);
+    await cache.get('http://a.test');
+    at(2 * DAY);
+    const e = await cache.get('http://a.test');
+    expect(e).toMatchObject({ stale: false, retryLater: true, kind: 'disallow-all-unreachable' });
+    expect(isAllowed(e.rules, 'http://a.test/page', UA).allowed).toBe(false);
+  });
+
+  it('without staleMaxMs an unreachable refresh disallows at once', async () => {
+    const { cache, at } = cacheWith([GOOD, { status: 500, body: Buffer.alloc(0) }], 0);
+    await cache.get('http://a.test');
+    at(DAY);
+    expect((await cache.get('http://a.test')).retryLater).toBe(true);
+  });
+
+  it('a 503 never makes a cached 503 "good": a host whose robots.txt has always failed stays disallowed', async () => {
+    const { cache, at } = cacheWith([{ status: 503, body: Buffer.alloc(0) }]);
+    await cache.get('http://a.test');
+    at(10 * 60_000);
+    const e = await cache.get('http://a.test');
+    expect(isAllowed(e.rules, 'http://a.test/page', UA).allowed).toBe(false);
+  });
+});
