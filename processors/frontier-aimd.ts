@@ -11,6 +11,7 @@
  * The state is small, so the frontier persists it in crawl.host-policy (field `backoff`) and a
  * restarted frontier resumes it before releasing any fetch (no Retry-After window is forgotten).
  */
+import { DEFAULTS } from '../lib/config';
 import type { HostPolicyMsg } from '../lib/messages';
 
 export interface AimdPolicy {
@@ -27,13 +28,14 @@ export interface AimdPolicy {
   timeoutBackoffMs: number;
 }
 
+/** The defaults of lib/config.ts (one table for every setting). */
 export const AIMD_DEFAULTS: AimdPolicy = {
-  aimdBackoffFactor: 2,
-  aimdMaxDelayMs: 10 * 60_000,
-  aimdRecoveryRatePerSec: 0.02,
-  pauseAfter503: 3,
-  hostPauseMs: 30 * 60_000,
-  timeoutBackoffMs: 10_000,
+  aimdBackoffFactor: DEFAULTS.aimdBackoffFactor,
+  aimdMaxDelayMs: DEFAULTS.aimdMaxDelayMs,
+  aimdRecoveryRatePerSec: DEFAULTS.aimdRecoveryRatePerSec,
+  pauseAfter503: DEFAULTS.pauseAfter503,
+  hostPauseMs: DEFAULTS.hostPauseMs,
+  timeoutBackoffMs: DEFAULTS.timeoutBackoffMs,
 };
 
 export interface HostBackoff {

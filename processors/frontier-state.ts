@@ -17,6 +17,7 @@ import { randomUUID } from 'node:crypto';
 import { MinHeap } from '../lib/heap';
 import { HostPolicyTable } from '../lib/host-policy';
 import type { CandidateMsg, FetchRequestMsg, FetchStatusMsg, HostPolicyMsg, UrlStateMsg } from '../lib/messages';
+import { DEFAULTS } from '../lib/config';
 import { routingKey } from '../lib/partitioner';
 import { redirectField } from '../lib/redirect-hops';
 import { AIMD_DEFAULTS, backoffFromRecord, type AimdPolicy, type HostBackoff } from './frontier-aimd';
@@ -45,8 +46,10 @@ export interface FrontierTuning extends AimdPolicy, RecrawlPolicy {
 
 export const TUNING_DEFAULTS: FrontierTuning = {
   ...AIMD_DEFAULTS,
-  domainMaxInflight: 4, domainMinGapMs: 250, ipMaxInflight: 4, ipMinGapMs: 250, priorityLevels: 4, hostBudgetPerCycle: 100_000,
-  recrawlInitialMs: 24 * 3600_000, recrawlMinMs: 3600_000, recrawlMaxMs: 60 * 24 * 3600_000,
+  domainMaxInflight: DEFAULTS.domainMaxInflight, domainMinGapMs: DEFAULTS.domainMinGapMs,
+  ipMaxInflight: DEFAULTS.ipMaxInflight, ipMinGapMs: DEFAULTS.ipMinGapMs,
+  priorityLevels: DEFAULTS.priorityLevels, hostBudgetPerCycle: DEFAULTS.hostBudgetPerCycle,
+  recrawlInitialMs: DEFAULTS.recrawlInitialMs, recrawlMinMs: DEFAULTS.recrawlMinMs, recrawlMaxMs: DEFAULTS.recrawlMaxMs,
 };
 
 export interface FrontierEmits {
