@@ -47,7 +47,7 @@ export interface RunSummary {
   pagesPerSecond: number;
   stoppedBy: 'done' | 'max-pages' | 'max-secs' | 'signal';
   handoffFile: string;
-  /** URLs parked for a later retry (failed fetches, unreachable robots.txt); a re-run retries them when due. */
+  /** URLs parked for a later retry or behind a host that may not be contacted for a while (Retry-After, a 503 pause); a re-run takes them up when due. */
   waitingRetry: number;
 }
 
@@ -155,7 +155,7 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
     idleTicks = runner.idle() ? idleTicks + 1 : 0;
     if (idleTicks >= 5) break;
   }
-  const waitingRetry = frontier.state.stats().retrying;
+  const waitingRetry = frontier.state.stats().retrying + frontier.state.parked(Date.now());
   await runner.stop();
   await warc.close();
   await http.close();

@@ -110,12 +110,25 @@ export class FrontierState {
   }
 
   /**
-   * True when nothing is queued or out to a fetcher. URLs parked until a retry or recrawl time,
-   * or past their host's budget, do not count: a bounded crawl may stop and leave them
-   * journaled for the next run.
+   * True when nothing is out to a fetcher and nothing is due soon. URLs parked until a retry or
+   * recrawl time, past their host's budget, or queued behind a host that may not be contacted
+   * for more than `parkAfterMs` (a Retry-After, a 503 pause, a block) do not count: a bounded
+   * crawl may stop and leave them journaled for the next run. Without `now`, any queued URL
+   * counts as work.
    */
-  idle(): boolean {
-    return this.queued === 0 && this.urlLeases.size === 0;
+  idle(now?: number, parkAfterMs = 60_000): boolean {
+    if (this.urlLeases.size > 0) return false;
+    if (this.queued === 0) return true;
+    if (now === undefined) return false;
+    for (const h of this.hosts.values()) if (h.size > 0 && h.nextAt <= now + parkAfterMs) return false;
+    return true;
+  }
+
+  /** Queued URLs whose host may not be contacted within `parkAfterMs`. */
+  parked(now: number, parkAfterMs = 60_000): number {
+    let n = 0;
+    for (const h of this.hosts.values()) if (h.nextAt > now + parkAfterMs) n += h.size;
+    return n;
   }
 
   row(url: string): UrlStateMsg | undefined {

@@ -64,6 +64,6 @@ export function frontierStage(
       const owned = new Set(partitions);
       state.retain((host) => owned.has(partitionForHost(host, opts.partitions)));
     },
-    idle: () => state.idle(),
+    idle: () => state.idle(now()),
   };
 }

@@ -434,4 +434,19 @@ describe('FrontierState: randomized politeness property', () => {
     expect(s.queued).toBeGreaterThanOrEqual(0);
     expect(s.leased).toBeLessThanOrEqual(s.urls);
   });
+
+  it('idle(now) parks URLs behind a host that may not be contacted for over a minute (a long Retry-After)', () => {
+    const fs = new FrontierState(POLICY, leaseIds());
+    fs.onCandidate(cand('http://slow.test/1'), 0);
+    fs.onCandidate(cand('http://slow.test/2'), 0);
+    const [f] = fs.tick(0).fetches;
+    fs.onStatus(statusFor(f, { finished_at: 10, stored: false, outcome: 'FAILED', http_status: 429, retry_after_ms: 120_000 }), 10);
+    fs.onStatus(statusFor(f, { finished_at: 10, outcome: 'FAILED', http_status: 429, retry_after_ms: 120_000 }), 10);
+    expect(fs.idle()).toBe(false); // without a clock every queued URL is work
+    expect(fs.idle(20)).toBe(true); // the host's next request is 2 minutes away
+    expect(fs.parked(20)).toBe(1);
+    expect(fs.idle(70_000)).toBe(false); // within a minute of its time it is work again
+    fs.onCandidate(cand('http://other.test/1'), 20);
+    expect(fs.idle(20)).toBe(false); // another host is due now
+  });
 });
