@@ -50,6 +50,8 @@ export interface FetchRequestMsg {
   last_modified: string | null;
   /** Redirect hops that led to this URL (absent or 0 unless it is a redirect target; lib/redirect-hops). */
   redirects?: number;
+  /** The URL's importance in [0, 1] at lease time (Candidate.priority; 1 for a seed); absent/null = unscored. */
+  priority?: number | null;
 }
 
 export type FetchOutcome =
@@ -115,6 +117,8 @@ export interface FetchedPageMsg {
   x_robots_tag: string | null;
   /** WARC-Record-ID of the response record (parse's conversion record refers to it). */
   record_id?: string | null;
+  /** The page's importance in [0, 1], copied from the FetchRequest; absent/null = unscored. */
+  priority?: number | null;
 }
 
 export type ChangeKind = 'NEW' | 'CHANGED' | 'UNCHANGED';
@@ -137,6 +141,8 @@ export interface ParsedPageMsg {
   text: RecordPointer | null;
   /** Another URL of the host whose content this duplicates (exact or within 3 SimHash bits); never handed off. */
   near_duplicate_of?: string | null;
+  /** The page's importance in [0, 1], copied from the FetchedPage; handoff's `importance`. Absent/null = unscored. */
+  priority?: number | null;
 }
 
 /** crawl.content (compacted, key = url): what parse last saw at a URL; rebuilds its duplicate tables. */
@@ -174,6 +180,8 @@ export interface UrlStateMsg {
   reason: string | null;
   /** Redirect hops that led to this URL (absent or 0 unless it is a redirect target; lib/redirect-hops). */
   redirects?: number;
+  /** Importance in [0, 1] from the Candidate (1 for a seed), kept so a restart keeps it; absent/null = unscored. */
+  priority?: number | null;
 }
 
 /** crawl.handoff.v3: the indexer's event. */

@@ -296,12 +296,13 @@ export function fetchStage(deps: FetchDeps): Stage {
           url: req.url, final_url: req.url, host: req.host, depth: req.depth, fetched_at: finished, http_status: c.status,
           content_type: header(c, 'content-type'), body: c.body, truncated: c.truncated !== false, sha256: sha256!,
           prev_sha256: req.prev_sha256, warc: { uri: ptr.uri, offset: ptr.offset, length: ptr.length }, x_robots_tag: header(c, 'x-robots-tag'),
-          record_id: ptr.recordId,
+          record_id: ptr.recordId, priority: req.priority ?? null,
         };
         out.push({ topic: 'fetched', key: req.host, host: req.host, value: page });
       }
       for (const url of v.links) {
-        const link: LinkMsg = { url, source_url: req.url, depth: req.depth, discovered_at: finished, is_seed: false, redirects: hop! };
+        // A redirect target stands for the same page: it keeps the page's importance.
+        const link: LinkMsg = { url, source_url: req.url, depth: req.depth, discovered_at: finished, is_seed: false, redirects: hop!, priority: req.priority ?? null };
         out.push({ topic: 'links', key: req.host, host: hostKey(url), value: link });
       }
       if (sitemap && ptr) {

@@ -52,6 +52,11 @@ export const TUNING_DEFAULTS: FrontierTuning = {
   recrawlInitialMs: DEFAULTS.recrawlInitialMs, recrawlMinMs: DEFAULTS.recrawlMinMs, recrawlMaxMs: DEFAULTS.recrawlMaxMs,
 };
 
+/** `{ priority }` only when known, so rows and requests of unscored URLs stay as they were. */
+function priorityField(priority: number | null | undefined): { priority?: number } {
+  return priority !== null && priority !== undefined ? { priority } : {};
+}
+
 export interface FrontierEmits {
   rows: UrlStateMsg[];
   fetches: FetchRequestMsg[];
@@ -185,6 +190,10 @@ export class FrontierState {
    */
   restore(row: UrlStateMsg, now: number): void {
     this.rows.set(row.url, row);
+    // The importance map holds URLs not yet fetched (onCandidate); set it before enqueue ranks the URL.
+    if (row.priority !== null && row.priority !== undefined && (row.state === 'QUEUED' || row.state === 'LEASED' || row.state === 'FAILED')) {
+      this.importance.set(row.url, row.priority);
+    }
     const h = this.hostState(row.host, now);
     h.nextAt = Math.max(h.nextAt, now + this.policy.minHostDelayMs);
     if (row.state === 'QUEUED') this.enqueue(h, row.url);
@@ -249,7 +258,7 @@ export class FrontierState {
       url: c.url, host: c.host, state: 'QUEUED', depth: c.depth, discovered_at: c.discovered_at, updated_at: now,
       lease_id: null, lease_expires_at: null, attempts: 0, next_due_at: null, fetched_at: null, http_status: null,
       sha256: null, etag: null, last_modified: null, warc_uri: null, warc_offset: null, warc_length: null, reason: null,
-      ...redirectField(c.redirects),
+      ...redirectField(c.redirects), ...priorityField(c.priority),
     };
     this.rows.set(c.url, row);
     if (c.priority !== null && c.priority !== undefined) this.importance.set(c.url, c.priority);
@@ -402,6 +411,8 @@ export class FrontierState {
     out.fetches.push({
       url, host: h.host, depth: row.depth, lease_id: lease.id, lease_expires_at: lease.expiresAt, attempt: row.attempts + 1,
       prev_sha256: row.sha256, etag: row.etag, last_modified: row.last_modified, ...redirectField(row.redirects),
+      // The row keeps the importance after the fetch, so a recrawl still hands it on.
+      ...priorityField(this.importance.get(url) ?? row.priority),
     });
   }
 

@@ -9,6 +9,9 @@
  * instance follows whole: a change written by `crawl optout set` reaches the next events
  * within the global-table feed's delay (well under the 60 s promised), and each event carries
  * the registry version its flags were read from.
+ *
+ * importance is the page's `priority` (the OPIC-style score the frontier ranked it by, 1 for a
+ * seed; carried FetchRequest -> FetchedPage -> ParsedPage), clamped to [0, 1]; null when unscored.
  */
 import { createHash } from 'node:crypto';
 import type { HandoffEvent, OptOutMsg, ParsedPageMsg } from '../lib/messages';
@@ -36,6 +39,12 @@ export function eventId(url: string, fetchedAt: number): string {
   return createHash('sha256').update(url).update('\n').update(String(fetchedAt)).digest('hex').slice(0, 32);
 }
 
+/** The event's importance: the page's priority clamped to [0, 1]; null when unknown (unscored, or not a number). */
+export function importanceOf(priority: number | null | undefined): number | null {
+  if (priority === null || priority === undefined || !Number.isFinite(priority)) return null;
+  return Math.min(1, Math.max(0, priority));
+}
+
 export function toHandoff(p: ParsedPageMsg, policy: UsagePolicy): HandoffEvent | null {
   if (p.change === 'UNCHANGED' || p.noindex || p.near_duplicate_of) return null;
   const u = policy.usage(p.host);
@@ -47,7 +56,7 @@ export function toHandoff(p: ParsedPageMsg, policy: UsagePolicy): HandoffEvent |
     change: p.change,
     simhash64: p.simhash64,
     language: p.language,
-    importance: null,
+    importance: importanceOf(p.priority),
     usage: { search_index: u.search_index, ai_training: u.ai_training },
     usage_registry_version: u.version,
     warc: p.warc,

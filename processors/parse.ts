@@ -83,6 +83,8 @@ export function analyzePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'user
     warc: page.warc,
     text: null,
     near_duplicate_of: null,
+    // The page's own importance, from its lease; handoff sends it to the indexer.
+    priority: page.priority ?? null,
   };
   return { parsed, links, text: ex.text };
 }

@@ -53,6 +53,13 @@ export interface SeenTestOptions {
 
 export type SeenDecision = { forward: CandidateMsg } | { drop: string };
 
+/**
+ * A seed's importance when its link carries none: the top of the [0, 1] scale. The operator
+ * chose it, and OPIC starts every crawl with the seeds holding all the cash; it also puts
+ * seeds in the frontier's first priority level, where their depth 0 already put them.
+ */
+export const SEED_PRIORITY = 1;
+
 /** What to do with one link, before the seen check. Pure save the trap screen's bounded memory. */
 export function screenLink(link: LinkMsg, opts: SeenTestOptions): SeenDecision {
   if (link.depth > opts.maxDepth) return { drop: 'too-deep' };
@@ -67,7 +74,7 @@ export function screenLink(link: LinkMsg, opts: SeenTestOptions): SeenDecision {
   return {
     forward: {
       url: n.url, host: n.host, depth: link.depth, discovered_at: link.discovered_at, source_url: link.source_url,
-      priority: link.priority ?? null, ...redirectField(link.redirects),
+      priority: link.priority ?? (link.is_seed ? SEED_PRIORITY : null), ...redirectField(link.redirects),
     },
   };
 }

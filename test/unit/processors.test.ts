@@ -333,10 +333,13 @@ describe('fetch: fetchStage handler', () => {
       [`${origin}/robots.txt`]: robotsTxt(origin, ''),
       [`${origin}/page`]: capture(`${origin}/page`, 302, [['Location', 'http://b.test/landing']]),
     });
-    const { final } = await run(request());
+    const { final } = await run(request(undefined, { priority: 0.4 }));
     const links = final.filter((o) => o.topic === 'links');
     expect(links).toEqual([
-      expect.objectContaining({ host: 'b.test', value: expect.objectContaining({ url: 'http://b.test/landing', source_url: `${origin}/page`, depth: 2, is_seed: false }) }),
+      expect.objectContaining({
+        host: 'b.test',
+        value: expect.objectContaining({ url: 'http://b.test/landing', source_url: `${origin}/page`, depth: 2, is_seed: false, priority: 0.4 }),
+      }),
     ]);
     expectAllValid(final);
   });
@@ -501,11 +504,11 @@ describe('message types match their Avro schemas', () => {
   const fullRow: UrlStateMsg = {
     url, host: 'a.test', state: 'FETCHED', depth: 1, discovered_at: 1, updated_at: 2, lease_id: 'l', lease_expires_at: 3, attempts: 1,
     next_due_at: 4, fetched_at: 5, http_status: 200, sha256: 's', etag: '"e"', last_modified: 'x', warc_uri: 'file:///w', warc_offset: 6,
-    warc_length: 7, reason: 'r', redirects: 1,
+    warc_length: 7, reason: 'r', redirects: 1, priority: 0.75,
   };
   const nullRow: UrlStateMsg = {
     ...fullRow, state: 'QUEUED', lease_id: null, lease_expires_at: null, next_due_at: null, fetched_at: null, http_status: null, sha256: null,
-    etag: null, last_modified: null, warc_uri: null, warc_offset: null, warc_length: null, reason: null,
+    etag: null, last_modified: null, warc_uri: null, warc_offset: null, warc_length: null, reason: null, priority: null,
   };
   const status: FetchStatusMsg = {
     url, host: 'a.test', lease_id: 'l', stored: true, outcome: 'FETCHED', http_status: 200, reason: null, started_at: 1, finished_at: 2,
@@ -517,15 +520,16 @@ describe('message types match their Avro schemas', () => {
     ['links', link(url, { source_url: null, is_seed: true, redirects: 0, priority: null, lastmod: null })],
     ['frontier', { url, host: 'a.test', depth: 0, discovered_at: 1, source_url: null, redirects: 0, priority: 0.5 } satisfies CandidateMsg],
     ['frontier', { url, host: 'a.test', depth: 0, discovered_at: 1, source_url: null, redirects: 0, priority: null } satisfies CandidateMsg],
-    ['fetch', request(url, { redirects: 5 })],
-    ['fetch', request(url, { prev_sha256: 's', etag: '"e"', last_modified: 'd', redirects: 0 })],
+    ['fetch', request(url, { redirects: 5, priority: 0.5 })],
+    ['fetch', request(url, { prev_sha256: 's', etag: '"e"', last_modified: 'd', redirects: 0, priority: null })],
     ...(['FETCHED', 'ROBOTS_DISALLOWED', 'ROBOTS_UNAVAILABLE', 'NOT_HTML', 'FAILED', 'REFUSED'] as FetchOutcome[]).map(
       (outcome): [TopicId, unknown] => ['fetchStatus', { ...status, outcome }],
     ),
-    ['fetched', fetchedPage('<html>', { record_id: '<urn:uuid:0b5c8a3e-6c1f-4d5e-9a51-1f0c2a7d9e11>' })],
-    ['fetched', fetchedPage('<html>', { content_type: null, prev_sha256: 'p', x_robots_tag: 'noindex', truncated: true, record_id: null })],
-    ['parsed', parsed({ near_duplicate_of: null })],
-    ['parsed', parsed({ canonical_url: null, language: null, title: null, simhash64: 'ff', change: 'UNCHANGED', text: { uri: 'u', offset: 0, length: 1 }, near_duplicate_of: 'http://a.test/q' })],
+    ['fetched', fetchedPage('<html>', { record_id: '<urn:uuid:0b5c8a3e-6c1f-4d5e-9a51-1f0c2a7d9e11>', priority: 0.5 })],
+    ['fetched', fetchedPage('<html>', { content_type: null, prev_sha256: 'p', x_robots_tag: 'noindex', truncated: true, record_id: null, priority: null })],
+    ['parsed', parsed({ near_duplicate_of: null, priority: 0.5 })],
+    ['parsed', parsed({ canonical_url: null, language: null, title: null, simhash64: 'ff', change: 'UNCHANGED', text: { uri: 'u', offset: 0, length: 1 }, near_duplicate_of: 'http://a.test/q', priority: null })],
+    ['handoff', toHandoff(parsed({ priority: 0.5 }), ALLOW_ALL_USAGE)],
     ['handoff', toHandoff(parsed(), ALLOW_ALL_USAGE)],
     ...(['QUEUED', 'LEASED', 'FETCHED', 'FAILED', 'DEAD', 'DISALLOWED'] as UrlStateMsg['state'][]).map(
       (state): [TopicId, unknown] => ['urls', { ...fullRow, state }],
