@@ -14,6 +14,7 @@
  * Fingerprints travel as 16 lower-case hex digits (the `simhash64` fields of the schemas).
  */
 import * as crypto from 'node:crypto';
+import { md5Low64Latin1 } from './md5-short';
 
 /** One-shot MD5: crypto.hash (Node >= 20.12) is about twice as fast as createHash for short inputs. */
 const oneShot = (crypto as unknown as { hash?: (alg: string, data: string, enc: 'buffer') => Buffer }).hash;
@@ -57,7 +58,8 @@ export function simhashOfFeatures(features: Iterable<[string, number]>): string 
 /**
  * SimHash of a text and how many shingles it has (the sum of the feature weights), equal to
  * simhashOfFeatures(shingles(text, width)) but without a string and a Map entry per shingle:
- * a text whose lower-cased form is all Latin-1 (the common case) is shingled as packed integers.
+ * a text of Latin-1 characters only (U+0000-U+00FF, the common case) is shingled as packed
+ * integers with cached feature hashes; any other text takes the string way, with cached hashes too.
  */
 export function simhashWithCount(text: string, width = SHINGLE_WIDTH): { simhash: string; shingles: number } {
   const fast = width >= 1 && width <= 4 ? latin1Simhash(text, width) : null;
@@ -74,9 +76,11 @@ export function simhash64(text: string, width = SHINGLE_WIDTH): string {
 
 /** Bit i of the vote counts the digest's low 64 bits (hi: bytes 8..11, lo: 12..15, big-endian). */
 function addVotes(votes: Float64Array, hi: number, lo: number, w: number): void {
+  // Branch-free (w times +1 or -1, exact): hash bits are coin flips, so a branch per bit
+  // mispredicts half the time, and this loop runs 32 times per distinct shingle.
   for (let i = 0; i < 32; i++) {
-    votes[i] += (lo >>> i) & 1 ? w : -w;
-    votes[i + 32] += (hi >>> i) & 1 ? w : -w;
+    votes[i] += w * ((((lo >>> i) & 1) << 1) - 1);
+    votes[i + 32] += w * ((((hi >>> i) & 1) << 1) - 1);
   }
 }
 
@@ -112,107 +116,119 @@ function stringHashSlot(f: string): number {
   return slot;
 }
 
-/** Latin-1 code units that WORD keeps, taken from WORD itself so the fast path cannot disagree. */
-const LATIN1_WORD = new Uint8Array(256);
-for (let c = 0; c < 256; c++) LATIN1_WORD[c] = /^[\p{L}\p{N}_\u4e00-\u9fcc]$/u.test(String.fromCharCode(c)) ? 1 : 0;
+/**
+ * What each Latin-1 code unit becomes in the reference's `words`: its lower case when that is a
+ * word character, 0 when WORD drops it, -1 when the fast path cannot follow (none today: every
+ * Latin-1 character lower-cases to one Latin-1 character, and toLowerCase is context-free outside
+ * the Greek sigma). Built from toLowerCase and WORD themselves so the two paths cannot disagree.
+ */
+const LATIN1_WORD = new Int16Array(256);
+for (let c = 0; c < 256; c++) {
+  const lc = String.fromCharCode(c).toLowerCase();
+  LATIN1_WORD[c] = lc.length !== 1 || lc.charCodeAt(0) > 0xff ? -1 : /^[\p{L}\p{N}_\u4e00-\u9fcc]$/u.test(lc) ? lc.charCodeAt(0) : 0;
+}
 
 /**
  * Open-addressing table from a packed shingle (up to 4 Latin-1 characters, 8 bits each, in an
- * int32) to a number pair. 0 marks an empty slot: no shingle packs to 0, since NUL is no word
- * character.
+ * int32) to the two halves of its feature hash. 0 marks an empty slot: no shingle packs to 0,
+ * since NUL is no word character.
  */
-class IntTable {
-  keys: Int32Array;
-  a: Int32Array;
-  b: Int32Array;
+class HashCache {
+  readonly keys: Int32Array;
+  readonly hi: Int32Array;
+  readonly lo: Int32Array;
   size = 0;
-  shift: number;
-  constructor(bits: number) {
+  private readonly shift: number;
+  constructor(readonly bits: number) {
     this.keys = new Int32Array(1 << bits);
-    this.a = new Int32Array(1 << bits);
-    this.b = new Int32Array(1 << bits);
+    this.hi = new Int32Array(1 << bits);
+    this.lo = new Int32Array(1 << bits);
     this.shift = 32 - bits;
   }
-  /** The slot of key: holding it, or the empty one where it belongs (keys[slot] === 0). */
-  slot(key: number): number {
+  /** The slot holding key, after hashing and storing it if it was not there. */
+  slot(key: number, width: number): number {
     const mask = this.keys.length - 1;
     let i = Math.imul(key, 0x9e3779b1) >>> this.shift;
     while (this.keys[i] !== 0 && this.keys[i] !== key) i = (i + 1) & mask;
+    if (this.keys[i] === 0) {
+      // Emptied at half load: probes stay short, and memory is fixed (12 bytes a slot).
+      if (this.size >= mask >> 1) {
+        this.keys.fill(0);
+        this.size = 0;
+        return this.slot(key, width);
+      }
+      md5Low64Latin1(key, width, digest);
+      this.keys[i] = key;
+      this.hi[i] = digest[0];
+      this.lo[i] = digest[1];
+      this.size++;
+    }
     return i;
-  }
-  clear(): void {
-    this.keys.fill(0);
-    this.size = 0;
   }
 }
 
-/** Digest halves of packed shingles, one cache per width (the same key means other text per width). */
-const HASH_CACHE_BITS = 17;
-const intHashCaches: IntTable[] = [];
-/** Per-call counting table (a: count), reused and grown; `used` lists the slots to iterate and reset. */
-let counts = new IntTable(12);
-let used = new Int32Array(1 << 11);
+/** 2^18 slots: 3 MiB, about 130,000 distinct shingles before the cache starts afresh. */
+const HASH_CACHE_BITS = 18;
+const digest = new Int32Array(2);
+const hashCaches: HashCache[] = [];
+/**
+ * Per-call counting table, reused and grown: [key, count] pairs side by side (one cache line
+ * per probe). `used` lists the slots taken, to iterate them and to reset only those.
+ */
+let counts = new Int32Array(2 << 12);
+let used = new Int32Array(1 << 12);
 
 function latin1Simhash(text: string, width: number): { simhash: string; shingles: number } | null {
-  const lower = (text.length > MAX_SIMHASH_CHARS ? text.slice(0, MAX_SIMHASH_CHARS) : text).toLowerCase();
-  const len = lower.length;
-  // The first pass only checks: any code unit above U+00FF (other scripts, surrogate pairs)
-  // goes the string way, which handles every case; so does a text shorter than one shingle.
-  let m = 0;
-  for (let i = 0; i < len; i++) {
-    const c = lower.charCodeAt(i);
-    if (c > 0xff) return null;
-    m += LATIN1_WORD[c];
-  }
-  if (m < width) return null;
-  const positions = m - width + 1;
+  const len = Math.min(text.length, MAX_SIMHASH_CHARS);
   let bits = 12;
-  while (1 << bits < 2 * positions) bits++;
-  if (counts.keys.length < 1 << bits) {
-    counts = new IntTable(bits);
-    used = new Int32Array(1 << (bits - 1));
+  while (1 << bits < 2 * len) bits++;
+  if (counts.length < 2 << bits) {
+    counts = new Int32Array(2 << bits);
+    used = new Int32Array(1 << bits);
   }
   const table = counts;
-  const mask = width === 4 ? -1 : (1 << (8 * width)) - 1;
+  const slotMask = (1 << bits) - 1;
+  const shift = 32 - bits;
+  const keyMask = width === 4 ? -1 : (1 << (8 * width)) - 1;
   let key = 0;
   let seen = 0;
   let distinct = 0;
+  let fallBack = false;
+  // One pass: lower-case, keep word characters, count shingles. Any code unit above U+00FF
+  // (other scripts, surrogate pairs) sends the text the string way, which handles every case.
   for (let i = 0; i < len; i++) {
-    const c = lower.charCodeAt(i);
-    if (!LATIN1_WORD[c]) continue;
-    key = ((key << 8) | c) & mask;
+    const u = text.charCodeAt(i);
+    const c = u > 0xff ? -1 : LATIN1_WORD[u];
+    if (c <= 0) {
+      if (c === 0) continue;
+      fallBack = true;
+      break;
+    }
+    key = ((key << 8) | c) & keyMask;
     if (++seen < width) continue;
-    const s = table.slot(key);
-    if (table.keys[s] === 0) {
-      table.keys[s] = key;
-      table.a[s] = 1;
+    let s = Math.imul(key, 0x9e3779b1) >>> shift;
+    while (table[2 * s] !== 0 && table[2 * s] !== key) s = (s + 1) & slotMask;
+    if (table[2 * s] === 0) {
+      table[2 * s] = key;
+      table[2 * s + 1] = 1;
       used[distinct++] = s;
-    } else table.a[s]++;
+    } else table[2 * s + 1]++;
   }
-  const cache = (intHashCaches[width] ??= new IntTable(HASH_CACHE_BITS));
+  // A text shorter than one shingle is one short feature in the reference: the string way too.
+  if (fallBack || seen < width) {
+    for (let j = 0; j < distinct; j++) table[2 * used[j]] = 0;
+    return null;
+  }
+  const cache = (hashCaches[width] ??= new HashCache(HASH_CACHE_BITS));
   const votes = new Float64Array(BITS);
   for (let j = 0; j < distinct; j++) {
     const s = used[j];
-    const k = table.keys[s];
-    const w = table.a[s];
-    table.keys[s] = 0;
-    let h = cache.slot(k);
-    if (cache.keys[h] === 0) {
-      if (cache.size >= 1 << (HASH_CACHE_BITS - 1)) {
-        cache.clear();
-        h = cache.slot(k);
-      }
-      let f = '';
-      for (let b = width - 1; b >= 0; b--) f += String.fromCharCode((k >>> (8 * b)) & 0xff);
-      const d = md5(f);
-      cache.keys[h] = k;
-      cache.a[h] = d.readInt32BE(8);
-      cache.b[h] = d.readInt32BE(12);
-      cache.size++;
-    }
-    addVotes(votes, cache.a[h], cache.b[h], w);
+    const k = table[2 * s];
+    table[2 * s] = 0;
+    const h = cache.slot(k, width);
+    addVotes(votes, cache.hi[h], cache.lo[h], table[2 * s + 1]);
   }
-  return { simhash: fingerprintOf(votes), shingles: positions };
+  return { simhash: fingerprintOf(votes), shingles: seen - width + 1 };
 }
 
 function popcount32(x: number): number {

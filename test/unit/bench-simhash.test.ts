@@ -3,8 +3,11 @@
  * path it replaces: shingles() + simhashOfFeatures() must give the same fingerprint and count
  * for every text and width, including texts that fall back to strings (non-Latin-1, astral,
  * characters whose lower case is longer) and a text with more distinct shingles than the caches
- * hold (they empty mid-page).
+ * hold (they empty mid-page). And the one-block MD5 those shingles are hashed with against
+ * node:crypto.
  */
+import { createHash } from 'node:crypto';
+import { md5Low64Latin1 } from '../../lib/md5-short';
 import { MAX_SIMHASH_CHARS, shingles, simhash64, simhashOfFeatures, simhashWithCount } from '../../lib/simhash';
 
 /** Deterministic PRNG (mulberry32), so a failure reproduces. */
@@ -70,5 +73,26 @@ describe('simhashWithCount equals the reference shingling', () => {
     const first = simhash64(text);
     for (let i = 0; i < 3; i++) expect(simhash64(text)).toBe(first);
     expect(first).toBe(reference(text, 4).simhash);
+  });
+});
+
+describe('md5Low64Latin1 (one-block MD5 of a packed shingle)', () => {
+  it('equals the last 8 bytes of node:crypto md5 of the same string', () => {
+    const out = new Int32Array(2);
+    const r = rng(11);
+    const chars = 'az09_AZµßÿàéöø²¼ª\u0080\u00ff';
+    for (let t = 0; t < 2000; t++) {
+      const width = 1 + Math.floor(r() * 4);
+      let key = 0;
+      let s = '';
+      for (let j = 0; j < width; j++) {
+        const c = t < 1000 ? chars.charCodeAt(Math.floor(r() * chars.length)) : 1 + Math.floor(r() * 255);
+        key = (key << 8) | c;
+        s += String.fromCharCode(c);
+      }
+      md5Low64Latin1(key, width, out);
+      const d = createHash('md5').update(s, 'utf8').digest();
+      expect([out[0], out[1]]).toEqual([d.readInt32BE(8), d.readInt32BE(12)]);
+    }
   });
 });

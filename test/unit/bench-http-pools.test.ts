@@ -1,0 +1,64 @@
+/**
+ * The keep-alive pool bound of connectors/http-undici.ts (CRAWL_HTTP_MAX_POOLS): hosts in
+ * rotation beyond maxPools evict each other's pools, so a host comes back to a new connection;
+ * within it, the connection is reused. Loopback only: 127.20.0.1-3 stand for three hosts.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createHttpClient } from '../../connectors/http-undici';
+import type { HttpFetchOptions } from '../../connectors/types';
+import { DEFAULTS } from '../../lib/config';
+
+const OPTS: HttpFetchOptions = {
+  userAgent: 'kcrawl-test/1.0 (+http://example.invalid/bot)',
+  connectTimeoutMs: 2000, overallTimeoutMs: 5000, maxHeaderBytes: 16 * 1024, maxBodyBytes: 1024 * 1024,
+  maxDecompressionRatio: 100, allowPrivateNetwork: true,
+};
+
+interface Host { server: http.Server; url: string; connections: number }
+
+async function startHost(ip: string): Promise<Host> {
+  const host = { connections: 0 } as Host;
+  host.server = http.createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<p>ok</p>'));
+  host.server.keepAliveTimeout = 30_000;
+  host.server.on('connection', () => host.connections++);
+  await new Promise<void>((resolve) => host.server.listen(0, ip, resolve));
+  host.url = `http://${ip}:${(host.server.address() as AddressInfo).port}/`;
+  return host;
+}
+
+describe('http client pool bound', () => {
+  let hosts: Host[] = [];
+  beforeAll(async () => {
+    hosts = await Promise.all(['127.20.0.1', '127.20.0.2', '127.20.0.3'].map(startHost));
+  });
+  afterAll(async () => {
+    await Promise.all(hosts.map((h) => new Promise((r) => { h.server.closeAllConnections(); h.server.close(r); })));
+  });
+
+  /** Visits the hosts round-robin twice; returns the connections the first host saw. */
+  async function rotate(maxPools: number): Promise<number> {
+    const before = hosts[0].connections;
+    const client = createHttpClient({ maxPools });
+    try {
+      for (let round = 0; round < 2; round++) {
+        for (const h of hosts) expect((await client.fetch(h.url, OPTS)).status).toBe(200);
+      }
+    } finally {
+      await client.close();
+    }
+    return hosts[0].connections - before;
+  }
+
+  it('reuses a host connection when every host in rotation keeps its pool', async () => {
+    expect(await rotate(3)).toBe(1);
+  });
+
+  it('opens a new connection when the rotation is wider than the pool bound', async () => {
+    expect(await rotate(2)).toBe(2);
+  });
+
+  it('defaults to a bound that covers thousands of hosts', () => {
+    expect(DEFAULTS.httpMaxPools).toBeGreaterThanOrEqual(5000);
+  });
+});
