@@ -12,7 +12,8 @@
  * while scanning and resolved once at the end against the first <base href> (itself resolved
  * against the page URL). That is still one pass over the input.
  */
-import { TextDecoder, TextEncoder } from 'node:util';
+import { TextEncoder } from 'node:util';
+import { charsetParam } from './charset';
 import { SAXParser, type SaxToken, type StartTag, type EndTag, type Text } from 'parse5-sax-parser';
 
 export interface ExtractedLink {
@@ -298,71 +299,4 @@ export function extract(html: string, pageUrl: string, opts: ExtractOptions = {}
   };
 }
 
-// ---- Charset sniffing (WHATWG "encoding sniffing algorithm", simplified) ----
-
-/** The charset parameter of a Content-Type value or a meta content attribute. */
-function charsetParam(value: string): string | null {
-  const m = /charset[\t\n\f\r ]*=[\t\n\f\r ]*(?:"([^"]*)"|'([^']*)'|([^\t\n\f\r ;"']+))/i.exec(value);
-  return m ? (m[1] ?? m[2] ?? m[3]) : null;
-}
-
-const encodingCache = new Map<string, string | null>();
-/** WHATWG "get an encoding": Node's TextDecoder implements the label table (latin1 → windows-1252). */
-function getEncoding(label: string): string | null {
-  const key = label.trim().toLowerCase();
-  let enc = encodingCache.get(key);
-  if (enc === undefined) {
-    // x-user-defined is WHATWG's for meta-declared labels; Node cannot decode it, and 1252 is the nearest.
-    if (key === 'x-user-defined') enc = 'windows-1252';
-    else try { enc = new TextDecoder(key).encoding; } catch { enc = null; }
-    if (encodingCache.size < 256) encodingCache.set(key, enc);
-  }
-  return enc;
-}
-
-/** The meta prescan over the first 1024 bytes; a regex scan, not the byte-level state machine. */
-function prescan(head: Buffer): string | null {
-  const s = head.toString('latin1').replace(/<!--[\s\S]*?(?:-->|$)/g, '');
-  for (const tag of s.match(/<meta[\t\n\f\r \/][^>]*>/gi) ?? []) {
-    const attrs = new Map<string, string>();
-    for (const m of tag.slice(5).matchAll(/([^\t\n\f\r \/>="']+)(?:[\t\n\f\r ]*=[\t\n\f\r ]*(?:"([^"]*)"|'([^']*)'|([^\t\n\f\r >]+)))?/g)) {
-      const k = m[1].toLowerCase();
-      if (!attrs.has(k)) attrs.set(k, m[2] ?? m[3] ?? m[4] ?? '');
-    }
-    let label = attrs.get('charset') ?? null;
-    if (label === null && attrs.get('http-equiv')?.toLowerCase() === 'content-type') label = charsetParam(attrs.get('content') ?? '');
-    const enc = label === null ? null : getEncoding(label);
-    if (enc === null) continue; // unknown label: keep looking, as the spec does
-    // A document that could be read as ASCII to find this tag is not UTF-16.
-    if (enc === 'utf-16le' || enc === 'utf-16be') return 'utf-8';
-    return enc;
-  }
-  return null;
-}
-
-export function sniffCharset(body: Buffer, contentTypeHeader: string | null): string {
-  if (body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf) return 'utf-8';
-  if (body[0] === 0xff && body[1] === 0xfe) return 'utf-16le';
-  if (body[0] === 0xfe && body[1] === 0xff) return 'utf-16be';
-  const header = contentTypeHeader === null ? null : charsetParam(contentTypeHeader);
-  const fromHeader = header === null ? null : getEncoding(header);
-  if (fromHeader !== null) return fromHeader;
-  return prescan(body.subarray(0, 1024)) ?? 'utf-8';
-}
-
-// Node 20's windows-1252 decoder is really ISO-8859-1 (0x80 -> U+0080, not the euro sign). Where that
-// is so, map the C1 range through the windows-1252 table ourselves (5 bytes are unassigned: kept).
-const CP1252 = '\u20ac\x81\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u0160\u2039\u0152\x8d\u017d\x8f' +
-  '\x90\u2018\u2019\u201c\u201d\u2022\u2013\u2014\u02dc\u2122\u0161\u203a\u0153\x9d\u017e\u0178';
-const CP1252_BROKEN = new TextDecoder('windows-1252').decode(new Uint8Array([0x80])) !== '\u20ac';
-
-const decoders = new Map<string, TextDecoder>();
-export function decodeBody(body: Buffer, contentTypeHeader: string | null): { text: string; charset: string } {
-  const charset = sniffCharset(body, contentTypeHeader);
-  let d = decoders.get(charset);
-  if (!d) { d = new TextDecoder(charset); decoders.set(charset, d); }
-  // TextDecoder drops a BOM that matches the encoding and replaces invalid bytes with U+FFFD.
-  let text = d.decode(body);
-  if (charset === 'windows-1252' && CP1252_BROKEN) text = text.replace(/[\x80-\x9f]/g, (c) => CP1252[c.charCodeAt(0) - 0x80]);
-  return { text, charset };
-}
+export { decodeBody, sniffCharset } from './charset';
