@@ -22,7 +22,7 @@ function urlRow(url: string, state: UrlStateMsg['state']): UrlStateMsg {
   return {
     url, host: new URL(url).hostname, state, depth: 0, discovered_at: 0, updated_at: 0, lease_id: null, lease_expires_at: null,
     attempts: 0, next_due_at: null, fetched_at: null, http_status: null, sha256: null, etag: null, last_modified: null,
-    warc_uri: null, warc_offset: null, warc_length: null, reason: null, redirects: 0,
+    warc_uri: null, warc_offset: null, warc_length: null, reason: null, redirects: 0, priority: null,
   };
 }
 function segFiles(dir: string, topic: keyof typeof topics, p: number): string[] {
