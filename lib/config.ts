@@ -24,14 +24,16 @@ export interface CrawlConfig {
   robotsCacheMs: number;
   /** An unreachable robots.txt (5xx, network) keeps a cached good copy in force up to this age (RFC 9309 §2.3.1.4). */
   robotsStaleMaxMs: number;
-  /** Adaptive politeness (processors/frontier-aimd.ts): gap multiplier per 429/503, its cap, additive recovery (requests/s per good answer). */
+  /** Adaptive politeness (processors/frontier-aimd.ts): multiplier on a host's gap per 429/503 (2 = half the rate). */
   aimdBackoffFactor: number;
+  /** The adapted gap never grows beyond this. */
   aimdMaxDelayMs: number;
+  /** Requests/s given back per good answer while a host is slowed (additive increase). */
   aimdRecoveryRatePerSec: number;
-  /** Consecutive 503s that pause a host, and for how long. */
+  /** Consecutive 503s (or robots.txt 5xx) that pause a host, and for how long. */
   pauseAfter503: number;
   hostPauseMs: number;
-  /** Wait after a timeout, doubled per consecutive timeout. */
+  /** Wait after the first timeout; doubled per consecutive timeout, capped by aimdMaxDelayMs. */
   timeoutBackoffMs: number;
   /** Layered politeness: requests in flight and least gap across all hosts of one registered domain, and of one IP address. */
   domainMaxInflight: number;

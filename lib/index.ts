@@ -8,17 +8,7 @@
  *   crawlDelayMs(rules, 'KCrawl/0.1');                            // ms, or null when the group sets none
  *   normalizeUrl('HTTP://Example.com:80/a/../b?utm_source=x#f'); // { ok: true, url: 'http://example.com/b', host, registeredDomain }
  */
-export {
-  parseRobots,
-  isAllowed,
-  crawlDelayMs,
-  sitemaps,
-  productToken,
-  robotsFromFetch,
-  ALLOW_ALL,
-  DISALLOW_ALL,
-} from './robots';
-export type { RobotsRules, MatchedRule, AllowResult, RobotsFetchResult, RobotsFromFetch } from './robots';
+export * from './robots';
 export { normalizeUrl, hostOf, registeredDomain, DEFAULT_STRIP_PARAMS, DEFAULT_MAX_LENGTH } from './url-normalize';
 export type { NormalizeOptions, NormalizeResult } from './url-normalize';
 export { simhash64, hammingDistance } from './simhash';

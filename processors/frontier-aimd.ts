@@ -11,22 +11,11 @@
  * The state is small, so the frontier persists it in crawl.host-policy (field `backoff`) and a
  * restarted frontier resumes it before releasing any fetch (no Retry-After window is forgotten).
  */
-import { DEFAULTS } from '../lib/config';
+import { DEFAULTS, type CrawlConfig } from '../lib/config';
 import type { HostPolicyMsg } from '../lib/messages';
 
-export interface AimdPolicy {
-  /** Multiplier on the host's gap per 429/503 (2 = half the rate). */
-  aimdBackoffFactor: number;
-  /** The adapted gap never grows beyond this. */
-  aimdMaxDelayMs: number;
-  /** Requests/s given back per good answer while the host is slowed (additive increase). */
-  aimdRecoveryRatePerSec: number;
-  /** Consecutive 503s (or robots.txt 5xx) that pause the host. */
-  pauseAfter503: number;
-  hostPauseMs: number;
-  /** Wait after the first timeout; doubles per consecutive timeout, capped by aimdMaxDelayMs. */
-  timeoutBackoffMs: number;
-}
+/** The adaptive-politeness settings (documented in lib/config.ts). */
+export type AimdPolicy = Pick<CrawlConfig, 'aimdBackoffFactor' | 'aimdMaxDelayMs' | 'aimdRecoveryRatePerSec' | 'pauseAfter503' | 'hostPauseMs' | 'timeoutBackoffMs'>;
 
 /** The defaults of lib/config.ts (one table for every setting). */
 export const AIMD_DEFAULTS: AimdPolicy = {

@@ -17,7 +17,7 @@ import { randomUUID } from 'node:crypto';
 import { MinHeap } from '../lib/heap';
 import { HostPolicyTable } from '../lib/host-policy';
 import type { CandidateMsg, FetchRequestMsg, FetchStatusMsg, HostPolicyMsg, UrlStateMsg } from '../lib/messages';
-import { DEFAULTS } from '../lib/config';
+import { DEFAULTS, type CrawlConfig } from '../lib/config';
 import { routingKey } from '../lib/partitioner';
 import { redirectField } from '../lib/redirect-hops';
 import { AIMD_DEFAULTS, backoffFromRecord, type AimdPolicy, type HostBackoff } from './frontier-aimd';
@@ -25,14 +25,8 @@ import { applyAnswer, newHost, pushUrl, takeUrl, type HostState } from './fronti
 import { LayerGroups } from './frontier-layers';
 import { priorityLevel, recrawlIntervalMs, type RecrawlPolicy } from './frontier-schedule';
 
-export interface FrontierPolicy {
-  minHostDelayMs: number;
-  maxCrawlDelayMs: number;
-  responseTimeFactor: number;
-  leaseMs: number;
-  retryBackoffMs: number[];
-  maxAttempts: number;
-}
+/** The settings the frontier needs (documented in lib/config.ts). */
+export type FrontierPolicy = Pick<CrawlConfig, 'minHostDelayMs' | 'maxCrawlDelayMs' | 'responseTimeFactor' | 'leaseMs' | 'retryBackoffMs' | 'maxAttempts'>;
 
 /** The newer knobs; any left out take TUNING_DEFAULTS (same names as lib/config.ts). */
 export interface FrontierTuning extends AimdPolicy, RecrawlPolicy {
