@@ -2,12 +2,10 @@
  * Pure scheduling rules of the frontier: a URL's priority level (front queues) and its
  * recrawl interval (freshness by observed change).
  */
+import type { CrawlConfig } from '../lib/config';
 
-export interface RecrawlPolicy {
-  recrawlInitialMs: number;
-  recrawlMinMs: number;
-  recrawlMaxMs: number;
-}
+/** The recrawl settings (documented in lib/config.ts). */
+export type RecrawlPolicy = Pick<CrawlConfig, 'recrawlInitialMs' | 'recrawlMinMs' | 'recrawlMaxMs'>;
 
 /**
  * Priority level, 0 = most important: from an explicit importance in [0, 1] when a scorer gave

@@ -28,15 +28,10 @@ import { priorityLevel, recrawlIntervalMs, type RecrawlPolicy } from './frontier
 /** The settings the frontier needs (documented in lib/config.ts). */
 export type FrontierPolicy = Pick<CrawlConfig, 'minHostDelayMs' | 'maxCrawlDelayMs' | 'responseTimeFactor' | 'leaseMs' | 'retryBackoffMs' | 'maxAttempts'>;
 
-/** The newer knobs; any left out take TUNING_DEFAULTS (same names as lib/config.ts). */
-export interface FrontierTuning extends AimdPolicy, RecrawlPolicy {
-  domainMaxInflight: number;
-  domainMinGapMs: number;
-  ipMaxInflight: number;
-  ipMinGapMs: number;
-  priorityLevels: number;
-  hostBudgetPerCycle: number;
-}
+/** The newer knobs (documented in lib/config.ts); any left out take TUNING_DEFAULTS. */
+export type FrontierTuning = AimdPolicy &
+  RecrawlPolicy &
+  Pick<CrawlConfig, 'domainMaxInflight' | 'domainMinGapMs' | 'ipMaxInflight' | 'ipMinGapMs' | 'priorityLevels' | 'hostBudgetPerCycle'>;
 
 export const TUNING_DEFAULTS: FrontierTuning = {
   ...AIMD_DEFAULTS,
