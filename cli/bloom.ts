@@ -11,8 +11,7 @@
  * bloomSwitchWaitMs. Two passes over the table (tombstoned keys first) keep memory to the
  * tombstoned keys, not the whole table.
  */
-import type { Kafka } from 'kafkajs';
-import { connectKafka } from '../connectors/kafka';
+import { connectKafka, type Kafka } from '../connectors/kafka';
 import { endOffsets, replayKeys } from '../connectors/kafka-replay';
 import { connectRedis, RedisBloom } from '../connectors/redis-bloom';
 import { RedisSeenSet } from '../connectors/redis-seen';

@@ -8,9 +8,8 @@
  *   CRAWL_REDIS_PREFIX    optional Redis key prefix (default `${CRAWL_TOPIC_PREFIX}crawl:bloom:`)
  * plus the CRAWL_* settings of lib/config.ts.
  */
-import type { Kafka } from 'kafkajs';
 import { createHttpClient } from '../connectors/http-undici';
-import { connectKafka, createProducer, ensureTopics, partitionCounts, produce } from '../connectors/kafka';
+import { connectKafka, createProducer, ensureTopics, partitionCounts, produce, type Kafka } from '../connectors/kafka';
 import { createPageStore, pageStoreConfigFromEnv } from '../connectors/page-store';
 import { AvroRegistry, subjectFor } from '../connectors/registry';
 import { loadSchema } from '../lib/avro';

@@ -17,6 +17,9 @@ import {
 } from 'kafkajs';
 import type { TopicSpec } from '../topologies/crawl';
 
+/** The client handle, for code outside connectors/ that passes it around. */
+export type { Kafka };
+
 export interface KafkaSettings {
   brokers: string[];
   clientId?: string;

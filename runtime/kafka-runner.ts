@@ -5,9 +5,8 @@
  * drop hosts they no longer own at once on a rebalance.
  */
 import { randomUUID } from 'node:crypto';
-import type { Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
-import { createProducer, produce, readTable, runGroup, type ConsumedRecord, type RawRecord } from '../connectors/kafka';
+import { createProducer, produce, readTable, runGroup, type ConsumedRecord, type RawRecord, type Kafka } from '../connectors/kafka';
 import type { AvroRegistry } from '../connectors/registry';
 import { partitionForHost } from '../lib/partitioner';
 import { topics, type TopicId } from '../topologies/crawl';
