@@ -11,7 +11,8 @@ import { join } from 'node:path';
 import * as avro from 'avsc';
 import type { HandoffEvent } from '../../lib/messages';
 import { FixtureWeb, page } from '../fixtures/web';
-import { readOneRecord, readWarc, type ReadRecord } from '../support/warc-read';
+import { readAllWarcs } from '../support/cli';
+import { readOneRecord } from '../support/warc-read';
 
 const CLI = join(__dirname, '..', '..', 'bin', 'crawl.js');
 
@@ -23,15 +24,6 @@ function runCli(args: string[], env: NodeJS.ProcessEnv = {}): { child: ChildProc
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
   return { child, done };
-}
-
-async function readAllWarcs(out: string): Promise<Array<ReadRecord & { file: string }>> {
-  const dir = join(out, 'warc');
-  const records: Array<ReadRecord & { file: string }> = [];
-  for (const f of readdirSync(dir).filter((n) => n.endsWith('.warc.gz')).sort()) {
-    for (const r of await readWarc(readFileSync(join(dir, f)))) records.push({ ...r, file: f });
-  }
-  return records;
 }
 
 async function readHandoff(file: string): Promise<HandoffEvent[]> {
@@ -99,7 +91,7 @@ describe('crawl run (embedded default)', () => {
   });
 
   test('WARC files pass an independent reader, with every HTML page the servers sent', async () => {
-    const records = await readAllWarcs(out);
+    const records = await readAllWarcs(join(out, 'warc'));
     expect(records[0]!.type).toBe('warcinfo');
     const responses = records.filter((r) => r.type === 'response');
     const html = ['127.0.0.21/', '127.0.0.21/a1', '127.0.0.21/a2', '127.0.0.22/', '127.0.0.22/b1', '127.0.0.23/', '127.0.0.23/c1'];

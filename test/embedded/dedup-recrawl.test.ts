@@ -11,14 +11,15 @@
  * warcio, and the server's own request log.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as avro from 'avsc';
 import type { HandoffEvent } from '../../lib/messages';
 import { FixtureWeb, page } from '../fixtures/web';
-import { readOneRecord, readWarc, type ReadRecord } from '../support/warc-read';
+import { readAllWarcs } from '../support/cli';
+import { readOneRecord } from '../support/warc-read';
 
 const CLI = join(__dirname, '..', '..', 'bin', 'crawl.js');
 const IP = '127.0.7.1';
@@ -39,15 +40,6 @@ async function readHandoff(file: string): Promise<HandoffEvent[]> {
     avro.createFileDecoder(file).on('data', (e: HandoffEvent) => events.push(e)).on('end', resolve).on('error', reject);
   });
   return events;
-}
-
-async function readAllWarcs(out: string): Promise<Array<ReadRecord & { file: string }>> {
-  const dir = join(out, 'warc');
-  const records: Array<ReadRecord & { file: string }> = [];
-  for (const f of readdirSync(dir).filter((n) => n.endsWith('.warc.gz')).sort()) {
-    for (const r of await readWarc(readFileSync(join(dir, f)))) records.push({ ...r, file: f });
-  }
-  return records;
 }
 
 /** A page served with an ETag, answering a matching If-None-Match with 304. */
@@ -150,7 +142,7 @@ describe('dedup and recrawl: the handoff is exactly the NEW and CHANGED distinct
   test('cycle 2 fetched every page again, conditionally; unchanged ones answered 304 (revisit records), with the bytes saved', async () => {
     const secondCycle = web.log.slice(firstCycleRequests).map((r) => r.path);
     for (const p of ['/', '/dup-a', '/dup-b', '/dup-c', '/stable-1', '/stable-2', '/changing']) expect(secondCycle).toContain(p);
-    const records = await readAllWarcs(out);
+    const records = await readAllWarcs(join(out, 'warc'));
     const revisits = records.filter((r) => r.type === 'revisit').map((r) => r.targetUri);
     for (const p of ['/', '/dup-a', '/dup-b', '/dup-c', '/stable-1', '/stable-2']) expect(revisits).toContain(url(p));
     // The changed page came back whole (200) in cycle 2; later recrawls of it may be 304s.
