@@ -15,6 +15,8 @@
 import { TextEncoder } from 'node:util';
 import { charsetParam } from './charset';
 import { SAXParser, type SaxToken, type StartTag, type EndTag, type Text } from 'parse5-sax-parser';
+import type { TokenHandler } from 'parse5';
+import { FastTokenizer } from './fast-tokenizer';
 
 export interface ExtractedLink {
   /** Absolute, resolved against <base href> or the page URL; not normalised further. */
@@ -237,9 +239,19 @@ class Collector {
   }
 }
 
-/** Subclass only to run the tokenizer synchronously and hand tokens straight to the collector. */
+/**
+ * Subclass only to run the tokenizer synchronously, hand tokens straight to the collector, and
+ * put parse5's tokenizer under the feedback simulator in its run-taking form (fast-tokenizer.ts).
+ */
 class Scanner extends SAXParser {
-  constructor(private readonly sink: Collector) { super(); }
+  constructor(private readonly sink: Collector) {
+    super();
+    const sim = (this as unknown as { parserFeedbackSimulator: TokenHandler & { tokenizer: FastTokenizer; inForeignContent: boolean } }).parserFeedbackSimulator;
+    const tokenizer = new FastTokenizer(this.options, sim);
+    tokenizer.inForeignNode = sim.inForeignContent;
+    sim.tokenizer = tokenizer;
+    this.tokenizer = tokenizer;
+  }
   run(html: string): void { this.tokenizer.write(html, true); }
   protected override emitIfListenerExists(event: string, token: SaxToken): boolean {
     const c = this.sink;
