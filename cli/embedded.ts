@@ -100,12 +100,12 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   removePartials(join(opts.out, 'warc'), log);
   const store = new LocalPageStore(opts.out);
   const warc = new WarcWriter({
-    store, prefix: config.warcPrefix, maxRecords: config.warcMaxRecords, maxBytes: config.warcMaxBytes, maxAgeMs: config.warcMaxAgeMs,
+    store, prefix: config.warcPrefix, maxRecords: config.warcMaxRecords, maxBytes: config.warcMaxBytes, maxAgeMs: config.warcMaxAgeMs, gzipLevel: config.warcGzipLevel,
     software: 'kcrawl/0.1', onError: (err, key) => log.error({ err, key }, 'CDXJ index not stored'),
   });
   // parse's WET-style text records go to their own files (warc/<prefix>-wet-*.warc.gz).
   const textWarc = new WarcWriter({
-    store, prefix: `${config.warcPrefix}-wet`, maxRecords: config.warcMaxRecords, maxBytes: config.warcMaxBytes, maxAgeMs: config.warcMaxAgeMs,
+    store, prefix: `${config.warcPrefix}-wet`, maxRecords: config.warcMaxRecords, maxBytes: config.warcMaxBytes, maxAgeMs: config.warcMaxAgeMs, gzipLevel: config.warcGzipLevel,
     software: 'kcrawl/0.1', onError: (err, key) => log.error({ err, key }, 'CDXJ index not stored'),
   });
   const http = createHttpClient({ maxPools: config.httpMaxPools });

@@ -83,12 +83,12 @@ export async function processes(names: string[], o: { allowPrivateNetwork: boole
   const store = createPageStore(pageStoreConfigFromEnv());
   const warc = new WarcWriter({
     store, prefix: `${config.warcPrefix}-${process.pid}`, maxRecords: config.warcMaxRecords, maxBytes: config.warcMaxBytes,
-    maxAgeMs: config.warcMaxAgeMs, software: 'kcrawl/0.1', onError: (err, key) => log.error({ err, key }, 'CDXJ index not stored'),
+    maxAgeMs: config.warcMaxAgeMs, gzipLevel: config.warcGzipLevel, software: 'kcrawl/0.1', onError: (err, key) => log.error({ err, key }, 'CDXJ index not stored'),
   });
   // parse's WET-style text records: their own files, warc/<prefix>-<pid>-wet-*.warc.gz.
   const textWarc = new WarcWriter({
     store, prefix: `${config.warcPrefix}-${process.pid}-wet`, maxRecords: config.warcMaxRecords, maxBytes: config.warcMaxBytes,
-    maxAgeMs: config.warcMaxAgeMs, software: 'kcrawl/0.1', onError: (err, key) => log.error({ err, key }, 'CDXJ index not stored'),
+    maxAgeMs: config.warcMaxAgeMs, gzipLevel: config.warcGzipLevel, software: 'kcrawl/0.1', onError: (err, key) => log.error({ err, key }, 'CDXJ index not stored'),
   });
   const http = createHttpClient({ maxPools: config.httpMaxPools });
   const running: RunningStage[] = [];

@@ -5,6 +5,8 @@
  * (magic byte 0, 4-byte schema id, Avro body).
  */
 import { COMPATIBILITY, SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
+import type * as avro from 'avsc';
+import { encodeAvro } from '../lib/avro';
 
 export type Compatibility = 'BACKWARD' | 'BACKWARD_TRANSITIVE' | 'FORWARD' | 'FULL' | 'NONE';
 
@@ -63,6 +65,18 @@ export class AvroRegistry {
 
   encode(schemaId: number, value: unknown): Promise<Buffer> {
     return this.client.encode(schemaId, value);
+  }
+
+  /**
+   * The wire format of `value` under `schemaId`, encoded with `type`, which must be the schema
+   * registered under that id (as `registerSchemas` returns for our own schemas). The same bytes
+   * as encode(), without the library's second encoding pass and copies: pages carry their body.
+   */
+  encodeWith(schemaId: number, type: avro.Type, value: unknown): Buffer {
+    const buf = encodeAvro(type, value, 5);
+    buf[0] = 0; // magic byte
+    buf.writeInt32BE(schemaId, 1);
+    return buf;
   }
 
   decode(buf: Buffer): Promise<unknown> {

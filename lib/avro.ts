@@ -39,3 +39,25 @@ export function avroType(name: string): avro.Type {
   }
   return t;
 }
+
+/**
+ * One value's Avro bytes, after `reserve` bytes left for the caller (a wire-format header).
+ *
+ * avsc's toBuffer encodes into a 1 KiB scratch, and when the value does not fit (every page,
+ * with its body) allocates a zero-filled buffer and encodes all over again. Here the value is
+ * encoded once into a scratch buffer that grows to the largest value seen, and copied out.
+ */
+let scratch = Buffer.allocUnsafeSlow(64 * 1024);
+
+export function encodeAvro(type: avro.Type, value: unknown, reserve = 0): Buffer {
+  for (;;) {
+    const end = type.encode(value, scratch, reserve);
+    if (end >= 0) {
+      const out = Buffer.allocUnsafe(end);
+      scratch.copy(out, reserve, reserve, end);
+      return out;
+    }
+    // A negative result is the number of bytes missing.
+    scratch = Buffer.allocUnsafeSlow(Math.max(2 * scratch.length, scratch.length - end));
+  }
+}

@@ -90,6 +90,8 @@ export interface CrawlConfig {
   warcMaxBytes: number;
   warcMaxAgeMs: number;
   warcPrefix: string;
+  /** zlib level of each WARC record's gzip member, 1 (fastest) to 9 (smallest). */
+  warcGzipLevel: number;
   /** Port of a process's Prometheus listener (GET /metrics); 0 = off. */
   metricsPort: number;
   /** Unit prices for the cost-per-million-pages estimate: one crawler process for an hour, and one GB of WARC stored for a month (USD). */
@@ -151,6 +153,7 @@ export const DEFAULTS: CrawlConfig = {
   warcMaxBytes: 100 * 1024 * 1024,
   warcMaxAgeMs: 30_000,
   warcPrefix: 'kcrawl',
+  warcGzipLevel: 3,
   metricsPort: 0,
   // About a 2-vCPU cloud instance per process, and standard object storage.
   costProcessHourUsd: 0.08,

@@ -172,23 +172,46 @@ const HASH_CACHE_BITS = 18;
 const digest = new Int32Array(2);
 const hashCaches: HashCache[] = [];
 /**
- * Per-call counting table, reused and grown: [key, count] pairs side by side (one cache line
- * per probe). `used` lists the slots taken, to iterate them and to reset only those.
+ * Per-call counting table, reused: [key, count] pairs side by side (one cache line per probe).
+ * `used` lists the slots taken, to iterate them and to reset only those. Each call starts with
+ * 2^12 slots (32 KiB, within L1/L2) and doubles at half load: a page has far fewer distinct
+ * shingles than characters, and a table sized by its length was mostly cache misses.
  */
-let counts = new Int32Array(2 << 12);
-let used = new Int32Array(1 << 12);
+const START_BITS = 12;
+let counts = new Int32Array(2 << START_BITS);
+let used = new Int32Array(1 << START_BITS);
+
+/** Double the live table (2^bits slots) holding `distinct` keys listed in `used`; returns the new bits. */
+function growCounts(bits: number, distinct: number): number {
+  const keys = new Int32Array(distinct);
+  const n = new Int32Array(distinct);
+  for (let j = 0; j < distinct; j++) {
+    const s = used[j];
+    keys[j] = counts[2 * s];
+    n[j] = counts[2 * s + 1];
+    counts[2 * s] = 0;
+  }
+  const nb = bits + 1;
+  if (counts.length < 2 << nb) counts = new Int32Array(2 << nb);
+  if (used.length < 1 << nb) used = new Int32Array(1 << nb);
+  const mask = (1 << nb) - 1;
+  const shift = 32 - nb;
+  for (let j = 0; j < distinct; j++) {
+    let s = Math.imul(keys[j], 0x9e3779b1) >>> shift;
+    while (counts[2 * s] !== 0) s = (s + 1) & mask;
+    counts[2 * s] = keys[j];
+    counts[2 * s + 1] = n[j];
+    used[j] = s;
+  }
+  return nb;
+}
 
 function latin1Simhash(text: string, width: number): { simhash: string; shingles: number } | null {
   const len = Math.min(text.length, MAX_SIMHASH_CHARS);
-  let bits = 12;
-  while (1 << bits < 2 * len) bits++;
-  if (counts.length < 2 << bits) {
-    counts = new Int32Array(2 << bits);
-    used = new Int32Array(1 << bits);
-  }
-  const table = counts;
-  const slotMask = (1 << bits) - 1;
-  const shift = 32 - bits;
+  let bits = START_BITS;
+  let table = counts;
+  let slotMask = (1 << bits) - 1;
+  let shift = 32 - bits;
   const keyMask = width === 4 ? -1 : (1 << (8 * width)) - 1;
   let key = 0;
   let seen = 0;
@@ -212,6 +235,12 @@ function latin1Simhash(text: string, width: number): { simhash: string; shingles
       table[2 * s] = key;
       table[2 * s + 1] = 1;
       used[distinct++] = s;
+      if (distinct > slotMask >> 1) {
+        bits = growCounts(bits, distinct);
+        table = counts;
+        slotMask = (1 << bits) - 1;
+        shift = 32 - bits;
+      }
     } else table[2 * s + 1]++;
   }
   // A text shorter than one shingle is one short feature in the reference: the string way too.

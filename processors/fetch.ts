@@ -271,6 +271,8 @@ export function fetchStage(deps: FetchDeps): Stage {
     if (c.truncated) ctx.log.info({ url: req.url, truncated: c.truncated, bytes: c.body.length }, 'body truncated');
     if (v.outcome === 'NOT_HTML') ctx.log.info({ url: req.url, contentType: header(c, 'content-type') }, 'not HTML: metadata only');
     const sha256 = v.page || v.outcome === 'FETCHED' ? createHash('sha256').update(c.body).digest('hex') : null;
+    // The WARC payload digest is this same hash of the same bytes: hand it over, not hash twice.
+    if (sha256 && v.entry?.type === 'exchange') v.entry = { ...v.entry, payloadSha256: sha256 };
     const base = status(req, {
       outcome: v.outcome, reason: v.reason, http_status: c.status, started_at: started, finished_at: finished, response_ms: c.elapsedMs,
       crawl_delay_ms: delay, retry_after_ms: v.retryAfter, sha256: c.status === 304 ? req.prev_sha256 : sha256,

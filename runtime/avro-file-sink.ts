@@ -7,6 +7,7 @@
 import { closeSync, existsSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import * as avro from 'avsc';
+import { encodeAvro } from '../lib/avro';
 
 const MAGIC = Buffer.from('Obj\x01', 'latin1');
 const HEADER_TYPE = avro.Type.forSchema({
@@ -64,7 +65,7 @@ export class AvroFileSink {
 
   append(values: readonly unknown[]): void {
     if (values.length === 0) return;
-    const data = Buffer.concat(values.map((v) => this.type.toBuffer(v)));
+    const data = Buffer.concat(values.map((v) => encodeAvro(this.type, v)));
     writeSync(this.fd, Buffer.concat([LONG.toBuffer(values.length), LONG.toBuffer(data.length), data, this.sync]));
     this.count += values.length;
   }

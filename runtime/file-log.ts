@@ -14,7 +14,7 @@ import { appendFileSync, closeSync, existsSync, fstatSync, ftruncateSync, mkdirS
 import { join } from 'node:path';
 import { EventEmitter } from 'node:events';
 import type * as avro from 'avsc';
-import { avroType } from '../lib/avro';
+import { avroType, encodeAvro } from '../lib/avro';
 import { partitionForHost } from '../lib/partitioner';
 import { topics, type TopicId, type TopicSpec } from '../topologies/crawl';
 import type { InRecord, OutRecord, TableRecord } from './stage';
@@ -102,7 +102,7 @@ class PartitionLog {
 
   /** Append in memory (readable at once); the bytes reach the segment file at the next flush(). */
   append(key: string, value: unknown, timestamp: number): InRecord {
-    const valueBuf = value === null ? EMPTY : this.type.toBuffer(value);
+    const valueBuf = value === null ? EMPTY : encodeAvro(this.type, value);
     const keyLen = Buffer.byteLength(key, 'utf8');
     const head = Buffer.allocUnsafe(16 + keyLen);
     head.writeUInt32LE(12 + keyLen + valueBuf.length, 0);

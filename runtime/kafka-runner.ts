@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { createProducer, produce, readTable, runGroup, type ConsumedRecord, type RawRecord, type Kafka } from '../connectors/kafka';
 import type { AvroRegistry } from '../connectors/registry';
+import { avroType } from '../lib/avro';
 import { partitionForHost } from '../lib/partitioner';
 import { topics, type TopicId } from '../topologies/crawl';
 import { Dispatcher, type InRecord, type OutRecord, type Stage } from './stage';
@@ -35,7 +36,8 @@ export async function encodeRecords(rt: KafkaRuntime, outs: readonly OutRecord[]
       topic: rt.prefix + topics[o.topic].name,
       partition: partitionForHost(o.host, rt.partitions),
       key: o.key,
-      value: o.value === null ? null : await rt.registry.encode(rt.schemaIds.get(o.topic)!, o.value),
+      // The id is our own schema's (registerSchemas), so its local avsc type encodes it exactly.
+      value: o.value === null ? null : rt.registry.encodeWith(rt.schemaIds.get(o.topic)!, avroType(topics[o.topic].valueSchema), o.value),
     })),
   );
 }

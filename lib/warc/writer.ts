@@ -14,13 +14,14 @@ import {
   exchangeRecords,
   metadataRecord,
   revisitRecord,
+  type RecordContext,
   type RevisitProfile,
   type WarcRecord,
 } from './record';
 
 export type WarcEntry =
   /** A fetched page: request and response records; the response is the main record. */
-  | { type: 'exchange'; capture: HttpCapture }
+  | { type: 'exchange'; capture: HttpCapture; /** Hex SHA-256 of capture.body, if known (see exchangeRecords). */ payloadSha256?: string | null }
   | {
       type: 'revisit';
       capture: HttpCapture;
@@ -49,6 +50,8 @@ export interface WarcWriterOptions {
   maxBytes?: number;
   /** Store a file at the latest this long after its first record, so pages are not held back. */
   maxAgeMs?: number;
+  /** zlib level of each record's gzip member, 1-9 (record.ts DEFAULT_GZIP_LEVEL if unset). */
+  gzipLevel?: number;
   software?: string;
   operator?: string;
   isPartOf?: string;
@@ -94,6 +97,9 @@ export class WarcWriter {
       }
       this.limits[name] = value;
     }
+    if (opts.gzipLevel !== undefined && !(Number.isInteger(opts.gzipLevel) && opts.gzipLevel >= 1 && opts.gzipLevel <= 9)) {
+      throw new Error(`WarcWriter: gzipLevel must be a whole number from 1 to 9, got ${opts.gzipLevel}`);
+    }
     if (!/^[A-Za-z0-9._-]+$/.test(opts.prefix)) {
       throw new Error(`WarcWriter: prefix must be letters, digits, '.', '_' or '-', got "${opts.prefix}"`);
     }
@@ -107,7 +113,7 @@ export class WarcWriter {
     const added = this.exclusive(async () => {
       if (this.closed) throw new Error('WarcWriter is closed');
       const file = this.current ?? (this.current = this.openFile());
-      const { records, main } = entryRecords(entry, file.builder.warcinfoId);
+      const { records, main } = entryRecords(entry, { warcinfoId: file.builder.warcinfoId, gzipLevel: this.opts.gzipLevel });
       let span: RecordSpan = { offset: 0, length: 0 };
       for (const record of records) {
         const s = file.builder.add(record);
@@ -213,22 +219,22 @@ export class WarcWriter {
   }
 }
 
-function entryRecords(e: WarcEntry, warcinfoId: string): { records: WarcRecord[]; main: WarcRecord } {
+function entryRecords(e: WarcEntry, ctx: RecordContext): { records: WarcRecord[]; main: WarcRecord } {
   switch (e.type) {
     case 'exchange': {
-      const [request, response] = exchangeRecords(e.capture, { warcinfoId });
+      const [request, response] = exchangeRecords(e.capture, { ...ctx, payloadSha256: e.payloadSha256 });
       return { records: [request, response], main: response };
     }
     case 'revisit': {
-      const main = revisitRecord(e.capture, { ...e, warcinfoId });
+      const main = revisitRecord(e.capture, { ...e, ...ctx });
       return { records: [main], main };
     }
     case 'metadata': {
-      const main = metadataRecord({ ...e, warcinfoId });
+      const main = metadataRecord({ ...e, ...ctx });
       return { records: [main], main };
     }
     case 'conversion': {
-      const main = conversionRecord({ ...e, warcinfoId });
+      const main = conversionRecord({ ...e, ...ctx });
       return { records: [main], main };
     }
   }

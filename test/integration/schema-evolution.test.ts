@@ -10,7 +10,7 @@ import { connectKafka, createProducer, ensureTopics, produce } from '../../conne
 import { createPageStore, pageStoreConfigFromEnv } from '../../connectors/page-store';
 import { AvroRegistry, IncompatibleSchemaError, subjectFor } from '../../connectors/registry';
 import type { PageStore } from '../../connectors/types';
-import { loadSchema } from '../../lib/avro';
+import { avroType, loadSchema } from '../../lib/avro';
 import type { HandoffEvent } from '../../lib/messages';
 import { WarcWriter } from '../../lib/warc/writer';
 import { followHandoff, type IndexedPage } from '../../examples/indexer';
@@ -76,6 +76,11 @@ describe('crawl.handoff.v3 schema evolution (real registry)', () => {
       fetched_at: 1_700_000_000_000, change: 'NEW', simhash64: '0123456789abcdef', language: 'en', importance: null,
       usage: { search_index: true, ai_training: false }, usage_registry_version: 3, warc: { uri: ptr.uri, offset: ptr.offset, length: ptr.length }, text: null,
     };
+    // The runtime's own encoder gives the library's bytes for the schema registered under the id.
+    const direct = registry.encodeWith(v3Id, avroType('crawl.handoff.v3'), event);
+    expect(direct.equals(await registry.encode(v3Id, event))).toBe(true);
+    expect(await registry.decode(direct)).toEqual(event);
+
     const producer = await createProducer(kafka);
     const topic = prefix + topics.handoff.name;
     // The same event twice (at-least-once): the indexer must drop the copy by event_id.

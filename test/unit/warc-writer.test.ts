@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -157,5 +158,23 @@ describe('WarcWriter', () => {
     await expect(w.append(page(1))).rejects.toThrow('closed');
     expect(() => writer({ maxRecords: 0 })).toThrow('maxRecords must be a positive integer');
     expect(() => writer({ prefix: '../x' })).toThrow('prefix');
+    expect(() => writer({ gzipLevel: 0 })).toThrow('gzipLevel');
+    expect(() => writer({ gzipLevel: 10 })).toThrow('gzipLevel');
+  });
+
+  test('compresses at the configured gzip level; the payload digest is the hash fetch hands over', async () => {
+    const body = Buffer.from(Array.from({ length: 2000 }, (_, i) => `<p>paragraph ${i % 37} of some page text ${i % 11}</p>`).join('\n'));
+    const sha256 = createHash('sha256').update(body).digest('hex');
+    const sizes: number[] = [];
+    for (const gzipLevel of [1, 9]) {
+      const w = writer({ gzipLevel, prefix: `level${gzipLevel}` });
+      const ptr = w.append({ type: 'exchange', capture: capture('http://example.com/big', { body }), payloadSha256: sha256 });
+      await w.flush();
+      const p = await ptr;
+      const raw = gunzipSync(await store.read(p.uri, p.offset, p.length));
+      expect(raw.toString('latin1')).toContain(`WARC-Payload-Digest: sha256:${sha256}`);
+      sizes.push(p.length);
+    }
+    expect(sizes[1]!).toBeLessThan(sizes[0]!);
   });
 });
