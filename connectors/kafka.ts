@@ -178,11 +178,47 @@ export const CoPartitionAssigner: PartitionAssigner = ({ cluster }) => ({
 export interface GroupHandlers {
   /** The partitions (of the first subscribed topic) this member owns after a rebalance. */
   onAssign(partitions: number[]): void;
-  /** A batch of one partition; resolve when its results are produced. */
-  onBatch(records: ConsumedRecord[], heartbeat: () => Promise<void>): Promise<void>;
+  /**
+   * A batch of one partition. Resolving lets the consumer fetch the partition's next batch; the
+   * handler commits with `commit(next)` when every record below `next` is finished, which may be
+   * later (records whose results wait on a WARC file keep being committed as they finish).
+   */
+  onBatch(records: ConsumedRecord[], heartbeat: () => Promise<void>, commit: (next: number) => void): Promise<void>;
 }
 
-export async function runGroup(kafka: Kafka, groupId: string, topics: string[], h: GroupHandlers): Promise<Consumer> {
+/**
+ * Commits of one group, per partition: the highest offset asked for is committed, one request
+ * per partition at a time (later asks while one is in flight are folded into the next).
+ */
+class Committer {
+  private readonly want = new Map<string, number>();
+  private readonly busy = new Set<string>();
+  constructor(private readonly consumer: Consumer, private readonly onError: (err: unknown) => void) {}
+
+  commit(topic: string, partition: number, next: number): void {
+    const k = `${partition}\u0000${topic}`;
+    if (next <= (this.want.get(k) ?? -1)) return;
+    this.want.set(k, next);
+    if (!this.busy.has(k)) void this.drain(k, topic, partition);
+  }
+
+  private async drain(k: string, topic: string, partition: number): Promise<void> {
+    this.busy.add(k);
+    let done = -1;
+    try {
+      while (this.want.get(k)! > done) {
+        const next = this.want.get(k)!;
+        // A partition revoked meanwhile refuses the commit: its next owner replays (at-least-once).
+        await this.consumer.commitOffsets([{ topic, partition, offset: String(next) }]).catch(this.onError);
+        done = next;
+      }
+    } finally {
+      this.busy.delete(k);
+    }
+  }
+}
+
+export async function runGroup(kafka: Kafka, groupId: string, topics: string[], h: GroupHandlers, onCommitError: (err: unknown) => void = () => undefined): Promise<Consumer> {
   const consumer = kafka.consumer({
     groupId,
     partitionAssigners: [CoPartitionAssigner],
@@ -191,6 +227,7 @@ export async function runGroup(kafka: Kafka, groupId: string, topics: string[], 
     maxWaitTimeInMs: 100,
     allowAutoTopicCreation: false,
   });
+  const committer = new Committer(consumer, onCommitError);
   consumer.on(consumer.events.GROUP_JOIN, (e) => h.onAssign([...(e.payload.memberAssignment[topics[0]] ?? [])]));
   await consumer.connect();
   await consumer.subscribe({ topics, fromBeginning: true });
@@ -204,11 +241,9 @@ export async function runGroup(kafka: Kafka, groupId: string, topics: string[], 
         topic: batch.topic, partition: batch.partition, offset: Number(m.offset), timestamp: Number(m.timestamp),
         key: m.key?.toString('utf8') ?? '', value: m.value,
       }));
-      await h.onBatch(records, heartbeat);
+      await h.onBatch(records, heartbeat, (next) => committer.commit(batch.topic, batch.partition, next));
       // Resolve moves the consumer's own position (without it kafkajs fetches the batch again).
       resolveOffset(batch.lastOffset());
-      const next = String(Number(batch.lastOffset()) + 1);
-      await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: next }]);
     },
   });
   return consumer;

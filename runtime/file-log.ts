@@ -156,8 +156,8 @@ class PartitionLog {
   }
 
   /** Drop what every group has consumed: from memory, and whole segments from disk. */
-  trim(below: number, keepOnDisk = false): void {
-    if (this.compacted || below <= this.memBase) return;
+  trim(below: number, keepOnDisk = false, minDrop = 1): void {
+    if (this.compacted || below - this.memBase < minDrop) return;
     const n = Math.min(below - this.memBase, this.records.length);
     this.records.splice(0, n);
     this.memBase += n;
@@ -247,6 +247,14 @@ export class FileLog extends EventEmitter {
     return this.partitionLogs(topic)[partition].end;
   }
 
+  /** Records of `topic` the group has not committed yet, over all partitions (read or not). */
+  lag(group: string, topic: TopicId): number {
+    const done = this.committed(group)[topic];
+    let n = 0;
+    for (let p = 0; p < this.partitions; p++) n += this.endOffset(topic, p) - (done?.[p] ?? 0);
+    return n;
+  }
+
   /** Current rows of a compacted topic's partition. */
   table(topic: TopicId, partition: number): TableRecord[] {
     return [...this.partitionLogs(topic)[partition].table.values()].map((r) => ({ partition, key: r.key, value: r.value }));
@@ -291,6 +299,7 @@ export class FileLog extends EventEmitter {
     const arr = (g[topic] ??= new Array<number>(this.partitions).fill(0));
     if (next <= arr[partition]) return;
     arr[partition] = next;
+    this.trimConsumed(topic, partition);
     let list = this.pendingGroups.get(group);
     if (!list) this.pendingGroups.set(group, (list = []));
     list.push(`${JSON.stringify([topic, partition, next])}\n`);
@@ -308,6 +317,23 @@ export class FileLog extends EventEmitter {
       if (lines.length) appendFileSync(join(this.opts.dir, 'offsets', `${group}.log`), lines.join(''));
     }
     this.pendingGroups.clear();
+  }
+
+  /**
+   * Drop from memory the records of a partition every group reading it has committed. Done at
+   * each commit, not only at checkpoints: a consumed record (a page with its body) then dies
+   * young instead of surviving into the old generation until the next checkpoint.
+   */
+  private trimConsumed(topic: TopicId, partition: number): void {
+    const parts = this.logs.get(topic);
+    if (!parts) return;
+    let below = Infinity;
+    for (const g of this.groups.values()) {
+      const arr = g[topic];
+      if (arr) below = Math.min(below, arr[partition] ?? 0);
+    }
+    // In runs of 64: each trim moves the records still held down the array.
+    if (below !== Infinity) parts[partition].trim(below, true, 64);
   }
 
   /** Snapshot every group's offsets atomically, empty their journals, then trim consumed data. */

@@ -11,7 +11,7 @@ import type { AvroRegistry } from '../connectors/registry';
 import { avroType } from '../lib/avro';
 import { partitionForHost } from '../lib/partitioner';
 import { topics, type TopicId } from '../topologies/crawl';
-import { Dispatcher, type InRecord, type OutRecord, type Stage } from './stage';
+import { AbandonedError, Dispatcher, type InRecord, type OutRecord, type Stage, type StageContext } from './stage';
 
 export interface KafkaRuntime {
   kafka: Kafka;
@@ -51,13 +51,105 @@ async function decodeRecords(rt: KafkaRuntime, recs: readonly ConsumedRecord[], 
   );
 }
 
+/** Most records of a stage started and not yet committed; a batch waits while there are more. */
+const MAX_OUTSTANDING = 4096;
+const RETRY_DELAY_MS = 1000;
+
+/**
+ * Runs a stage's records without holding a partition's consumption on results that wait (a
+ * fetched page is announced only once its WARC file is stored, which takes up to
+ * CRAWL_WARC_MAX_AGE_MS). Offsets are committed per partition over the contiguous run of
+ * finished records, as the embedded runner does; a failed record is retried and holds the
+ * commit of everything after it meanwhile (at-least-once).
+ */
+class PipelinedStage {
+  private readonly dispatcher: Dispatcher;
+  private readonly inflight = new Map<string, Array<{ offset: number; done: boolean }>>();
+  private outstanding = 0;
+  private readonly waiters: Array<() => void> = [];
+  private stopped = false;
+  /** Partitions this member owns; a failed record of another one is left to its new owner. */
+  owned: ReadonlySet<number> | null = null;
+
+  constructor(private readonly stage: Stage, private readonly ctx: StageContext, private readonly send: (outs: readonly OutRecord[]) => Promise<void>) {
+    this.dispatcher = new Dispatcher(stage, ctx);
+  }
+
+  /** Start every record; resolves when each handler has returned (or failed) and room is left. */
+  async runBatch(recs: readonly InRecord[], commit: (next: number) => void): Promise<void> {
+    const handled = recs.map((rec) => this.start(rec, commit));
+    await Promise.all(handled);
+    while (this.outstanding > MAX_OUTSTANDING && !this.stopped) await new Promise<void>((r) => this.waiters.push(r));
+  }
+
+  /** Wait (bounded) until every started record is finished. */
+  async drained(ms: number): Promise<void> {
+    const deadline = Date.now() + ms;
+    while (this.outstanding > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    this.stopped = true;
+    this.dispatcher.abandonWaiting();
+  }
+
+  private start(rec: InRecord, commit: (next: number) => void): Promise<void> {
+    const k = `${rec.topic}/${rec.partition}`;
+    let list = this.inflight.get(k);
+    if (!list) this.inflight.set(k, (list = []));
+    const entry = { offset: rec.offset, done: false };
+    list.push(entry);
+    this.outstanding++;
+    let handled!: () => void;
+    const handledP = new Promise<void>((r) => (handled = r));
+    const attempt = (): void => {
+      const early: Array<Promise<void>> = [];
+      this.dispatcher
+        .run(rec, (e) => early.push(this.send(e)), handled)
+        .then(async (outs) => {
+          await Promise.all(early);
+          await this.send(outs);
+          await this.stage.produced?.(outs);
+          entry.done = true;
+          this.outstanding--;
+          let next = -1;
+          while (list.length > 0 && list[0]!.done) next = list.shift()!.offset + 1;
+          if (next >= 0) commit(next);
+          if (this.outstanding <= MAX_OUTSTANDING) for (const w of this.waiters.splice(0)) w();
+        })
+        .catch((err: unknown) => {
+          handled();
+          if (err instanceof AbandonedError || this.stopped || (this.owned && !this.owned.has(rec.partition))) {
+            // Stopping, or the partition moved: left uncommitted for the partition's next owner.
+            this.outstanding--;
+            return;
+          }
+          this.ctx.log.error({ err, topic: rec.topic, partition: rec.partition, offset: rec.offset }, 'handler failed; retrying');
+          setTimeout(attempt, RETRY_DELAY_MS).unref();
+        });
+    };
+    attempt();
+    return handledP;
+  }
+}
+
 export async function runStageOnKafka(stage: Stage, rt: KafkaRuntime): Promise<RunningStage> {
   const log = rt.log.child({ stage: stage.id });
   const ctx = { now: Date.now, log };
   const ids = topicIdByName(rt.prefix);
   const producer = await createProducer(rt.kafka);
-  const send = async (outs: readonly OutRecord[]): Promise<void> => produce(producer, await encodeRecords(rt, outs));
-  const dispatcher = new Dispatcher(stage, ctx);
+  // Records finish one by one now (PipelinedStage); what finishes in one turn of the event loop
+  // is produced together, so produce requests stay batches of many records.
+  let queued: OutRecord[] = [];
+  let flushing: Promise<void> | null = null;
+  const send = (outs: readonly OutRecord[]): Promise<void> => {
+    if (outs.length === 0) return Promise.resolve();
+    for (const o of outs) queued.push(o);
+    return (flushing ??= new Promise<void>((r) => setImmediate(r)).then(async () => {
+      const batch = queued;
+      queued = [];
+      flushing = null;
+      await produce(producer, await encodeRecords(rt, batch));
+    }));
+  };
+  const pipeline = new PipelinedStage(stage, ctx, send);
   let owned = new Set<number>();
   let restoring: Promise<void> = Promise.resolve();
 
@@ -80,26 +172,32 @@ export async function runStageOnKafka(stage: Stage, rt: KafkaRuntime): Promise<R
       // Drop lost partitions at once; take gained ones only after their state is restored.
       stage.assigned?.([...owned].filter((p) => next.has(p)));
       owned = next;
+      pipeline.owned = next;
       log.info({ partitions, gained }, 'partitions assigned');
       if (gained.length && stage.restoreFrom?.length) {
         restoring = restoring.then(() => restore(gained)).then(() => stage.assigned?.([...owned]));
       } else stage.assigned?.([...owned]);
     },
-    async onBatch(records, heartbeat) {
+    async onBatch(records, heartbeat, commit) {
       await restoring;
       const beat = setInterval(() => heartbeat().catch(() => undefined), 3000);
       try {
-        const early: Array<Promise<void>> = [];
         const recs = await decodeRecords(rt, records, ids);
-        const outs = stage.handleBatch ? await stage.handleBatch(recs, ctx) : await dispatcher.runAll(recs, (e) => early.push(send(e)));
-        await Promise.all(early);
-        await send(outs);
-        await stage.produced?.(outs);
+        if (stage.handleBatch) {
+          const outs = await stage.handleBatch(recs, ctx);
+          await send(outs);
+          await stage.produced?.(outs);
+          commit(recs[recs.length - 1]!.offset + 1);
+        } else {
+          // Returns once every handler has run; results still waiting (a WARC file to be
+          // stored) finish in the background and commit as they do, in offset order.
+          await pipeline.runBatch(recs, commit);
+        }
       } finally {
         clearInterval(beat);
       }
     },
-  });
+  }, (err) => log.debug({ err }, 'offset commit refused (partition moved)'));
 
   const globals = await Promise.all((stage.globalTables ?? []).map((topic) => followGlobal(rt, stage, topic)));
 
@@ -119,6 +217,8 @@ export async function runStageOnKafka(stage: Stage, rt: KafkaRuntime): Promise<R
     async stop() {
       if (timer) clearInterval(timer);
       await stage.close?.();
+      // Results that waited on what close() flushed are produced and committed before leaving.
+      await pipeline.drained(10_000);
       await consumer.disconnect();
       for (const g of globals) await g.stop();
       await producer.disconnect();

@@ -146,8 +146,11 @@ export class Dispatcher {
     return this.inflight < this.limit;
   }
 
-  /** Run one record; `onEarly` receives early emits as soon as the handler returns them. */
-  async run(rec: InRecord, onEarly?: (outs: OutRecord[]) => void): Promise<OutRecord[]> {
+  /**
+   * Run one record; `onEarly` receives early emits as soon as the handler returns them, and
+   * `onHandled` is called once the handler has returned (before any `pending` it returned).
+   */
+  async run(rec: InRecord, onEarly?: (outs: OutRecord[]) => void, onHandled?: () => void): Promise<OutRecord[]> {
     this.auto?.arrive(this.ctx.now());
     // Awaited only when it must wait: a free slot starts the handler in this same turn.
     const wait = this.acquire();
@@ -167,6 +170,7 @@ export class Dispatcher {
     };
     try {
       const result = await this.stage.handle(rec, this.ctx);
+      onHandled?.();
       if (Array.isArray(result)) return result;
       release();
       if (result.early?.length) {
