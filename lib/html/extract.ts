@@ -14,7 +14,7 @@
  */
 import { TextEncoder } from 'node:util';
 import { charsetParam } from './charset';
-import { SAXParser, type SaxToken, type StartTag, type EndTag, type Text } from 'parse5-sax-parser';
+import { SAXParser, type StartTag, type EndTag } from 'parse5-sax-parser';
 import type { TokenHandler } from 'parse5';
 import { FastTokenizer } from './fast-tokenizer';
 
@@ -64,6 +64,8 @@ const CELL = new Set(['td', 'th']);
 const HTML_WS = /[\t\n\f\r \0]+/g;
 // Same collapse, but leaves lone spaces alone, so typical prose is returned as is, without a copy.
 const HTML_WS_RUN = /[\t\n\f\r\0][\t\n\f\r \0]*| [\t\n\f\r \0]+/g;
+/** The same, unanchored and without /g: does a text need collapsing at all? (Most do not.) */
+const HAS_WS_RUN = /[\t\n\f\r\0]| [\t\n\f\r \0]/;
 const SKIP_SCHEME = /^[\s\0-\x1f]*(?:javascript|mailto|tel|data):/i;
 const encoder = new TextEncoder();
 
@@ -177,21 +179,27 @@ class Collector {
   text(s: string): void {
     if (this.inTitle) { this.titleBuf += s; return; }
     if (this.skipDepth > 0 || this.inHead || this.textFull) return;
-    let t = s.replace(HTML_WS_RUN, ' ');
+    // Testing first spares a copy of every text that has only single spaces.
+    let t = HAS_WS_RUN.test(s) ? s.replace(HTML_WS_RUN, ' ') : s;
     if (t.charCodeAt(0) === 32) { this.space = true; t = t.slice(1); }
     if (t === '') return;
     const trailing = t.charCodeAt(t.length - 1) === 32;
     if (trailing) t = t.slice(0, -1);
     const sep = this.parts.length === 0 ? '' : this.newline ? '\n' : this.space ? ' ' : '';
-    let chunk = sep + t;
-    const bytes = Buffer.byteLength(chunk, 'utf8');
+    // The separator (ASCII) and the text are kept as two parts: `sep + t` would be one more
+    // string to build and measure for every text of the page.
+    const bytes = sep.length + Buffer.byteLength(t, 'utf8');
     if (this.textBytes + bytes > this.maxText) {
+      const chunk = sep + t;
       // encodeInto only writes whole characters, so `read` is a safe cut point in UTF-16 units.
-      chunk = chunk.slice(0, encoder.encodeInto(chunk, new Uint8Array(this.maxText - this.textBytes)).read);
+      const cut = chunk.slice(0, encoder.encodeInto(chunk, new Uint8Array(this.maxText - this.textBytes)).read);
+      if (cut !== '') this.parts.push(cut);
       this.textFull = true;
+    } else {
+      if (sep !== '') this.parts.push(sep);
+      this.parts.push(t);
     }
     this.textBytes += bytes;
-    if (chunk !== '') this.parts.push(chunk);
     this.space = trailing; this.newline = false;
   }
 
@@ -240,10 +248,14 @@ class Collector {
 }
 
 /**
- * Subclass only to run the tokenizer synchronously, hand tokens straight to the collector, and
- * put parse5's tokenizer under the feedback simulator in its run-taking form (fast-tokenizer.ts).
+ * Subclass only to run the tokenizer synchronously, put parse5's tokenizer under the feedback
+ * simulator in its run-taking form (fast-tokenizer.ts), and hand tokens straight to the
+ * collector: tags as the tokenizer made them (parse5-sax-parser would copy each into a new
+ * object), text concatenated until the next tag, comments and doctypes dropped unbuilt.
  */
 class Scanner extends SAXParser {
+  private pending: string | null = null;
+
   constructor(private readonly sink: Collector) {
     super();
     const sim = (this as unknown as { parserFeedbackSimulator: TokenHandler & { tokenizer: FastTokenizer; inForeignContent: boolean } }).parserFeedbackSimulator;
@@ -252,17 +264,60 @@ class Scanner extends SAXParser {
     sim.tokenizer = tokenizer;
     this.tokenizer = tokenizer;
   }
-  run(html: string): void { this.tokenizer.write(html, true); }
-  protected override emitIfListenerExists(event: string, token: SaxToken): boolean {
-    const c = this.sink;
-    if (event === 'startTag') c.start(token as StartTag);
-    else if (event === 'endTag') c.end(token as EndTag);
-    else if (event === 'text') c.text((token as Text).text);
-    else return false;
-    // Nothing later in the page can change links or text once both caps are hit; stop paying for it.
+
+  run(html: string): void {
+    this.tokenizer.write(html, true);
+  }
+
+  /** Nothing later in the page can change links or text once both caps are hit; stop paying for it. */
+  private check(): void {
     // (A <link>/<meta> after that point, invalid outside <head> anyway, is then missed.)
-    if (c.linksFull && c.textFull) this.stop();
-    return true;
+    if (this.sink.linksFull && this.sink.textFull) this.stop();
+  }
+
+  private flushText(): void {
+    if (this.pending === null) return;
+    const text = this.pending;
+    this.pending = null;
+    this.sink.text(text);
+    this.check();
+  }
+
+  override onCharacter(token: { chars: string }): void {
+    this.pending = this.pending === null ? token.chars : this.pending + token.chars;
+  }
+
+  override onWhitespaceCharacter(token: { chars: string }): void {
+    this.onCharacter(token);
+  }
+
+  override onNullCharacter(token: { chars: string }): void {
+    this.onCharacter(token);
+  }
+
+  override onStartTag(token: StartTag): void {
+    this.flushText();
+    this.sink.start(token);
+    this.check();
+  }
+
+  override onEndTag(token: EndTag): void {
+    this.flushText();
+    this.sink.end(token);
+    this.check();
+  }
+
+  override onComment(): void {
+    this.flushText();
+  }
+
+  override onDoctype(): void {
+    this.flushText();
+  }
+
+  override onEof(): void {
+    this.flushText();
+    this.stop();
   }
 }
 
