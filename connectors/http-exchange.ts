@@ -1,9 +1,9 @@
 /**
- * One GET exchange on an undici Pool, for connectors/http-undici.ts: the dispatch handler that
+ * One GET exchange on an undici Client or Pool, for connectors/http-undici.ts: the dispatch handler that
  * enforces the overall deadline, feeds the bounded body decoder with backpressure, keeps the
  * partial body when the connection breaks mid-body, and maps undici errors to FetchError codes.
  */
-import { errors as undiciErrors, type Dispatcher, type Pool } from 'undici';
+import { errors as undiciErrors, type Dispatcher } from 'undici';
 import { FetchError, type HttpCapture, type HttpFetchOptions } from './types';
 import { createBodyDecoder, parseContentEncoding, type BodyDecoder } from '../lib/net/content-decode';
 
@@ -22,7 +22,7 @@ export interface RequestHead {
 const STOP = new Error('stopped by fetcher');
 
 export function exchange(
-  pool: Pool,
+  pool: Dispatcher,
   url: URL,
   ip: string,
   head: RequestHead,

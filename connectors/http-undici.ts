@@ -5,12 +5,14 @@
  *   lib/net/ssrf, and the socket is opened to that checked address by a custom connector — no
  *   second lookup, so DNS rebinding between check and connect is impossible. The Host header
  *   and TLS SNI/certificate name stay the original hostname.
- * - Reuse: one undici Pool per (origin, checked address), keep-alive, HTTP/1.1, LRU-bounded.
+ * - Reuse: one undici Client (one keep-alive connection) per (origin, checked address), HTTP/1.1,
+ *   LRU-bounded: politeness already keeps one request per host at a time, and a Pool's fixed
+ *   2,048-slot queue cost 16 KiB per host (63 MB with 5,000 hosts in rotation).
  * - Limits: connect timeout; one overall deadline (headers and body, so a slow drip is cut);
  *   header-size cap; decoded-body cap and decompression-ratio cap (lib/net/content-decode,
  *   undici never decompresses here). No redirects are followed.
  */
-import { Pool, buildConnector } from 'undici';
+import { Client, Pool, buildConnector } from 'undici';
 import { FetchError, type HttpClient, type HttpFetchOptions } from './types';
 import { exchange, type RequestHead } from './http-exchange';
 import { classifyAddress, compileCidrs, isAddressAllowed, parseHostLiteral } from '../lib/net/ssrf';
@@ -21,7 +23,7 @@ export interface HttpClientDeps {
   resolver?: Resolver;
   /** Pools (origin × address) kept open; the least recently used beyond this is closed. */
   maxPools?: number;
-  /** Parallel connections per origin × address. */
+  /** Parallel connections per origin × address (1: a Client; more: a Pool). */
   connectionsPerOrigin?: number;
   keepAliveTimeoutMs?: number;
 }
@@ -38,10 +40,10 @@ export function createHttpClient(deps: HttpClientDeps = {}): HttpClient {
   const resolver = deps.resolver ?? new DnsCache().resolve;
   // Default as lib/config.ts httpMaxPools: the hosts in rotation, so keep-alive gets reused.
   const maxPools = deps.maxPools ?? 8192;
-  const pools = new Map<string, Pool>();
+  const pools = new Map<string, Client | Pool>();
   let closed = false;
 
-  function poolFor(url: URL, ip: string, opts: HttpFetchOptions): Pool {
+  function poolFor(url: URL, ip: string, opts: HttpFetchOptions): Client | Pool {
     const key = `${url.origin} ${ip} ${opts.connectTimeoutMs} ${opts.maxHeaderBytes}`;
     const found = pools.get(key);
     if (found) {
@@ -53,17 +55,18 @@ export function createHttpClient(deps: HttpClientDeps = {}): HttpClient {
     const hostname = url.hostname.replace(/^\[|\]$/g, '');
     // SNI must be a name, never an IP literal (RFC 6066).
     const servername = parseHostLiteral(hostname) === null ? hostname : undefined;
-    const pool = new Pool(url.origin, {
-      connections: deps.connectionsPerOrigin ?? 4,
+    const options = {
       pipelining: 1,
       keepAliveTimeout: deps.keepAliveTimeoutMs ?? 4000,
       maxHeaderSize: opts.maxHeaderBytes,
       // The pinned address replaces the hostname for the TCP connect only.
-      connect: (o, cb) => base({ ...o, hostname: ip, servername }, cb),
-    });
+      connect: ((o, cb) => base({ ...o, hostname: ip, servername }, cb)) as buildConnector.connector,
+    };
+    const connections = deps.connectionsPerOrigin ?? 1;
+    const pool = connections > 1 ? new Pool(url.origin, { ...options, connections }) : new Client(url.origin, options);
     pools.set(key, pool);
     while (pools.size > maxPools) {
-      const [oldKey, old] = pools.entries().next().value as [string, Pool];
+      const [oldKey, old] = pools.entries().next().value as [string, Client | Pool];
       pools.delete(oldKey);
       old.close().catch(() => undefined); // lets in-flight exchanges finish
     }
