@@ -75,6 +75,8 @@ export interface CrawlConfig {
    */
   fetchConcurrency: number;
   fetchConcurrencyMin: number;
+  /** Worker threads that analyse pages for parse (HTML pass, SimHash, language); 0 = parse's own thread. */
+  parseThreads: number;
   /** Cap on fetches in flight (sockets and buffered bodies); 0 = a fixed limit of fetchConcurrency. */
   fetchConcurrencyMax: number;
   /**
@@ -143,6 +145,10 @@ export const DEFAULTS: CrawlConfig = {
   maxDecompressionRatio: 100,
   fetchConcurrency: 256,
   fetchConcurrencyMin: 16,
+  // Off by default: on the 2-core benchmark machine a worker cost about a quarter more CPU per
+  // page (copying each page and its text across threads, a second heap) for 5-10% more pages/s
+  // (README "Performance"). Machines with cores to spare may give parsing some of them.
+  parseThreads: 0,
   fetchConcurrencyMax: 4096,
   // An idle pool is a few KiB; 8192 covers the benchmark's 5,000 hosts in rotation.
   httpMaxPools: 8192,

@@ -21,6 +21,7 @@ import type { WarcEntry, WarcPointer } from '../lib/warc/writer';
 import type { HandleResult, OutRecord, Stage, StageContext } from '../runtime/stage';
 import { hostKey } from './fetch';
 import { contentRecord, ParseDedup, trapRecord } from './parse-dedup';
+import type { ParseAnalyzer } from './parse-pool';
 
 export interface ParseOptions {
   userAgent: string;
@@ -30,7 +31,15 @@ export interface ParseOptions {
   flushText?: () => Promise<void>;
   /** Partition count, to forget the duplicate tables of hosts moved elsewhere. */
   partitions?: number;
+  /**
+   * analyzePage on other threads (processors/parse-pool.ts); absent: on the stage's own thread.
+   * Its close() is called when the stage closes.
+   */
+  analyzer?: ParseAnalyzer | null;
 }
+
+/** Pages in flight to the analyzer at once: enough to keep its workers busy between turns. */
+const ANALYZER_CONCURRENCY = 64;
 
 /** Fewer shingles than this make a fingerprint that says little: such pages get no SimHash. */
 export const MIN_SIMHASH_SHINGLES = 32;
@@ -116,8 +125,13 @@ export interface ParseStage extends Stage {
 export function parseStage(opts: ParseOptions): ParseStage {
   const dedup = new ParseDedup();
 
-  function handle(page: FetchedPageMsg, ctx: StageContext): HandleResult {
-    const a = analyzePage(page, opts);
+  function handle(page: FetchedPageMsg, ctx: StageContext): HandleResult | Promise<HandleResult> {
+    if (opts.analyzer) return opts.analyzer.analyze(page).then((a) => decide(page, a, ctx));
+    return decide(page, analyzePage(page, opts), ctx);
+  }
+
+  /** Everything that depends on other pages (duplicate tables) and the records to emit. */
+  function decide(page: FetchedPageMsg, a: PageAnalysis, ctx: StageContext): HandleResult {
     const d = dedup.decide(a.parsed, a.links.length, ctx.now());
     const parsed: ParsedPageMsg = { ...a.parsed, near_duplicate_of: d.nearDuplicateOf };
     if (d.kind) ctx.log.debug({ url: page.url, duplicate: d.kind, of: d.nearDuplicateOf }, 'duplicate: not handed off');
@@ -147,7 +161,11 @@ export function parseStage(opts: ParseOptions): ParseStage {
       const owned = new Set(partitions);
       dedup.index.retain((host) => owned.has(partitionForHost(host, opts.partitions!)));
     },
+    concurrency: opts.analyzer ? ANALYZER_CONCURRENCY : undefined,
     handle: (rec, ctx) => handle(rec.value as FetchedPageMsg, ctx),
-    close: async () => opts.flushText?.(),
+    close: async () => {
+      await opts.flushText?.();
+      await opts.analyzer?.close();
+    },
   };
 }

@@ -10,6 +10,7 @@ import { fetchStage } from '../processors/fetch';
 import { frontierStage } from '../processors/frontier';
 import { handoffStage, type UsagePolicy } from '../processors/handoff';
 import { parseStage } from '../processors/parse';
+import { createParseAnalyzer } from '../processors/parse-pool';
 import { seenTestStage, type SeenSet } from '../processors/seen-test';
 import { MemoryBloom } from '../lib/bloom/memory';
 import { bloomParams } from '../lib/bloom/sizing';
@@ -64,7 +65,10 @@ export function buildStages(names: readonly StageName[], deps: StageDeps): Stage
     },
     parse: () => {
       const text = deps.textWarc;
-      return parseStage({ userAgent: c.userAgent, partitions: c.partitions, archiveText: text && ((e) => text.append(e)), flushText: text && (() => text.flush()) });
+      return parseStage({
+        userAgent: c.userAgent, partitions: c.partitions, archiveText: text && ((e) => text.append(e)), flushText: text && (() => text.flush()),
+        analyzer: createParseAnalyzer(c.parseThreads, c.userAgent),
+      });
     },
     handoff: () => handoffStage(deps.usage),
   };

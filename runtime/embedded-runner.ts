@@ -14,7 +14,16 @@ export interface EmbeddedRunnerOptions {
   /** Records read ahead per stage beyond what is running (fetch waits on WARC flushes). */
   readAhead?: number;
   retryDelayMs?: number;
+  /**
+   * Per stage id: while this says so, the stage starts no new record (records running finish).
+   * `crawl run` holds fetch while parse is far behind, so pages are not fetched faster than
+   * they are parsed and pile up in memory.
+   */
+  holdWhile?: Readonly<Record<string, () => boolean>>;
 }
+
+/** How often a held stage looks again. */
+const HOLD_RECHECK_MS = 10;
 
 interface Inflight {
   offset: number;
@@ -36,6 +45,7 @@ class StageLoop {
     private readonly ctx: StageContext,
     private readonly readAhead: number,
     private readonly retryDelayMs: number,
+    private readonly hold?: () => boolean,
   ) {
     this.group = `crawl.${stage.id}`;
     this.dispatcher = new Dispatcher(stage, ctx);
@@ -98,8 +108,17 @@ class StageLoop {
   }
 
   /** Dispatch whatever is available, up to the read-ahead limit. */
+  private holdTimer: NodeJS.Timeout | null = null;
+
   pump(): void {
     if (this.stopped) return;
+    if (this.hold?.()) {
+      this.holdTimer ??= setTimeout(() => {
+        this.holdTimer = null;
+        this.pump();
+      }, HOLD_RECHECK_MS);
+      return;
+    }
     for (const topic of this.stage.inputs) {
       for (let p = 0; p < this.log.partitions; p++) {
         const k = `${topic}/${p}`;
@@ -193,6 +212,7 @@ class StageLoop {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.tickTimer) clearInterval(this.tickTimer);
+    if (this.holdTimer) clearTimeout(this.holdTimer);
     this.dispatcher.abandonWaiting();
     // Let pending handlers (e.g. fetches waiting for their WARC file) finish and append.
     await this.stage.close?.();
@@ -220,7 +240,7 @@ export class EmbeddedRunner {
   ) {
     this.loops = stages.map(
       (s) =>
-        new StageLoop(s, log, { now: Date.now, log: logger.child({ stage: s.id }) }, opts.readAhead ?? 2048, opts.retryDelayMs ?? 1000),
+        new StageLoop(s, log, { now: Date.now, log: logger.child({ stage: s.id }) }, opts.readAhead ?? 2048, opts.retryDelayMs ?? 1000, opts.holdWhile?.[s.id]),
     );
   }
 

@@ -1,0 +1,36 @@
+/**
+ * parse's per-page analysis on worker threads (piscina): the event loop that fetches, stores
+ * and routes every record no longer also runs the HTML tokenizer and SimHash of every page.
+ *
+ * Pages are analysed in the order they are submitted (piscina's queue is FIFO); with one worker
+ * they also finish in that order, so duplicate decisions on the stage's thread see pages in
+ * log order as before. With more workers, two copies of a page that are analysed at the same
+ * time may be decided in either order: which one is "the duplicate" is then arbitrary.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { Piscina } from 'piscina';
+import type { FetchedPageMsg } from '../lib/messages';
+import type { PageAnalysis } from './parse';
+import type { ParseTask } from './parse-worker';
+
+export interface ParseAnalyzer {
+  analyze(page: FetchedPageMsg): Promise<PageAnalysis>;
+  readonly threads: number;
+  close(): Promise<void>;
+}
+
+/**
+ * A pool of `threads` workers, or null when threads < 1 or the worker script is not compiled
+ * (running from TypeScript sources, as unit tests do): parse then analyses on its own thread.
+ */
+export function createParseAnalyzer(threads: number, userAgent: string): ParseAnalyzer | null {
+  const filename = join(__dirname, 'parse-worker.js');
+  if (threads < 1 || !existsSync(filename)) return null;
+  const pool = new Piscina<ParseTask, PageAnalysis>({ filename, minThreads: threads, maxThreads: threads, idleTimeout: 60_000 });
+  return {
+    threads,
+    analyze: (page) => pool.run({ page, userAgent }),
+    close: () => pool.destroy(),
+  };
+}

@@ -1,0 +1,70 @@
+/**
+ * `crawl run` with parsing on a worker thread (CRAWL_PARSE_THREADS=1): the same pages handed
+ * off as parsing on the event loop, links followed, duplicates still caught (their decision
+ * stays on the stage's thread), and nothing failing on the way. The built CLI against two hosts
+ * on 127.0.0.25-26.
+ */
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as avro from 'avsc';
+import type { HandoffEvent } from '../../lib/messages';
+import { FixtureWeb, page } from '../fixtures/web';
+import { readJsonLog, runCli } from '../support/cli';
+import { readOneRecord } from '../support/warc-read';
+
+async function readHandoff(file: string): Promise<HandoffEvent[]> {
+  const events: HandoffEvent[] = [];
+  await new Promise<void>((resolve, reject) => {
+    avro.createFileDecoder(file).on('data', (e: HandoffEvent) => events.push(e)).on('end', resolve).on('error', reject);
+  });
+  return events;
+}
+
+describe('crawl run with CRAWL_PARSE_THREADS=1', () => {
+  let web: FixtureWeb;
+
+  beforeAll(async () => {
+    const body = 'A paragraph long enough to give this page a fingerprint of its own words. '.repeat(20);
+    web = await FixtureWeb.start([
+      {
+        ip: '127.0.0.25',
+        pages: {
+          '/': page('Delta home', ['/d1', '/d2', '/copy', '{origin:127.0.0.26}/']),
+          '/d1': page('Delta one', ['/d2']),
+          '/d2': page('Delta two', []),
+          // The same bytes as /d2: an exact duplicate, never handed off.
+          '/copy': page('Delta two', []),
+        },
+      },
+      { ip: '127.0.0.26', pages: { '/': page('Epsilon home', ['/e1']), '/e1': (_q, res) => res.writeHead(200, { 'content-type': 'text/html' }).end(`<html><body><p>${body}</p></body></html>`) } },
+    ]);
+  });
+
+  afterAll(async () => {
+    await web?.stop();
+  });
+
+  test('hands off every new page, follows links and drops the duplicate, as on the event loop', async () => {
+    const runs: Record<string, string[]> = {};
+    for (const threads of ['1', '0']) {
+      const out = mkdtempSync(join(tmpdir(), `parse-threads-${threads}-`));
+      const r = await runCli(['run', '--seed', `${web.origin('127.0.0.25')}/`, '--out', out, '--allow-private-network', '--scope', 'any', '--max-secs', '60'], { CRAWL_PARSE_THREADS: threads }).done;
+      expect(r.code).toBe(0);
+      const log = readJsonLog(join(out, 'crawl.log'));
+      expect(log.filter((l) => (l.level ?? 0) >= 50)).toEqual([]);
+      const events = await readHandoff(join(out, 'handoff', 'crawl.handoff.v3.avro'));
+      for (const e of events) {
+        const rec = await readOneRecord(readFileSync(new URL(e.warc.uri)), e.warc.offset, e.warc.length);
+        expect(rec.targetUri).toBe(e.url);
+      }
+      runs[threads] = events.map((e) => e.url).sort();
+    }
+    const o25 = web.origin('127.0.0.25');
+    const o26 = web.origin('127.0.0.26');
+    const d2OrCopy = runs['1']!.filter((u) => u === `${o25}/d2` || u === `${o25}/copy`);
+    expect(d2OrCopy).toHaveLength(1);
+    expect(runs['1']!.filter((u) => !d2OrCopy.includes(u))).toEqual([`${o25}/`, `${o25}/d1`, `${o26}/`, `${o26}/e1`].sort());
+    expect(runs['1']).toHaveLength(runs['0']!.length);
+  }, 180_000);
+});
