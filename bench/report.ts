@@ -11,6 +11,8 @@ export interface RunResult {
   pages: number;
   /** Pages through the whole topology (handoff events): fewer than `pages` when parse lags. */
   handedOff: number;
+  /** Pages through parse (crawl.parsed records); unset: every page served was parsed (the peer). */
+  parsed?: number;
   /** Server-side window from the first page request to the last. */
   windowSecs: number;
   /** user + sys of every counted process (crawler processes; services in Kafka mode). */
@@ -29,7 +31,10 @@ export interface RunResult {
 }
 
 export const pagesPerSec = (r: RunResult): number => (r.windowSecs > 0 ? r.pages / r.windowSecs : 0);
-export const cpuMsPerPage = (r: RunResult): number => (r.pages > 0 ? r.cpuMs / r.pages : 0);
+/** Pages served that were also parsed: a page fetched but never parsed has not cost its full CPU yet. */
+export const pagesDone = (r: RunResult): number => Math.min(r.pages, r.parsed ?? r.pages);
+/** CPU per page done (conservative when parse lagged: fetch work for unparsed pages is counted). */
+export const cpuMsPerPage = (r: RunResult): number => (pagesDone(r) > 0 ? r.cpuMs / pagesDone(r) : 0);
 
 /**
  * The throughput a crawl can reach: CPU-bound at `cores` / CPU per page, politeness-bound at
@@ -52,8 +57,8 @@ const ratio = (a: number, b: number): string => (b > 0 && a > 0 ? `${(a / b).toF
 
 export function markdownTable(results: readonly RunResult[]): string {
   const head =
-    '| contender | latency | hosts | pages | handed off | pages/s | vs peer | CPU ms/page | vs peer | peak RSS MiB | gap < 1 s | concurrent > 1 | min gap ms | % of limit |\n' +
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|';
+    '| contender | latency | hosts | pages | parsed | handed off | pages/s | vs peer | CPU ms/page | vs peer | peak RSS MiB | gap < 1 s | concurrent > 1 | min gap ms | % of limit |\n' +
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|';
   const rows = results.map((r) => {
     const peer = results.find((p) => p.contender === 'peer' && p.latencyMs === r.latencyMs);
     const pps = pagesPerSec(r);
@@ -64,7 +69,7 @@ export function markdownTable(results: readonly RunResult[]): string {
     const ofLimit = r.limitPagesPerSec ? `${fmt((100 * pps) / r.limitPagesPerSec, 0)}%` : '–';
     const name = r.contender === 'peer' ? 'Crawlee CheerioCrawler' : r.contender === 'kafka' ? 'kcrawl Kafka mode' : 'kcrawl embedded';
     return (
-      `| ${name}${r.note ? ` (${r.note})` : ''} | ${r.latencyMs} ms | ${r.hosts} | ${r.pages} | ${r.handedOff} | ${fmt(pps)} | ${ppsRatio} | ${fmt(cpp, 2)} | ${cpuRatio} | ` +
+      `| ${name}${r.note ? ` (${r.note})` : ''} | ${r.latencyMs} ms | ${r.hosts} | ${r.pages} | ${r.parsed ?? r.pages} | ${r.handedOff} | ${fmt(pps)} | ${ppsRatio} | ${fmt(cpp, 2)} | ${cpuRatio} | ` +
       `${fmt(r.peakRssBytes / 1024 / 1024, 0)} | ${r.gapViolations} | ${r.concurrencyViolations} | ${r.minGapMs ?? '–'} | ${ofLimit} |`
     );
   });

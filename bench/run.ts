@@ -19,7 +19,7 @@ import { parseBenchArgs, type BenchArgs } from './args';
 import { connectKafka } from '../connectors/kafka';
 import { topics } from '../topologies/crawl';
 import { ProcWatch, reapedChildrenCpuMs } from './proc-stat';
-import { kcrawlHostPeriodMs, markdownTable, throughputLimit, type RunResult } from './report';
+import { cpuMsPerPage, kcrawlHostPeriodMs, markdownTable, throughputLimit, type RunResult } from './report';
 import { hostAddress, hostName, type PolitenessSummary } from './synthetic-web';
 
 const ROOT = join(__dirname, '..', '..');
@@ -95,7 +95,8 @@ async function runEmbedded(a: BenchArgs, web: Web, latencyMs: number, dir: strin
   const s = (await web.stats()).kcrawl;
   rmSync(out, { recursive: true, force: true });
   const handedOff = Number(/(\d+) handoff events/.exec(m.stdout)?.[1] ?? 0);
-  return { contender: 'embedded', latencyMs, hosts: a.hosts, ...fromStats(s), handedOff, cpuMs: m.cpuMs, serviceCpuMs: 0, peakRssBytes: m.peakRssBytes, limitPagesPerSec: null };
+  const parsed = Number(/(\d+) parsed/.exec(m.stdout)?.[1] ?? 0);
+  return { contender: 'embedded', latencyMs, hosts: a.hosts, ...fromStats(s), handedOff, parsed, cpuMs: m.cpuMs, serviceCpuMs: 0, peakRssBytes: m.peakRssBytes, limitPagesPerSec: null };
 }
 
 function servicePids(): number[] {
@@ -136,22 +137,23 @@ async function runKafka(a: BenchArgs, web: Web, latencyMs: number, dir: string):
   const serviceCpuMs = watch.cpuMs(services);
   const s = (await web.stats()).kcrawl;
   return {
-    contender: 'kafka', latencyMs, hosts: a.hosts, ...fromStats(s), handedOff: await handoffCount(prefix), cpuMs: m.cpuMs + serviceCpuMs, serviceCpuMs,
+    contender: 'kafka', latencyMs, hosts: a.hosts, ...fromStats(s), ...(await topologyCounts(prefix)), cpuMs: m.cpuMs + serviceCpuMs, serviceCpuMs,
     peakRssBytes: m.peakRssBytes, limitPagesPerSec: null, note: `services ${(serviceCpuMs / 1000).toFixed(1)} s CPU`,
   };
 }
 
-/** Events in the run's handoff topic (pages through the whole topology); then its topics are deleted. */
-async function handoffCount(prefix: string): Promise<number> {
+/** Records in the run's parsed and handoff topics (pages through parse, and through the whole topology); then its topics are deleted. */
+async function topologyCounts(prefix: string): Promise<{ parsed: number; handedOff: number }> {
   const admin = connectKafka({ brokers: process.env.CRAWL_KAFKA_BROKERS!.split(',') }).admin();
   await admin.connect();
   try {
-    const offsets = await admin.fetchTopicOffsets(prefix + topics.handoff.name);
-    const n = offsets.reduce((sum, o) => sum + Number(o.high) - Number(o.low), 0);
+    const count = async (topic: string): Promise<number> =>
+      (await admin.fetchTopicOffsets(prefix + topic)).reduce((sum, o) => sum + Number(o.high) - Number(o.low), 0);
+    const counts = { parsed: await count(topics.parsed.name), handedOff: await count(topics.handoff.name) };
     // The run's topics are of no further use: leave the shared broker as it was.
     const mine = (await admin.listTopics()).filter((t) => t.startsWith(prefix));
     await admin.deleteTopics({ topics: mine }).catch(() => undefined);
-    return n;
+    return counts;
   } finally {
     await admin.disconnect();
   }
@@ -188,7 +190,7 @@ async function main(): Promise<void> {
         if (!r) continue;
         // The CPU limit from this run's own CPU per page; the politeness limit from its own rule.
         const period = r.contender === 'peer' ? latencyMs + 1000 : kcrawlHostPeriodMs(latencyMs);
-        r.limitPagesPerSec = throughputLimit(r.pages > 0 ? r.cpuMs / r.pages : 0, CORES, a.hosts, period);
+        r.limitPagesPerSec = throughputLimit(cpuMsPerPage(r), CORES, a.hosts, period);
         results.push(r);
         process.stderr.write(`  ${JSON.stringify(r)}\n`);
       }

@@ -42,6 +42,8 @@ export interface RunSummary {
   fetches: number;
   failures: number;
   handoffEvents: number;
+  /** Pages through parse in this run (crawl.parsed records): links followed, duplicates judged. */
+  pagesParsed: number;
   warcFiles: number;
   seconds: number;
   pagesPerSecond: number;
@@ -116,6 +118,8 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   const handoffFile = join(opts.out, 'handoff', 'crawl.handoff.v3.avro');
   const sink = new AvroFileSink(handoffFile, avroType('crawl.handoff.v3'), loadSchema('crawl.handoff.v3'));
   const handoffAtStart = sink.count;
+  const parsedEnd = (): number => Array.from({ length: fileLog.partitions }, (_, p) => fileLog.endOffset('parsed', p)).reduce((a, b) => a + b, 0);
+  const parsedAtStart = parsedEnd();
 
   const counts = { pages: 0, fetches: 0, failures: 0 };
   const stages = buildStages(STAGE_NAMES, {
@@ -174,12 +178,13 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   await drain.stop();
   await textWarc.close();
   await status?.stop();
+  const pagesParsed = parsedEnd() - parsedAtStart;
   fileLog.close();
   sink.close();
   progress?.done();
   const seconds = (Date.now() - started) / 1000;
   const summary: RunSummary = {
-    pagesStored: counts.fetches, fetches: counts.fetches, failures: counts.failures, handoffEvents: sink.count - handoffAtStart,
+    pagesStored: counts.fetches, fetches: counts.fetches, failures: counts.failures, handoffEvents: sink.count - handoffAtStart, pagesParsed,
     warcFiles: warc.stats.files, seconds, pagesPerSecond: counts.fetches / seconds, stoppedBy, handoffFile, waitingRetry,
   };
   log.info(summary, 'crawl stopped');

@@ -4,7 +4,7 @@
  */
 import { parseBenchArgs } from '../../bench/args';
 import { parsePeakRssBytes, parseStatChildrenCpuMs, parseStatCpuMs } from '../../bench/proc-stat';
-import { kcrawlHostPeriodMs, markdownTable, throughputLimit, type RunResult } from '../../bench/report';
+import { cpuMsPerPage, kcrawlHostPeriodMs, markdownTable, throughputLimit, type RunResult } from '../../bench/report';
 import { fillerHtml, hostAddress, hostIndexOfName, hostName, LINKS_PER_PAGE, PAGE_BYTES, pageHtml, pageLinks, PolitenessTracker } from '../../bench/synthetic-web';
 import { chunkByBytes, type RawRecord } from '../../connectors/kafka';
 
@@ -96,7 +96,17 @@ describe('report', () => {
     const ours: RunResult = { ...base, contender: 'embedded', pages: 400, handedOff: 400, cpuMs: 800 };
     const table = markdownTable([ours, base]);
     const row = table.split('\n').find((l) => l.startsWith('| kcrawl embedded'))!;
-    expect(row).toContain('| 400 | 400 | 40.0 | 4.00× | 2.00 | 5.00× |');
+    expect(row).toContain('| 400 | 400 | 400 | 40.0 | 4.00× | 2.00 | 5.00× |');
+  });
+
+  it('counts CPU per page over the pages parse finished, when it finished fewer than were fetched', () => {
+    const r: RunResult = {
+      contender: 'kafka', latencyMs: 0, hosts: 10, pages: 400, parsed: 200, handedOff: 150, windowSecs: 10, cpuMs: 800, serviceCpuMs: 0, peakRssBytes: 0,
+      gapViolations: 0, concurrencyViolations: 0, minGapMs: 1000, limitPagesPerSec: null,
+    };
+    expect(cpuMsPerPage(r)).toBe(4);
+    expect(cpuMsPerPage({ ...r, parsed: 500 })).toBe(2);
+    expect(markdownTable([r]).split('\n')[2]).toContain('| 400 | 200 | 150 | 40.0 |');
   });
 });
 
