@@ -30,9 +30,10 @@ export interface RunResult {
   note?: string;
 }
 
-export const pagesPerSec = (r: RunResult): number => (r.windowSecs > 0 ? r.pages / r.windowSecs : 0);
 /** Pages served that were also parsed: a page fetched but never parsed has not cost its full CPU yet. */
 export const pagesDone = (r: RunResult): number => Math.min(r.pages, r.parsed ?? r.pages);
+/** Pages served and parsed per second of the served window (a backlog left unparsed does not count). */
+export const pagesPerSec = (r: RunResult): number => (r.windowSecs > 0 ? pagesDone(r) / r.windowSecs : 0);
 /** CPU per page done (conservative when parse lagged: fetch work for unparsed pages is counted). */
 export const cpuMsPerPage = (r: RunResult): number => (pagesDone(r) > 0 ? r.cpuMs / pagesDone(r) : 0);
 

@@ -82,12 +82,21 @@ class PipelinedStage {
     while (this.outstanding > MAX_OUTSTANDING && !this.stopped) await new Promise<void>((r) => this.waiters.push(r));
   }
 
-  /** Wait (bounded) until every started record is finished. */
-  async drained(ms: number): Promise<void> {
-    const deadline = Date.now() + ms;
-    while (this.outstanding > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  /**
+   * Stopping: records still waiting for a slot are abandoned (left uncommitted: the partition's
+   * next owner replays them), and a batch waiting for room goes on.
+   */
+  stop(): void {
     this.stopped = true;
     this.dispatcher.abandonWaiting();
+    for (const w of this.waiters.splice(0)) w();
+  }
+
+  /** Wait (bounded) until every record that started is finished; how many did not. */
+  async drained(ms: number): Promise<number> {
+    const deadline = Date.now() + ms;
+    while (this.outstanding > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    return this.outstanding;
   }
 
   private start(rec: InRecord, commit: (next: number) => void): Promise<void> {
@@ -216,9 +225,11 @@ export async function runStageOnKafka(stage: Stage, rt: KafkaRuntime): Promise<R
   return {
     async stop() {
       if (timer) clearInterval(timer);
+      pipeline.stop();
       await stage.close?.();
       // Results that waited on what close() flushed are produced and committed before leaving.
-      await pipeline.drained(10_000);
+      const left = await pipeline.drained(10_000);
+      if (left > 0) log.warn({ records: left }, 'stopped with records unfinished: left uncommitted for the next owner');
       await consumer.disconnect();
       for (const g of globals) await g.stop();
       await producer.disconnect();

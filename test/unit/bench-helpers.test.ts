@@ -99,14 +99,15 @@ describe('report', () => {
     expect(row).toContain('| 400 | 400 | 400 | 40.0 | 4.00× | 2.00 | 5.00× |');
   });
 
-  it('counts CPU per page over the pages parse finished, when it finished fewer than were fetched', () => {
+  it('counts CPU per page and pages/s over the pages parse finished, when it finished fewer than were fetched', () => {
     const r: RunResult = {
       contender: 'kafka', latencyMs: 0, hosts: 10, pages: 400, parsed: 200, handedOff: 150, windowSecs: 10, cpuMs: 800, serviceCpuMs: 0, peakRssBytes: 0,
       gapViolations: 0, concurrencyViolations: 0, minGapMs: 1000, limitPagesPerSec: null,
     };
     expect(cpuMsPerPage(r)).toBe(4);
     expect(cpuMsPerPage({ ...r, parsed: 500 })).toBe(2);
-    expect(markdownTable([r]).split('\n')[2]).toContain('| 400 | 200 | 150 | 40.0 |');
+    // Throughput too counts the pages parse finished: 200 in 10 s.
+    expect(markdownTable([r]).split('\n')[2]).toContain('| 400 | 200 | 150 | 20.0 |');
   });
 });
 
