@@ -13,6 +13,8 @@ export interface RunResult {
   handedOff: number;
   /** Pages through parse (crawl.parsed records); unset: every page served was parsed (the peer). */
   parsed?: number;
+  /** Of those, the ones parsed before the crawl was told to stop (Kafka mode); unset: not known. */
+  parsedInWindow?: number;
   /** Server-side window from the first page request to the last. */
   windowSecs: number;
   /** user + sys of every counted process (crawler processes; services in Kafka mode). */
@@ -32,8 +34,11 @@ export interface RunResult {
 
 /** Pages served that were also parsed: a page fetched but never parsed has not cost its full CPU yet. */
 export const pagesDone = (r: RunResult): number => Math.min(r.pages, r.parsed ?? r.pages);
-/** Pages served and parsed per second of the served window (a backlog left unparsed does not count). */
-export const pagesPerSec = (r: RunResult): number => (r.windowSecs > 0 ? pagesDone(r) / r.windowSecs : 0);
+/**
+ * Pages served and parsed per second of the served window: a backlog left unparsed does not
+ * count, nor (where known) what parse only caught up with while the crawl was stopping.
+ */
+export const pagesPerSec = (r: RunResult): number => (r.windowSecs > 0 ? Math.min(pagesDone(r), r.parsedInWindow ?? Infinity) / r.windowSecs : 0);
 /** CPU per page done (conservative when parse lagged: fetch work for unparsed pages is counted). */
 export const cpuMsPerPage = (r: RunResult): number => (pagesDone(r) > 0 ? r.cpuMs / pagesDone(r) : 0);
 
@@ -70,7 +75,7 @@ export function markdownTable(results: readonly RunResult[]): string {
     const ofLimit = r.limitPagesPerSec ? `${fmt((100 * pps) / r.limitPagesPerSec, 0)}%` : '–';
     const name = r.contender === 'peer' ? 'Crawlee CheerioCrawler' : r.contender === 'kafka' ? 'kcrawl Kafka mode' : 'kcrawl embedded';
     return (
-      `| ${name}${r.note ? ` (${r.note})` : ''} | ${r.latencyMs} ms | ${r.hosts} | ${r.pages} | ${r.parsed ?? r.pages} | ${r.handedOff} | ${fmt(pps)} | ${ppsRatio} | ${fmt(cpp, 2)} | ${cpuRatio} | ` +
+      `| ${name}${r.note ? ` (${r.note})` : ''} | ${r.latencyMs} ms | ${r.hosts} | ${r.pages} | ${r.parsed ?? r.pages}${r.parsedInWindow !== undefined ? ` (${r.parsedInWindow} by stop)` : ''} | ${r.handedOff} | ${fmt(pps)} | ${ppsRatio} | ${fmt(cpp, 2)} | ${cpuRatio} | ` +
       `${fmt(r.peakRssBytes / 1024 / 1024, 0)} | ${r.gapViolations} | ${r.concurrencyViolations} | ${r.minGapMs ?? '–'} | ${ofLimit} |`
     );
   });

@@ -87,9 +87,6 @@ function removePartials(dir: string, log: Logger): void {
   }
 }
 
-/** Stored pages fetch may be ahead of parse (about 100 MiB of 50 KiB pages). */
-const MAX_PARSE_BACKLOG = 2048;
-
 export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promise<RunSummary> {
   mkdirSync(opts.out, { recursive: true });
   const log = opts.logger ?? createLogger({ file: join(opts.out, 'crawl.log') });
@@ -142,10 +139,11 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
     },
   };
   const status = opts.statusPort === undefined ? null : await (await import('../api/embedded-status')).startEmbeddedStatus(opts.statusPort, log, () => warc.stats);
-  // Fetch may run ahead of parse by this many stored pages, no more: beyond, pages only wait in memory.
+  // Fetch may run ahead of parse by CRAWL_PARSE_BACKLOG_MAX stored pages (2,048: about 100 MiB of
+  // 50 KiB pages), no more: beyond, pages only wait in memory.
   const parseBacklog = (): number => fileLog.lag('crawl.parse', 'fetched');
   const runner = new EmbeddedRunner(fileLog, [...stages, sinkStage, ...(status ? [status.stage] : [])], log, {
-    holdWhile: { fetch: () => parseBacklog() > MAX_PARSE_BACKLOG },
+    holdWhile: { fetch: () => parseBacklog() > config.parseBacklogMax },
   });
   const frontier = stages.find((s) => s.id === 'frontier') as FrontierStage;
   runner.start();
@@ -173,7 +171,7 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   // Drain what stopping produced (the last WARC file's pages) through parse and handoff.
   const drain = new EmbeddedRunner(fileLog, [...buildStages(['parse', 'handoff'], { config, http, warc, textWarc }), sinkStage], log);
   drain.start();
-  // Bounded: at most MAX_PARSE_BACKLOG pages plus the last WARC file's are left to parse.
+  // Bounded: at most CRAWL_PARSE_BACKLOG_MAX pages plus the last WARC file's are left to parse.
   for (let i = 0; i < 1500 && !drain.idle(); i++) await new Promise((r) => setTimeout(r, 20));
   await drain.stop();
   await textWarc.close();

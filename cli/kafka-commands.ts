@@ -9,7 +9,7 @@
  * plus the CRAWL_* settings of lib/config.ts.
  */
 import { createHttpClient } from '../connectors/http-undici';
-import { connectKafka, createProducer, ensureTopics, partitionCounts, produce, type Kafka } from '../connectors/kafka';
+import { connectKafka, createProducer, ensureTopics, partitionCounts, produce, watchGroupLag, type Kafka } from '../connectors/kafka';
 import { createPageStore, pageStoreConfigFromEnv } from '../connectors/page-store';
 import { AvroRegistry, subjectFor } from '../connectors/registry';
 import { loadSchema } from '../lib/avro';
@@ -94,7 +94,15 @@ export async function processes(names: string[], o: { allowPrivateNetwork: boole
   const running: RunningStage[] = [];
   // With CRAWL_REDIS_URL, seen-test shares Bloom generations in Redis; without it, each uses process memory.
   const seen = wanted.includes('seen-test') ? await redisSeenFromEnv(process.env, env.prefix, config, log) : undefined;
-  for (const stage of buildStages(wanted, { config, http, warc, textWarc, seen })) running.push(await runStageOnKafka(stage, rt));
+  // Fetch waits while parse (in any process) is far behind: pages fetched faster than they are
+  // parsed only grow a backlog, and in one process they take the CPU parse needs.
+  const parseLag = wanted.includes('fetch')
+    ? await watchGroupLag(rt.kafka, `${env.prefix}crawl.parse`, env.prefix + topics.fetched.name, 1000, (err) => log.debug({ err }, 'parse backlog not read'))
+    : null;
+  for (const stage of buildStages(wanted, { config, http, warc, textWarc, seen })) {
+    const holdWhile = stage.id === 'fetch' && parseLag ? () => parseLag.lag() > config.parseBacklogMax : undefined;
+    running.push(await runStageOnKafka(stage, rt, { holdWhile }));
+  }
   const stopMetrics = await (await import('../api/metrics-server')).startProcessMetrics(config, () => warc.stats, log);
   log.info({ processors: wanted, pid: process.pid }, 'processors running');
   await new Promise<void>((resolve) => {
@@ -103,6 +111,7 @@ export async function processes(names: string[], o: { allowPrivateNetwork: boole
   });
   log.info('stopping');
   for (const r of running) await r.stop();
+  await parseLag?.stop();
   await seen?.close();
   await warc.close();
   await textWarc.close();

@@ -249,6 +249,52 @@ export async function runGroup(kafka: Kafka, groupId: string, topics: string[], 
   return consumer;
 }
 
+export interface GroupLag {
+  /** Records of the topic the group had not committed at the last look (0 before the first). */
+  lag(): number;
+  stop(): Promise<void>;
+}
+
+/**
+ * A consumer group's backlog on a topic, looked up every `everyMs` (end offsets minus the
+ * group's committed offsets, over all partitions). Failed looks keep the last value.
+ */
+export async function watchGroupLag(kafka: Kafka, groupId: string, topic: string, everyMs = 1000, onError: (err: unknown) => void = () => undefined): Promise<GroupLag> {
+  const admin = kafka.admin();
+  await admin.connect();
+  let last = 0;
+  let stopped = false;
+  const look = async (): Promise<void> => {
+    const [ends, groups] = await Promise.all([admin.fetchTopicOffsets(topic), admin.fetchOffsets({ groupId, topics: [topic] })]);
+    const done = new Map((groups[0]?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
+    let lag = 0;
+    for (const o of ends) {
+      const committed = done.get(o.partition) ?? -1;
+      // -1: nothing committed yet, so the group starts from the earliest record still kept.
+      lag += Number(o.high) - (committed >= 0 ? committed : Number(o.low));
+    }
+    last = lag;
+  };
+  let timer: NodeJS.Timeout | null = null;
+  const loop = (): void => {
+    timer = setTimeout(() => {
+      void look().catch(onError).finally(() => {
+        if (!stopped) loop();
+      });
+    }, everyMs);
+    timer.unref();
+  };
+  loop();
+  return {
+    lag: () => last,
+    async stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      await admin.disconnect();
+    },
+  };
+}
+
 /** Every record of a compacted topic's given partitions, from the start to the current end. */
 export async function readTable(kafka: Kafka, topic: string, partitions: readonly number[]): Promise<ConsumedRecord[]> {
   const admin = kafka.admin();

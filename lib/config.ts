@@ -77,6 +77,8 @@ export interface CrawlConfig {
   fetchConcurrencyMin: number;
   /** Worker threads that analyse pages for parse (HTML pass, SimHash, language); 0 = parse's own thread. */
   parseThreads: number;
+  /** Kafka mode: fetch waits while crawl.parse has more stored pages than this still to parse. */
+  parseBacklogMax: number;
   /** Cap on fetches in flight (sockets and buffered bodies); 0 = a fixed limit of fetchConcurrency. */
   fetchConcurrencyMax: number;
   /**
@@ -149,6 +151,7 @@ export const DEFAULTS: CrawlConfig = {
   // page (copying each page and its text across threads, a second heap) for 5-10% more pages/s
   // (README "Performance"). Machines with cores to spare may give parsing some of them.
   parseThreads: 0,
+  parseBacklogMax: 2048,
   fetchConcurrencyMax: 4096,
   // An idle pool is a few KiB; 8192 covers the benchmark's 5,000 hosts in rotation.
   httpMaxPools: 8192,

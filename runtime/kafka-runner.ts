@@ -54,6 +54,13 @@ async function decodeRecords(rt: KafkaRuntime, recs: readonly ConsumedRecord[], 
 /** Most records of a stage started and not yet committed; a batch waits while there are more. */
 const MAX_OUTSTANDING = 4096;
 const RETRY_DELAY_MS = 1000;
+/** A held batch waits at most this long (then goes on), so rebalances are never stalled by it. */
+const MAX_HOLD_MS = 5000;
+
+export interface KafkaStageOptions {
+  /** While this says so, a new batch waits (bounded by MAX_HOLD_MS) before starting its records. */
+  holdWhile?: () => boolean;
+}
 
 /**
  * Runs a stage's records without holding a partition's consumption on results that wait (a
@@ -76,7 +83,9 @@ class PipelinedStage {
   }
 
   /** Start every record; resolves when each handler has returned (or failed) and room is left. */
-  async runBatch(recs: readonly InRecord[], commit: (next: number) => void): Promise<void> {
+  async runBatch(recs: readonly InRecord[], commit: (next: number) => void, holdWhile?: () => boolean): Promise<void> {
+    const holdUntil = Date.now() + MAX_HOLD_MS;
+    while (holdWhile?.() && !this.stopped && Date.now() < holdUntil) await new Promise((r) => setTimeout(r, 50));
     const handled = recs.map((rec) => this.start(rec, commit));
     await Promise.all(handled);
     while (this.outstanding > MAX_OUTSTANDING && !this.stopped) await new Promise<void>((r) => this.waiters.push(r));
@@ -139,7 +148,7 @@ class PipelinedStage {
   }
 }
 
-export async function runStageOnKafka(stage: Stage, rt: KafkaRuntime): Promise<RunningStage> {
+export async function runStageOnKafka(stage: Stage, rt: KafkaRuntime, opts: KafkaStageOptions = {}): Promise<RunningStage> {
   const log = rt.log.child({ stage: stage.id });
   const ctx = { now: Date.now, log };
   const ids = topicIdByName(rt.prefix);
@@ -200,7 +209,7 @@ export async function runStageOnKafka(stage: Stage, rt: KafkaRuntime): Promise<R
         } else {
           // Returns once every handler has run; results still waiting (a WARC file to be
           // stored) finish in the background and commit as they do, in offset order.
-          await pipeline.runBatch(recs, commit);
+          await pipeline.runBatch(recs, commit, opts.holdWhile);
         }
       } finally {
         clearInterval(beat);

@@ -108,6 +108,8 @@ describe('report', () => {
     expect(cpuMsPerPage({ ...r, parsed: 500 })).toBe(2);
     // Throughput too counts the pages parse finished: 200 in 10 s.
     expect(markdownTable([r]).split('\n')[2]).toContain('| 400 | 200 | 150 | 20.0 |');
+    // What parse only finished while the crawl stopped counts in CPU per page, not in pages/s.
+    expect(markdownTable([{ ...r, parsedInWindow: 120 }]).split('\n')[2]).toContain('| 400 | 200 (120 by stop) | 150 | 12.0 |');
   });
 });
 
