@@ -8,10 +8,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import * as avro from 'avsc';
-import type { HandoffEvent } from '../../lib/messages';
 import { FixtureWeb, page } from '../fixtures/web';
-import { readAllWarcs } from '../support/cli';
+import { readAllWarcs, readHandoff } from '../support/cli';
 import { readOneRecord } from '../support/warc-read';
 
 const CLI = join(__dirname, '..', '..', 'bin', 'crawl.js');
@@ -24,14 +22,6 @@ function runCli(args: string[], env: NodeJS.ProcessEnv = {}): { child: ChildProc
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
   return { child, done };
-}
-
-async function readHandoff(file: string): Promise<HandoffEvent[]> {
-  const events: HandoffEvent[] = [];
-  await new Promise<void>((resolve, reject) => {
-    avro.createFileDecoder(file).on('data', (e: HandoffEvent) => events.push(e)).on('end', resolve).on('error', reject);
-  });
-  return events;
 }
 
 describe('crawl run (embedded default)', () => {

@@ -7,19 +7,9 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import * as avro from 'avsc';
-import type { HandoffEvent } from '../../lib/messages';
 import { FixtureWeb, page } from '../fixtures/web';
-import { readJsonLog, runCli } from '../support/cli';
+import { readHandoff, readJsonLog, runCli } from '../support/cli';
 import { readOneRecord } from '../support/warc-read';
-
-async function readHandoff(file: string): Promise<HandoffEvent[]> {
-  const events: HandoffEvent[] = [];
-  await new Promise<void>((resolve, reject) => {
-    avro.createFileDecoder(file).on('data', (e: HandoffEvent) => events.push(e)).on('end', resolve).on('error', reject);
-  });
-  return events;
-}
 
 describe('crawl run with CRAWL_PARSE_THREADS=1', () => {
   let web: FixtureWeb;

@@ -1,11 +1,13 @@
 /**
  * Running the built CLI (`bin/crawl.js`, from dist/) as a child process, as a user would, and
- * reading what it leaves behind: its JSON log lines, its WARC files (through warcio), and its
- * peak memory (VmHWM from /proc, sampled while it runs, since /proc/<pid> is gone at exit).
+ * reading what it leaves behind: its JSON log lines, its WARC files (through warcio), its
+ * handoff .avro file (through avsc), and its peak memory (VmHWM from /proc, sampled while it runs, since /proc/<pid> is gone at exit).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import * as avro from 'avsc';
+import type { HandoffEvent } from '../../lib/messages';
 import { readWarc, type ReadRecord } from './warc-read';
 
 export const CLI = join(__dirname, '..', '..', 'bin', 'crawl.js');
@@ -79,6 +81,15 @@ export async function readAllWarcs(dir: string): Promise<Array<ReadRecord & { fi
     for (const r of await readWarc(readFileSync(join(dir, f)))) records.push({ ...r, file: f });
   }
   return records;
+}
+
+/** The events of a handoff .avro container file, read by avsc as an indexer would. */
+export async function readHandoff(file: string): Promise<HandoffEvent[]> {
+  const events: HandoffEvent[] = [];
+  await new Promise<void>((resolve, reject) => {
+    avro.createFileDecoder(file).on('data', (e: HandoffEvent) => events.push(e)).on('end', resolve).on('error', reject);
+  });
+  return events;
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
