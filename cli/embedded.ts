@@ -143,7 +143,7 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   // 50 KiB pages), no more: beyond, pages only wait in memory.
   const parseBacklog = (): number => fileLog.lag('crawl.parse', 'fetched');
   const runner = new EmbeddedRunner(fileLog, [...stages, sinkStage, ...(status ? [status.stage] : [])], log, {
-    holdWhile: { fetch: () => parseBacklog() > config.parseBacklogMax },
+    holdWhile: config.parseBacklogMax > 0 ? { fetch: () => parseBacklog() > config.parseBacklogMax } : {},
   });
   const frontier = stages.find((s) => s.id === 'frontier') as FrontierStage;
   runner.start();

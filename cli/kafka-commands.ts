@@ -96,7 +96,7 @@ export async function processes(names: string[], o: { allowPrivateNetwork: boole
   const seen = wanted.includes('seen-test') ? await redisSeenFromEnv(process.env, env.prefix, config, log) : undefined;
   // Fetch waits while parse (in any process) is far behind: pages fetched faster than they are
   // parsed only grow a backlog, and in one process they take the CPU parse needs.
-  const parseLag = wanted.includes('fetch')
+  const parseLag = wanted.includes('fetch') && config.parseBacklogMax > 0
     ? await watchGroupLag(rt.kafka, `${env.prefix}crawl.parse`, env.prefix + topics.fetched.name, 1000, (err) => log.debug({ err }, 'parse backlog not read'))
     : null;
   for (const stage of buildStages(wanted, { config, http, warc, textWarc, seen })) {

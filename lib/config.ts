@@ -77,7 +77,7 @@ export interface CrawlConfig {
   fetchConcurrencyMin: number;
   /** Worker threads that analyse pages for parse (HTML pass, SimHash, language); 0 = parse's own thread. */
   parseThreads: number;
-  /** Kafka mode: fetch waits while crawl.parse has more stored pages than this still to parse. */
+  /** Fetch waits while parse has more stored pages than this still to parse; 0 = never waits. */
   parseBacklogMax: number;
   /** Cap on fetches in flight (sockets and buffered bodies); 0 = a fixed limit of fetchConcurrency. */
   fetchConcurrencyMax: number;

@@ -279,4 +279,30 @@ describe('EmbeddedRunner', () => {
     expect(linksSeen2).toEqual([`http://${host}/4`]);
     expect(seen2).toEqual([`http://${host}/4`]);
   });
+
+  it('holds a stage while its holdWhile says so, and goes on when it stops saying so; lag() counts what is not committed', async () => {
+    const log = new FileLog({ dir, partitions: P });
+    const handled: string[] = [];
+    const reader: Stage = {
+      id: 'reader',
+      inputs: ['links'],
+      outputs: [],
+      handle: (rec: InRecord) => {
+        handled.push((rec.value as LinkMsg).url);
+        return [];
+      },
+    };
+    let hold = true;
+    const runner = new EmbeddedRunner(log, [reader], silent, { checkpointMs: 20, holdWhile: { reader: () => hold } });
+    runner.start();
+    log.append([linkRec('h1.test', '/1'), linkRec('h2.test', '/2'), linkRec('h3.test', '/3')]);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(handled).toEqual([]);
+    expect(log.lag('crawl.reader', 'links')).toBe(3);
+    hold = false;
+    await until(() => handled.length === 3);
+    await until(() => log.lag('crawl.reader', 'links') === 0);
+    await runner.stop();
+    log.close();
+  });
 });
