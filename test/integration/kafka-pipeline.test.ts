@@ -89,3 +89,44 @@ test('a record whose result waits on later records does not hold its partition; 
     await admin.disconnect();
   }
 }, 120_000);
+
+test('a stage held by holdWhile starts no record until the hold lifts', async () => {
+  const prefix = `t-hold-${Date.now()}-${randomBytes(3).toString('hex')}.`;
+  const kafka = connectKafka({ brokers: requireEnv('CRAWL_KAFKA_BROKERS').split(',') });
+  await ensureTopics(kafka, [topics.links], 1, prefix);
+  const registry = new AvroRegistry(requireEnv('CRAWL_REGISTRY_URL'));
+  const rt: KafkaRuntime = { kafka, registry, schemaIds: await registerSchemas(registry, prefix), prefix, partitions: 1, log: pino({ level: 'silent' }) };
+  const handled: number[] = [];
+  const stage: Stage = {
+    id: 'hold-test',
+    inputs: ['links'],
+    outputs: [],
+    handle(rec: InRecord): HandleResult {
+      handled.push(rec.offset);
+      return [];
+    },
+  };
+  let hold = true;
+  let asked = 0;
+  const running = await runStageOnKafka(stage, rt, { holdWhile: () => (asked++, hold) });
+  const producer = await createProducer(kafka);
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const outs: OutRecord[] = Array.from({ length: 3 }, (_, i) => ({ topic: 'links', key: 'h', host: '127.0.8.2', value: link(100 + i) }));
+    await produce(producer, await encodeRecords(rt, outs));
+    // The batch arrives and asks; held (well within the 5 s bound), nothing is handled.
+    await until(() => asked > 3, 30_000, 'the held batch to ask');
+    await new Promise((r) => setTimeout(r, 500));
+    expect(handled).toEqual([]);
+    hold = false;
+    await until(() => handled.length === 3, 30_000, 'the records after the hold lifted');
+    expect(handled).toEqual([0, 1, 2]);
+  } finally {
+    await running.stop();
+    await producer.disconnect();
+    const mine = (await admin.listTopics()).filter((t) => t.startsWith(prefix));
+    await admin.deleteTopics({ topics: mine }).catch(() => undefined);
+    await admin.disconnect();
+  }
+}, 120_000);
