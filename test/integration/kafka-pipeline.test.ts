@@ -6,6 +6,7 @@
  * registry; unique topic prefix per run.
  */
 import { randomBytes } from 'node:crypto';
+import type { Admin } from 'kafkajs';
 import pino from 'pino';
 import { connectKafka, createProducer, ensureTopics, produce } from '../../connectors/kafka';
 import { AvroRegistry } from '../../connectors/registry';
@@ -31,12 +32,23 @@ async function until(cond: () => boolean, ms: number, what: string): Promise<voi
   }
 }
 
-test('a record whose result waits on later records does not hold its partition; commits follow produced results', async () => {
-  const prefix = `t-pipe-${Date.now()}-${randomBytes(3).toString('hex')}.`;
+/** A runtime over a one-partition crawl.links of its own (unique prefix), and its cleanup. */
+async function linksRuntime(tag: string): Promise<{ rt: KafkaRuntime; prefix: string; cleanup: (admin: Admin) => Promise<void> }> {
+  const prefix = `t-${tag}-${Date.now()}-${randomBytes(3).toString('hex')}.`;
   const kafka = connectKafka({ brokers: requireEnv('CRAWL_KAFKA_BROKERS').split(',') });
   await ensureTopics(kafka, [topics.links], 1, prefix);
   const registry = new AvroRegistry(requireEnv('CRAWL_REGISTRY_URL'));
   const rt: KafkaRuntime = { kafka, registry, schemaIds: await registerSchemas(registry, prefix), prefix, partitions: 1, log: pino({ level: 'silent' }) };
+  const cleanup = async (admin: Admin): Promise<void> => {
+    const mine = (await admin.listTopics()).filter((t) => t.startsWith(prefix));
+    await admin.deleteTopics({ topics: mine }).catch(() => undefined);
+  };
+  return { rt, prefix, cleanup };
+}
+
+test('a record whose result waits on later records does not hold its partition; commits follow produced results', async () => {
+  const { rt, prefix, cleanup } = await linksRuntime('pipe');
+  const kafka = rt.kafka;
 
   // The first five records' results wait until the last five have been handled.
   const handled: number[] = [];
@@ -84,18 +96,14 @@ test('a record whose result waits on later records does not hold its partition; 
   } finally {
     await running.stop();
     await producer.disconnect();
-    const mine = (await admin.listTopics()).filter((t) => t.startsWith(prefix));
-    await admin.deleteTopics({ topics: mine }).catch(() => undefined);
+    await cleanup(admin);
     await admin.disconnect();
   }
 }, 120_000);
 
 test('a stage held by holdWhile starts no record until the hold lifts', async () => {
-  const prefix = `t-hold-${Date.now()}-${randomBytes(3).toString('hex')}.`;
-  const kafka = connectKafka({ brokers: requireEnv('CRAWL_KAFKA_BROKERS').split(',') });
-  await ensureTopics(kafka, [topics.links], 1, prefix);
-  const registry = new AvroRegistry(requireEnv('CRAWL_REGISTRY_URL'));
-  const rt: KafkaRuntime = { kafka, registry, schemaIds: await registerSchemas(registry, prefix), prefix, partitions: 1, log: pino({ level: 'silent' }) };
+  const { rt, cleanup } = await linksRuntime('hold');
+  const kafka = rt.kafka;
   const handled: number[] = [];
   const stage: Stage = {
     id: 'hold-test',
@@ -125,8 +133,7 @@ test('a stage held by holdWhile starts no record until the hold lifts', async ()
   } finally {
     await running.stop();
     await producer.disconnect();
-    const mine = (await admin.listTopics()).filter((t) => t.startsWith(prefix));
-    await admin.deleteTopics({ topics: mine }).catch(() => undefined);
+    await cleanup(admin);
     await admin.disconnect();
   }
 }, 120_000);
