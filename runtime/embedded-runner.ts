@@ -107,9 +107,10 @@ class StageLoop {
     });
   }
 
-  /** Dispatch whatever is available, up to the read-ahead limit. */
+  /** Set while a held stage waits to look again. */
   private holdTimer: NodeJS.Timeout | null = null;
 
+  /** Dispatch whatever is available, up to the read-ahead limit, unless the stage is held. */
   pump(): void {
     if (this.stopped) return;
     if (this.hold?.()) {
