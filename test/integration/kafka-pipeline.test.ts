@@ -12,7 +12,7 @@ import { connectKafka, createProducer, ensureTopics, produce } from '../../conne
 import { AvroRegistry } from '../../connectors/registry';
 import { registerSchemas } from '../../cli/kafka-commands';
 import type { LinkMsg } from '../../lib/messages';
-import { runStageOnKafka, encodeRecords, type KafkaRuntime } from '../../runtime/kafka-runner';
+import { runStageOnKafka, encodeRecords, type KafkaRuntime, type RunningStage } from '../../runtime/kafka-runner';
 import type { HandleResult, InRecord, OutRecord, Stage } from '../../runtime/stage';
 import { topics } from '../../topologies/crawl';
 
@@ -32,23 +32,44 @@ async function until(cond: () => boolean, ms: number, what: string): Promise<voi
   }
 }
 
-/** A runtime over a one-partition crawl.links of its own (unique prefix), and its cleanup. */
-async function linksRuntime(tag: string): Promise<{ rt: KafkaRuntime; prefix: string; cleanup: (admin: Admin) => Promise<void> }> {
+interface LinksRun {
+  rt: KafkaRuntime;
+  prefix: string;
+  admin: Admin;
+  /** Produce links to pages `from` … `from + n - 1` of 127.0.8.1. */
+  sendLinks(from: number, n: number): Promise<void>;
+  /** Stop the stage, then drop the run's topics and clients. */
+  close(running: RunningStage): Promise<void>;
+}
+
+/** A runtime over a one-partition crawl.links of its own (unique prefix), a producer and an admin. */
+async function linksRun(tag: string): Promise<LinksRun> {
   const prefix = `t-${tag}-${Date.now()}-${randomBytes(3).toString('hex')}.`;
   const kafka = connectKafka({ brokers: requireEnv('CRAWL_KAFKA_BROKERS').split(',') });
   await ensureTopics(kafka, [topics.links], 1, prefix);
   const registry = new AvroRegistry(requireEnv('CRAWL_REGISTRY_URL'));
   const rt: KafkaRuntime = { kafka, registry, schemaIds: await registerSchemas(registry, prefix), prefix, partitions: 1, log: pino({ level: 'silent' }) };
-  const cleanup = async (admin: Admin): Promise<void> => {
-    const mine = (await admin.listTopics()).filter((t) => t.startsWith(prefix));
-    await admin.deleteTopics({ topics: mine }).catch(() => undefined);
+  const producer = await createProducer(kafka);
+  const admin = kafka.admin();
+  await admin.connect();
+  return {
+    rt, prefix, admin,
+    async sendLinks(from, n) {
+      const outs: OutRecord[] = Array.from({ length: n }, (_, i) => ({ topic: 'links', key: 'h', host: '127.0.8.1', value: link(from + i) }));
+      await produce(producer, await encodeRecords(rt, outs));
+    },
+    async close(running) {
+      await running.stop();
+      await producer.disconnect();
+      const mine = (await admin.listTopics()).filter((t) => t.startsWith(prefix));
+      await admin.deleteTopics({ topics: mine }).catch(() => undefined);
+      await admin.disconnect();
+    },
   };
-  return { rt, prefix, cleanup };
 }
 
 test('a record whose result waits on later records does not hold its partition; commits follow produced results', async () => {
-  const { rt, prefix, cleanup } = await linksRuntime('pipe');
-  const kafka = rt.kafka;
+  const run = await linksRun('pipe');
 
   // The first five records' results wait until the last five have been handled.
   const handled: number[] = [];
@@ -66,25 +87,18 @@ test('a record whose result waits on later records does not hold its partition; 
       return rec.offset < 5 ? { early: [], pending: firstMayFinish.then(() => none) } : none;
     },
   };
-  const running = await runStageOnKafka(stage, rt);
-  const producer = await createProducer(kafka);
-  const admin = kafka.admin();
-  await admin.connect();
+  const running = await runStageOnKafka(stage, run.rt);
   const committed = async (): Promise<number> => {
-    const [t] = await admin.fetchOffsets({ groupId: `${prefix}crawl.pipeline-test`, topics: [prefix + topics.links.name] });
+    const [t] = await run.admin.fetchOffsets({ groupId: `${run.prefix}crawl.pipeline-test`, topics: [run.prefix + topics.links.name] });
     return Number(t!.partitions[0]!.offset);
   };
   try {
-    const send = async (from: number): Promise<void> => {
-      const outs: OutRecord[] = Array.from({ length: 5 }, (_, i) => ({ topic: 'links', key: 'h', host: '127.0.8.1', value: link(from + i) }));
-      await produce(producer, await encodeRecords(rt, outs));
-    };
-    await send(0);
+    await run.sendLinks(0, 5);
     await until(() => handled.length >= 5, 30_000, 'the first five records to be handled');
     // Nothing is committed while the first results wait, even though their handlers ran.
     expect(await committed()).toBeLessThan(5);
     // The next records are consumed while the first five still wait (the old runner deadlocked here).
-    await send(5);
+    await run.sendLinks(5, 5);
     await until(() => handled.length >= 10, 30_000, 'the later records to be consumed');
     let offset = -1;
     for (let i = 0; i < 300 && offset !== 10; i++) {
@@ -94,16 +108,12 @@ test('a record whose result waits on later records does not hold its partition; 
     expect(offset).toBe(10);
     expect(handled.slice().sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
   } finally {
-    await running.stop();
-    await producer.disconnect();
-    await cleanup(admin);
-    await admin.disconnect();
+    await run.close(running);
   }
 }, 120_000);
 
 test('a stage held by holdWhile starts no record until the hold lifts', async () => {
-  const { rt, cleanup } = await linksRuntime('hold');
-  const kafka = rt.kafka;
+  const run = await linksRun('hold');
   const handled: number[] = [];
   const stage: Stage = {
     id: 'hold-test',
@@ -116,13 +126,9 @@ test('a stage held by holdWhile starts no record until the hold lifts', async ()
   };
   let hold = true;
   let asked = 0;
-  const running = await runStageOnKafka(stage, rt, { holdWhile: () => (asked++, hold) });
-  const producer = await createProducer(kafka);
-  const admin = kafka.admin();
-  await admin.connect();
+  const running = await runStageOnKafka(stage, run.rt, { holdWhile: () => (asked++, hold) });
   try {
-    const outs: OutRecord[] = Array.from({ length: 3 }, (_, i) => ({ topic: 'links', key: 'h', host: '127.0.8.2', value: link(100 + i) }));
-    await produce(producer, await encodeRecords(rt, outs));
+    await run.sendLinks(100, 3);
     // The batch arrives and asks; held (well within the 5 s bound), nothing is handled.
     await until(() => asked > 3, 30_000, 'the held batch to ask');
     await new Promise((r) => setTimeout(r, 500));
@@ -131,9 +137,6 @@ test('a stage held by holdWhile starts no record until the hold lifts', async ()
     await until(() => handled.length === 3, 30_000, 'the records after the hold lifted');
     expect(handled).toEqual([0, 1, 2]);
   } finally {
-    await running.stop();
-    await producer.disconnect();
-    await cleanup(admin);
-    await admin.disconnect();
+    await run.close(running);
   }
 }, 120_000);
