@@ -17,7 +17,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseBenchArgs, type BenchArgs } from './args';
-import { connectKafka } from '../connectors/kafka';
+import { connectKafka, type Admin } from '../connectors/kafka';
 import { topics } from '../topologies/crawl';
 import { ProcWatch, reapedChildrenCpuMs } from './proc-stat';
 import { cpuMsPerPage, kcrawlHostPeriodMs, markdownTable, throughputLimit, type RunResult } from './report';
@@ -145,7 +145,7 @@ async function runKafka(a: BenchArgs, web: Web, latencyMs: number, dir: string):
   let parsedInWindow: number | undefined;
   const [m] = await Promise.all([
     measureChild(child, before, watch, a.secs * 1000, async () => {
-      parsedInWindow = await topicCount(prefix, topics.parsed.name).catch(() => undefined);
+      parsedInWindow = await withAdmin((admin) => topicRecords(admin, prefix, topics.parsed.name)).catch(() => undefined);
       parser.kill('SIGTERM');
       setTimeout(() => parser.kill('SIGKILL'), 20_000).unref();
     }),
@@ -164,11 +164,15 @@ async function runKafka(a: BenchArgs, web: Web, latencyMs: number, dir: string):
 }
 
 /** Records in one of the run's topics now. */
-async function topicCount(prefix: string, topic: string): Promise<number> {
+async function topicRecords(admin: Admin, prefix: string, topic: string): Promise<number> {
+  return (await admin.fetchTopicOffsets(prefix + topic)).reduce((sum, o) => sum + Number(o.high) - Number(o.low), 0);
+}
+
+async function withAdmin<T>(fn: (admin: Admin) => Promise<T>): Promise<T> {
   const admin = connectKafka({ brokers: process.env.CRAWL_KAFKA_BROKERS!.split(',') }).admin();
   await admin.connect();
   try {
-    return (await admin.fetchTopicOffsets(prefix + topic)).reduce((sum, o) => sum + Number(o.high) - Number(o.low), 0);
+    return await fn(admin);
   } finally {
     await admin.disconnect();
   }
@@ -176,19 +180,13 @@ async function topicCount(prefix: string, topic: string): Promise<number> {
 
 /** Records in the run's parsed and handoff topics (pages through parse, and through the whole topology); then its topics are deleted. */
 async function topologyCounts(prefix: string): Promise<{ parsed: number; handedOff: number }> {
-  const admin = connectKafka({ brokers: process.env.CRAWL_KAFKA_BROKERS!.split(',') }).admin();
-  await admin.connect();
-  try {
-    const count = async (topic: string): Promise<number> =>
-      (await admin.fetchTopicOffsets(prefix + topic)).reduce((sum, o) => sum + Number(o.high) - Number(o.low), 0);
-    const counts = { parsed: await count(topics.parsed.name), handedOff: await count(topics.handoff.name) };
+  return withAdmin(async (admin) => {
+    const counts = { parsed: await topicRecords(admin, prefix, topics.parsed.name), handedOff: await topicRecords(admin, prefix, topics.handoff.name) };
     // The run's topics are of no further use: leave the shared broker as it was.
     const mine = (await admin.listTopics()).filter((t) => t.startsWith(prefix));
     await admin.deleteTopics({ topics: mine }).catch(() => undefined);
     return counts;
-  } finally {
-    await admin.disconnect();
-  }
+  });
 }
 
 async function runPeer(a: BenchArgs, web: Web, latencyMs: number, dir: string): Promise<RunResult> {

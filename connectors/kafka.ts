@@ -17,8 +17,8 @@ import {
 } from 'kafkajs';
 import type { TopicSpec } from '../topologies/crawl';
 
-/** The client handle, for code outside connectors/ that passes it around. */
-export type { Kafka };
+/** The client and admin handles, for code outside connectors/ that passes them around. */
+export type { Admin, Kafka };
 
 export interface KafkaSettings {
   brokers: string[];

@@ -6,7 +6,7 @@
  * registry; unique topic prefix per run.
  */
 import { randomBytes } from 'node:crypto';
-import type { Admin } from 'kafkajs';
+import type { Admin } from '../../connectors/kafka';
 import pino from 'pino';
 import { connectKafka, createProducer, ensureTopics, produce } from '../../connectors/kafka';
 import { AvroRegistry } from '../../connectors/registry';
