@@ -1,4 +1,5 @@
-/** The benchmark's flags, parsed and checked (pure). */
+/** The benchmark's flags, parsed and checked (pure), and the Node flags `crawl` runs with. */
+import { readFileSync } from 'node:fs';
 
 export type Part = 'embedded' | 'kafka' | 'peer';
 const PARTS: readonly Part[] = ['embedded', 'kafka', 'peer'];
@@ -52,4 +53,14 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     }
   }
   return a;
+}
+
+/**
+ * The Node flags on a script's `#!/usr/bin/env -S node ...` line: what `npx crawl` runs with.
+ * The bench starts `node <flags> bin/crawl.js` so it measures the crawler as users run it.
+ */
+export function shebangNodeFlags(script: string): string[] {
+  const first = readFileSync(script, 'utf8').split('\n', 1)[0]!;
+  const m = /^#!\/usr\/bin\/env\s+-S\s+node\b(.*)$/.exec(first);
+  return m ? m[1]!.trim().split(/\s+/).filter(Boolean) : [];
 }

@@ -16,7 +16,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseBenchArgs, type BenchArgs } from './args';
+import { parseBenchArgs, shebangNodeFlags, type BenchArgs } from './args';
 import { connectKafka, type Admin } from '../connectors/kafka';
 import { topics } from '../topologies/crawl';
 import { ProcWatch, reapedChildrenCpuMs } from './proc-stat';
@@ -25,6 +25,13 @@ import { hostAddress, hostName, type PolitenessSummary } from './synthetic-web';
 
 const ROOT = join(__dirname, '..', '..');
 const CLI = join(ROOT, 'bin', 'crawl.js');
+/** The crawler runs with its own Node flags, as `npx crawl` runs it (bin/crawl.js's first line). */
+const CLI_FLAGS = shebangNodeFlags(CLI);
+
+/** Node's arguments before the script for a kcrawl process: its own flags, and a CPU profile if asked. */
+function crawlerNodeArgs(a: BenchArgs): string[] {
+  return [...CLI_FLAGS, ...(a.profile ? ['--cpu-prof', `--cpu-prof-dir=${a.profile}`] : [])];
+}
 const CORES = 2;
 
 interface Web {
@@ -85,7 +92,7 @@ function seedsFile(dir: string, hosts: number, port: number, byName = false): st
 
 async function runEmbedded(a: BenchArgs, web: Web, latencyMs: number, dir: string): Promise<RunResult> {
   const out = join(dir, `embedded-${latencyMs}`);
-  const nodeArgs = a.profile ? ['--cpu-prof', `--cpu-prof-dir=${a.profile}`] : [];
+  const nodeArgs = crawlerNodeArgs(a);
   const args = [...nodeArgs, CLI, 'run', '--seeds-file', seedsFile(dir, a.hosts, web.port), '--out', out, '--scope', 'any', '--allow-private-network', '--max-secs', String(a.secs)];
   if (a.maxPages) args.push('--max-pages', String(a.maxPages));
   web.reset();
@@ -132,7 +139,7 @@ async function runKafka(a: BenchArgs, web: Web, latencyMs: number, dir: string):
   const services = servicePids();
   for (const pid of services) watch.add(pid, true);
   const before = reapedChildrenCpuMs();
-  const nodeArgs = a.profile ? ['--cpu-prof', `--cpu-prof-dir=${a.profile}`] : [];
+  const nodeArgs = crawlerNodeArgs(a);
   // Two processes, as Kafka mode is meant to be deployed: parse on its own, the other
   // processors together. One event loop for everything gave parse the CPU fetch left over.
   const proc = (names: string[], stdout: 'pipe' | 'ignore'): ChildProcess =>

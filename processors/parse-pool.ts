@@ -31,6 +31,8 @@ export function createParseAnalyzer(threads: number, userAgent: string): ParseAn
   return {
     threads,
     analyze: (page) => pool.run({ page, userAgent }),
-    close: () => pool.destroy(),
+    // Graceful: pages already handed to a worker are analysed first. destroy() failed them, so a
+    // stopping crawl retried them and parsed them twice.
+    close: () => pool.close(),
   };
 }

@@ -7,6 +7,7 @@
 import type { Logger } from 'pino';
 import type { TopicId } from '../topologies/crawl';
 import { LittleConcurrency, type AutoConcurrencyOptions } from '../lib/concurrency';
+import { sliceSpent } from './time-slice';
 
 export interface InRecord<V = unknown> {
   topic: TopicId;
@@ -122,9 +123,13 @@ export class Dispatcher {
   setLimit(n: number): void {
     this.limit = Math.max(1, Math.floor(n));
     // A woken waiter is handed its slot (counted here), so it never races a newcomer for it.
+    // A waiter woken late in a long turn starts in the next one, after sockets are read
+    // (runtime/time-slice.ts): a chain of CPU-heavy records must not hold the event loop.
     while (this.inflight < this.limit && this.waiters.length > 0) {
       this.inflight++;
-      this.waiters.shift()!(true);
+      const grant = this.waiters.shift()!;
+      if (sliceSpent()) setImmediate(grant, true);
+      else grant(true);
     }
   }
 

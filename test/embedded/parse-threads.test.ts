@@ -10,6 +10,8 @@ import { join } from 'node:path';
 import { FixtureWeb, page } from '../fixtures/web';
 import { readHandoff, readJsonLog, runCli } from '../support/cli';
 import { readOneRecord } from '../support/warc-read';
+import type { FetchedPageMsg } from '../../lib/messages';
+import type { ParseAnalyzer } from '../../processors/parse-pool';
 
 describe('crawl run with CRAWL_PARSE_THREADS=1', () => {
   let web: FixtureWeb;
@@ -57,4 +59,21 @@ describe('crawl run with CRAWL_PARSE_THREADS=1', () => {
     expect(runs['1']!.filter((u) => !d2OrCopy.includes(u))).toEqual([`${o25}/`, `${o25}/d1`, `${o26}/`, `${o26}/e1`].sort());
     expect(runs['1']).toHaveLength(runs['0']!.length);
   }, 180_000);
+
+  test('closing the pool finishes the pages already submitted instead of failing them', async () => {
+    // The compiled pool (the worker script exists only in dist/), as `crawl run` uses it.
+    const { createParseAnalyzer } = require('../../dist/processors/parse-pool') as { createParseAnalyzer: (n: number, ua: string) => ParseAnalyzer | null };
+    const analyzer = createParseAnalyzer(1, 'kcrawl-test')!;
+    expect(analyzer).not.toBeNull();
+    const pages: FetchedPageMsg[] = Array.from({ length: 40 }, (_, i) => ({
+      url: `http://a.test/${i}`, final_url: `http://a.test/${i}`, host: 'a.test', depth: 1, fetched_at: 1, http_status: 200,
+      content_type: 'text/html', body: Buffer.from(`<html><body><p>page ${i} ${'words '.repeat(2000)}</p><a href="/n${i}">n</a></body></html>`),
+      truncated: false, sha256: `s${i}`, prev_sha256: null, warc: { uri: 'file:///w.warc.gz', offset: 0, length: 1 }, x_robots_tag: null,
+    }));
+    const analyses = pages.map((p) => analyzer.analyze(p));
+    await analyzer.close();
+    const settled = await Promise.allSettled(analyses);
+    expect(settled.filter((s) => s.status === 'rejected')).toEqual([]);
+    expect(settled.map((s) => (s.status === 'fulfilled' ? s.value.links.map((l) => l.url) : null))).toEqual(pages.map((_, i) => [`http://a.test/n${i}`]));
+  }, 60_000);
 });
