@@ -75,7 +75,7 @@ export function simhash64(text: string, width = SHINGLE_WIDTH): string {
 }
 
 /** Bit i of the vote counts the digest's low 64 bits (hi: bytes 8..11, lo: 12..15, big-endian). */
-function addVotes(votes: Float64Array, hi: number, lo: number, w: number): void {
+function addVotes(votes: Float64Array | Int32Array, hi: number, lo: number, w: number): void {
   // Branch-free (w times +1 or -1, exact): hash bits are coin flips, so a branch per bit
   // mispredicts half the time, and this loop runs 32 times per distinct shingle.
   for (let i = 0; i < 32; i++) {
@@ -84,7 +84,7 @@ function addVotes(votes: Float64Array, hi: number, lo: number, w: number): void 
   }
 }
 
-function fingerprintOf(votes: Float64Array): string {
+function fingerprintOf(votes: Float64Array | Int32Array): string {
   let hi = 0;
   let lo = 0;
   for (let i = 0; i < 32; i++) {
@@ -211,6 +211,7 @@ function latin1Simhash(text: string, width: number): { simhash: string; shingles
   let bits = START_BITS;
   let table = counts;
   let slotMask = (1 << bits) - 1;
+  let pairMask = (slotMask << 1) | 1;
   let shift = 32 - bits;
   const keyMask = width === 4 ? -1 : (1 << (8 * width)) - 1;
   let key = 0;
@@ -229,19 +230,24 @@ function latin1Simhash(text: string, width: number): { simhash: string; shingles
     }
     key = ((key << 8) | c) & keyMask;
     if (++seen < width) continue;
-    let s = Math.imul(key, 0x9e3779b1) >>> shift;
-    while (table[2 * s] !== 0 && table[2 * s] !== key) s = (s + 1) & slotMask;
-    if (table[2 * s] === 0) {
-      table[2 * s] = key;
-      table[2 * s + 1] = 1;
-      used[distinct++] = s;
-      if (distinct > slotMask >> 1) {
-        bits = growCounts(bits, distinct);
-        table = counts;
-        slotMask = (1 << bits) - 1;
-        shift = 32 - bits;
-      }
-    } else table[2 * s + 1]++;
+    // Index of the slot's key (2 x slot); its count sits right after it.
+    let at = (Math.imul(key, 0x9e3779b1) >>> shift) << 1;
+    let k: number;
+    while ((k = table[at]) !== key && k !== 0) at = (at + 2) & pairMask;
+    if (k === key) {
+      table[at + 1]++;
+      continue;
+    }
+    table[at] = key;
+    table[at + 1] = 1;
+    used[distinct++] = at >> 1;
+    if (distinct > slotMask >> 1) {
+      bits = growCounts(bits, distinct);
+      table = counts;
+      slotMask = (1 << bits) - 1;
+      pairMask = (slotMask << 1) | 1;
+      shift = 32 - bits;
+    }
   }
   // A text shorter than one shingle is one short feature in the reference: the string way too.
   if (fallBack || seen < width) {
@@ -249,7 +255,8 @@ function latin1Simhash(text: string, width: number): { simhash: string; shingles
     return null;
   }
   const cache = (hashCaches[width] ??= new HashCache(HASH_CACHE_BITS));
-  const votes = new Float64Array(BITS);
+  // Int32: the votes are whole and bounded by the shingle count (at most MAX_SIMHASH_CHARS).
+  const votes = new Int32Array(BITS);
   for (let j = 0; j < distinct; j++) {
     const s = used[j];
     const k = table[2 * s];
