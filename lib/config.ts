@@ -147,9 +147,10 @@ export const DEFAULTS: CrawlConfig = {
   maxDecompressionRatio: 100,
   fetchConcurrency: 256,
   fetchConcurrencyMin: 16,
-  // Off by default: on the 2-core benchmark machine a worker cost about a quarter more CPU per
-  // page (copying each page and its text across threads, a second heap) for 5-10% more pages/s
-  // (README "Performance"). Machines with cores to spare may give parsing some of them.
+  // Off by default: on the 2-core benchmark machine a worker cost about a fifth more CPU per
+  // page (copying each page and its text across threads, a second heap) for no more pages/s:
+  // both cores were then full (README "Performance"). Machines with cores to spare may give
+  // parsing some of them.
   parseThreads: 0,
   parseBacklogMax: 2048,
   fetchConcurrencyMax: 4096,
