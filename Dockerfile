@@ -30,7 +30,7 @@ COPY bin ./bin
 COPY schemas ./schemas
 # No root inside: the crawler only needs the network and its temp dir.
 USER node
-# The young-generation size bin/crawl.js sets on its #! line, for every `node` started here.
+# The young-generation size bin/crawl.js gives node when run as a program, for every `node` here.
 ENV NODE_OPTIONS=--max-semi-space-size=64
 ENTRYPOINT ["node", "/app/bin/crawl.js"]
 CMD ["--help"]

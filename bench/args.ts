@@ -56,11 +56,13 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
 }
 
 /**
- * The Node flags on a script's `#!/usr/bin/env -S node ...` line: what `npx crawl` runs with.
- * The bench starts `node <flags> bin/crawl.js` so it measures the crawler as users run it.
+ * The Node flags a script's launcher line gives node: what `npx crawl` runs with. bin/crawl.js
+ * starts `#!/bin/sh` and then `':' //; exec node <flags> "$0" "$@"`. The bench starts
+ * `node <flags> bin/crawl.js` so it measures the crawler as users run it.
  */
-export function shebangNodeFlags(script: string): string[] {
-  const first = readFileSync(script, 'utf8').split('\n', 1)[0]!;
-  const m = /^#!\/usr\/bin\/env\s+-S\s+node\b(.*)$/.exec(first);
+export function launcherNodeFlags(script: string): string[] {
+  const [first, second] = readFileSync(script, 'utf8').split('\n', 2);
+  if (first !== '#!/bin/sh') return [];
+  const m = /^':' \/\/; exec node\b(.*?)"\$0" "\$@"$/.exec(second ?? '');
   return m ? m[1]!.trim().split(/\s+/).filter(Boolean) : [];
 }

@@ -16,7 +16,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseBenchArgs, shebangNodeFlags, type BenchArgs } from './args';
+import { parseBenchArgs, launcherNodeFlags, type BenchArgs } from './args';
 import { connectKafka, type Admin } from '../connectors/kafka';
 import { topics } from '../topologies/crawl';
 import { ProcWatch, reapedChildrenCpuMs } from './proc-stat';
@@ -25,8 +25,8 @@ import { hostAddress, hostName, type PolitenessSummary } from './synthetic-web';
 
 const ROOT = join(__dirname, '..', '..');
 const CLI = join(ROOT, 'bin', 'crawl.js');
-/** The crawler runs with its own Node flags, as `npx crawl` runs it (bin/crawl.js's first line). */
-const CLI_FLAGS = shebangNodeFlags(CLI);
+/** The crawler runs with its own Node flags, as `npx crawl` runs it (bin/crawl.js's launcher line). */
+const CLI_FLAGS = launcherNodeFlags(CLI);
 
 /** Node's arguments before the script for a kcrawl process: its own flags, and a CPU profile if asked. */
 function crawlerNodeArgs(a: BenchArgs): string[] {

@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseBenchArgs, shebangNodeFlags } from '../../bench/args';
+import { parseBenchArgs, launcherNodeFlags } from '../../bench/args';
 import { parsePeakRssBytes, parseStatChildrenCpuMs, parseStatCpuMs } from '../../bench/proc-stat';
 import { cpuMsPerPage, kcrawlHostPeriodMs, markdownTable, throughputLimit, type RunResult } from '../../bench/report';
 import { fillerHtml, hostAddress, hostIndexOfName, hostName, LINKS_PER_PAGE, PAGE_BYTES, pageHtml, pageLinks, PolitenessTracker } from '../../bench/synthetic-web';
@@ -86,15 +86,15 @@ describe('bench flags', () => {
 
 describe('crawler node flags', () => {
   const CLI = join(__dirname, '..', '..', 'bin', 'crawl.js');
-  it('reads the flags of an env -S shebang, and none from a plain one', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'shebang-'));
-    writeFileSync(join(dir, 'a.js'), '#!/usr/bin/env -S node --max-semi-space-size=64 --stack-size=2000\n1;\n');
+  it('reads the flags of the sh launcher line, and none from a plain node script', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'launcher-'));
+    writeFileSync(join(dir, 'a.js'), `#!/bin/sh\n':' //; exec node --max-semi-space-size=64 --stack-size=2000 "$0" "$@"\n1;\n`);
     writeFileSync(join(dir, 'b.js'), '#!/usr/bin/env node\n1;\n');
-    expect(shebangNodeFlags(join(dir, 'a.js'))).toEqual(['--max-semi-space-size=64', '--stack-size=2000']);
-    expect(shebangNodeFlags(join(dir, 'b.js'))).toEqual([]);
+    expect(launcherNodeFlags(join(dir, 'a.js'))).toEqual(['--max-semi-space-size=64', '--stack-size=2000']);
+    expect(launcherNodeFlags(join(dir, 'b.js'))).toEqual([]);
   });
   it('bin/crawl.js runs with a 64 MiB young generation, and node accepts its flags', () => {
-    const flags = shebangNodeFlags(CLI);
+    const flags = launcherNodeFlags(CLI);
     expect(flags).toContain('--max-semi-space-size=64');
     const r = spawnSync(process.execPath, [...flags, '-e', 'process.stdout.write(String(process.execArgv))'], { encoding: 'utf8' });
     expect(r.status).toBe(0);

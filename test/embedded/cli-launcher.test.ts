@@ -1,0 +1,33 @@
+/**
+ * bin/crawl.js's launcher line: run as a program, /bin/sh execs node with the crawler's flags
+ * (a 64 MiB young generation); run through node, the same line is a string and a comment.
+ * Both must give the same CLI. Uses the built CLI (dist/).
+ */
+import { spawnSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CLI } from '../support/cli';
+
+describe('bin/crawl.js launcher', () => {
+  it('runs as a program through sh, and through node, as the same CLI', () => {
+    const asProgram = spawnSync(CLI, ['help'], { encoding: 'utf8' });
+    expect(asProgram.status).toBe(0);
+    expect(asProgram.stdout).toMatch(/Usage: crawl/);
+    const viaNode = spawnSync(process.execPath, [CLI, 'help'], { encoding: 'utf8' });
+    expect(viaNode.status).toBe(0);
+    expect(viaNode.stdout).toBe(asProgram.stdout);
+  });
+
+  it('hands node the young-generation flag when run as a program, keeping strict mode', () => {
+    // The launcher's own two lines in front of a script that reports what node was given.
+    const [sheBang, launcher] = readFileSync(CLI, 'utf8').split('\n');
+    const dir = mkdtempSync(join(tmpdir(), 'launcher-'));
+    const script = join(dir, 'probe.js');
+    writeFileSync(script, `${sheBang}\n${launcher}\n'use strict';\nprocess.stdout.write(JSON.stringify({ argv: process.execArgv, strict: (function () { return this === undefined; })(), args: process.argv.slice(2) }));\n`);
+    chmodSync(script, 0o755);
+    const r = spawnSync(script, ['a b', '$HOME'], { encoding: 'utf8' });
+    expect(r.status).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({ argv: ['--max-semi-space-size=64'], strict: true, args: ['a b', '$HOME'] });
+  });
+});
