@@ -20,7 +20,10 @@ import { topics, type TopicId, type TopicSpec } from '../topologies/crawl';
 import type { InRecord, OutRecord, TableRecord } from './stage';
 
 const SEGMENT_BYTES = 64 * 1024 * 1024;
-const EMPTY = Buffer.alloc(0);
+/** Frame-building buffer per partition log; a log that is never written allocates none. */
+const CHUNK_BYTES = 64 * 1024;
+/** A chunk with less room than a head plus this is replaced rather than used for a small value. */
+const MIN_CHUNK_ROOM = 512;
 
 interface Segment {
   baseOffset: number;
@@ -36,13 +39,19 @@ class PartitionLog {
   end = 0;
   private segments: Segment[] = [];
   /**
-   * Frames appended but not yet written, as [header, value] buffers bound for `pendingSeg` from
-   * byte `pendingPos`: one writev per partition per event-loop turn instead of a write per
-   * record, and the (up to 2 MiB) value is never copied into a frame buffer.
+   * Frames appended but not yet written, bound for `pendingSeg` from byte `pendingPos`: one
+   * writev per partition per event-loop turn instead of a write per record. Frames are built in
+   * `chunk` (heads and values encoded in place, no buffer per record); `pending` holds the
+   * finished stretches of chunks and any value too big for the chunk's room, encoded on its own
+   * (a page body is then never copied into a frame buffer).
    */
   private pending: Buffer[] = [];
   private pendingSeg: Segment | null = null;
   private pendingPos = 0;
+  private chunk: Buffer | null = null;
+  /** Bytes of `chunk` in use, and where its part not yet in `pending` starts. */
+  private chunkPos = 0;
+  private chunkMark = 0;
 
   constructor(
     readonly topic: TopicId,
@@ -102,29 +111,59 @@ class PartitionLog {
 
   /** Append in memory (readable at once); the bytes reach the segment file at the next flush(). */
   append(key: string, value: unknown, timestamp: number): InRecord {
-    const valueBuf = value === null ? EMPTY : encodeAvro(this.type, value);
-    const keyLen = Buffer.byteLength(key, 'utf8');
-    const head = Buffer.allocUnsafe(16 + keyLen);
-    head.writeUInt32LE(12 + keyLen + valueBuf.length, 0);
-    head.writeUInt32LE(keyLen, 4);
-    head.write(key, 8, keyLen, 'utf8');
-    head.writeDoubleLE(timestamp, 8 + keyLen);
     const seg = this.writableSegment();
     if (this.pendingSeg !== seg) {
       this.flush();
       this.pendingSeg = seg;
       this.pendingPos = seg.bytes;
     }
-    this.pending.push(head);
-    if (valueBuf.length > 0) this.pending.push(valueBuf);
-    seg.bytes += head.length + valueBuf.length;
+    const keyLen = Buffer.byteLength(key, 'utf8');
+    const headLen = 16 + keyLen;
+    let chunk = this.chunk;
+    if (chunk === null || chunk.length - this.chunkPos < headLen + MIN_CHUNK_ROOM) chunk = this.nextChunk(headLen);
+    const at = this.chunkPos;
+    // The value in place after the head; -n from avsc means it did not fit (n bytes short).
+    let valueLen = 0;
+    let valueBuf: Buffer | null = null;
+    if (value !== null) {
+      const end = this.type.encode(value, chunk, at + headLen);
+      if (end >= 0) valueLen = end - at - headLen;
+      else {
+        valueBuf = encodeAvro(this.type, value);
+        valueLen = valueBuf.length;
+      }
+    }
+    chunk.writeUInt32LE(12 + keyLen + valueLen, at);
+    chunk.writeUInt32LE(keyLen, at + 4);
+    chunk.write(key, at + 8, keyLen, 'utf8');
+    chunk.writeDoubleLE(timestamp, at + 8 + keyLen);
+    if (valueBuf === null) this.chunkPos = at + headLen + valueLen;
+    else {
+      this.chunkPos = at + headLen;
+      this.pending.push(chunk.subarray(this.chunkMark, this.chunkPos), valueBuf);
+      this.chunkMark = this.chunkPos;
+    }
+    seg.bytes += headLen + valueLen;
     const rec: InRecord = { topic: this.topic, partition: this.partition, offset: this.end++, key, value, timestamp };
     this.keep(rec);
     return rec;
   }
 
+  /** A chunk with room for at least `need` bytes more; the current one's frames go to `pending`. */
+  private nextChunk(need: number): Buffer {
+    if (this.chunk !== null && this.chunkPos > this.chunkMark) this.pending.push(this.chunk.subarray(this.chunkMark, this.chunkPos));
+    this.chunk = Buffer.allocUnsafeSlow(Math.max(CHUNK_BYTES, need + MIN_CHUNK_ROOM));
+    this.chunkPos = 0;
+    this.chunkMark = 0;
+    return this.chunk;
+  }
+
   /** Write the pending frames; true if there were any. */
   flush(): boolean {
+    if (this.chunk !== null && this.chunkPos > this.chunkMark) this.pending.push(this.chunk.subarray(this.chunkMark, this.chunkPos));
+    // Written synchronously below, so the chunk is free again for the next frames.
+    this.chunkPos = 0;
+    this.chunkMark = 0;
     if (this.pending.length === 0 || !this.pendingSeg) return false;
     const bufs = this.pending;
     const seg = this.pendingSeg;
