@@ -14,14 +14,15 @@ import { appendFileSync, closeSync, existsSync, fstatSync, ftruncateSync, mkdirS
 import { join } from 'node:path';
 import { EventEmitter } from 'node:events';
 import type * as avro from 'avsc';
-import { avroType, encodeAvro } from '../lib/avro';
+import { avroType } from '../lib/avro';
 import { partitionForHost } from '../lib/partitioner';
 import { topics, type TopicId, type TopicSpec } from '../topologies/crawl';
 import type { InRecord, OutRecord, TableRecord } from './stage';
 
 const SEGMENT_BYTES = 64 * 1024 * 1024;
-/** Frame-building buffer per partition log; a log that is never written allocates none. */
-const CHUNK_BYTES = 64 * 1024;
+/** Frame-building buffer of a partition log: its first size, and the most it grows to (below). */
+const CHUNK_START_BYTES = 16 * 1024;
+const CHUNK_MAX_BYTES = 1024 * 1024;
 /** A chunk with less room than a head plus this is replaced rather than used for a small value. */
 const MIN_CHUNK_ROOM = 512;
 
@@ -41,9 +42,8 @@ class PartitionLog {
   /**
    * Frames appended but not yet written, bound for `pendingSeg` from byte `pendingPos`: one
    * writev per partition per event-loop turn instead of a write per record. Frames are built in
-   * `chunk` (heads and values encoded in place, no buffer per record); `pending` holds the
-   * finished stretches of chunks and any value too big for the chunk's room, encoded on its own
-   * (a page body is then never copied into a frame buffer).
+   * `chunk`, heads and values encoded in place (no buffer per record, and a page body is
+   * encoded straight into it); `pending` holds the finished stretches of earlier chunks.
    */
   private pending: Buffer[] = [];
   private pendingSeg: Segment | null = null;
@@ -120,39 +120,40 @@ class PartitionLog {
     const keyLen = Buffer.byteLength(key, 'utf8');
     const headLen = 16 + keyLen;
     let chunk = this.chunk;
-    if (chunk === null || chunk.length - this.chunkPos < headLen + MIN_CHUNK_ROOM) chunk = this.nextChunk(headLen);
-    const at = this.chunkPos;
-    // The value in place after the head; -n from avsc means it did not fit (n bytes short).
-    let valueLen = 0;
-    let valueBuf: Buffer | null = null;
+    if (chunk === null || chunk.length - this.chunkPos < headLen + MIN_CHUNK_ROOM) chunk = this.nextChunk(headLen + MIN_CHUNK_ROOM);
+    let at = this.chunkPos;
+    let end = at + headLen;
     if (value !== null) {
-      const end = this.type.encode(value, chunk, at + headLen);
-      if (end >= 0) valueLen = end - at - headLen;
-      else {
-        valueBuf = encodeAvro(this.type, value);
-        valueLen = valueBuf.length;
+      end = this.type.encode(value, chunk, at + headLen);
+      if (end < 0) {
+        // Did not fit: avsc says how many bytes were missing. Again in a chunk with room for it.
+        chunk = this.nextChunk(chunk.length - end - at);
+        at = 0;
+        end = this.type.encode(value, chunk, headLen);
       }
     }
+    const valueLen = end - at - headLen;
     chunk.writeUInt32LE(12 + keyLen + valueLen, at);
     chunk.writeUInt32LE(keyLen, at + 4);
     chunk.write(key, at + 8, keyLen, 'utf8');
     chunk.writeDoubleLE(timestamp, at + 8 + keyLen);
-    if (valueBuf === null) this.chunkPos = at + headLen + valueLen;
-    else {
-      this.chunkPos = at + headLen;
-      this.pending.push(chunk.subarray(this.chunkMark, this.chunkPos), valueBuf);
-      this.chunkMark = this.chunkPos;
-    }
+    this.chunkPos = end;
     seg.bytes += headLen + valueLen;
     const rec: InRecord = { topic: this.topic, partition: this.partition, offset: this.end++, key, value, timestamp };
     this.keep(rec);
     return rec;
   }
 
-  /** A chunk with room for at least `need` bytes more; the current one's frames go to `pending`. */
+  /**
+   * A chunk with room for at least `need` bytes; the current one's frames go to `pending`. Each
+   * new chunk is twice the last (up to CHUNK_MAX_BYTES, or just what one frame needs), so a
+   * partition of page bodies soon has a chunk that holds a turn's pages, reused turn after turn.
+   */
   private nextChunk(need: number): Buffer {
-    if (this.chunk !== null && this.chunkPos > this.chunkMark) this.pending.push(this.chunk.subarray(this.chunkMark, this.chunkPos));
-    this.chunk = Buffer.allocUnsafeSlow(Math.max(CHUNK_BYTES, need + MIN_CHUNK_ROOM));
+    const last = this.chunk;
+    if (last !== null && this.chunkPos > this.chunkMark) this.pending.push(last.subarray(this.chunkMark, this.chunkPos));
+    const grown = last === null ? CHUNK_START_BYTES : Math.min(CHUNK_MAX_BYTES, 2 * last.length);
+    this.chunk = Buffer.allocUnsafeSlow(Math.max(grown, need));
     this.chunkPos = 0;
     this.chunkMark = 0;
     return this.chunk;

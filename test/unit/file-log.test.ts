@@ -81,15 +81,16 @@ describe('FileLog', () => {
     expect(total).toBe(hosts.length * 2);
   });
 
-  it('writes small and large values, in and out of its frame buffers, and reads every byte back after reopen', () => {
-    // Frames are built in 64 KiB chunks; a value bigger than a chunk's room is written on its own.
-    // Bodies of 1 B to 200 KiB mixed with small link records cross every such boundary.
+  it('writes small and large values across its frame buffers and reads every byte back after reopen', () => {
+    // Frames are built in chunks that start at 16 KiB and double up to 1 MiB; a value that does
+    // not fit the room left is encoded again in the next chunk, sized for it if need be. Bodies
+    // of 1 B to 1.5 MiB mixed with small link records cross every such boundary.
     const page = (i: number, bytes: number): FetchedPageMsg => ({
       url: `http://a.test/${i}`, final_url: `http://a.test/${i}`, host: 'a.test', depth: 1, fetched_at: i, http_status: 200,
       content_type: 'text/html', body: Buffer.alloc(bytes, i % 251), truncated: false, sha256: `s${i}`, prev_sha256: null,
       warc: { uri: 'file:///w.warc.gz', offset: i, length: bytes }, x_robots_tag: null,
     });
-    const sizes = [1, 30_000, 40_000, 70_000, 200_000, 5, 63_000, 64_000, 10, 50_000, 50_000, 50_000];
+    const sizes = [1, 30_000, 40_000, 70_000, 200_000, 5, 63_000, 64_000, 10, 1_500_000, 50_000, 50_000, 50_000];
     const log = newLog();
     const p = partitionForHost('a.test', P);
     const expected: Array<[string, number]> = [];
