@@ -49,9 +49,8 @@ class PartitionLog {
   private pendingSeg: Segment | null = null;
   private pendingPos = 0;
   private chunk: Buffer | null = null;
-  /** Bytes of `chunk` in use, and where its part not yet in `pending` starts. */
+  /** Bytes of `chunk` in use: its frames not yet in `pending`. */
   private chunkPos = 0;
-  private chunkMark = 0;
 
   constructor(
     readonly topic: TopicId,
@@ -151,20 +150,18 @@ class PartitionLog {
    */
   private nextChunk(need: number): Buffer {
     const last = this.chunk;
-    if (last !== null && this.chunkPos > this.chunkMark) this.pending.push(last.subarray(this.chunkMark, this.chunkPos));
+    if (last !== null && this.chunkPos > 0) this.pending.push(last.subarray(0, this.chunkPos));
     const grown = last === null ? CHUNK_START_BYTES : Math.min(CHUNK_MAX_BYTES, 2 * last.length);
     this.chunk = Buffer.allocUnsafeSlow(Math.max(grown, need));
     this.chunkPos = 0;
-    this.chunkMark = 0;
     return this.chunk;
   }
 
   /** Write the pending frames; true if there were any. */
   flush(): boolean {
-    if (this.chunk !== null && this.chunkPos > this.chunkMark) this.pending.push(this.chunk.subarray(this.chunkMark, this.chunkPos));
+    if (this.chunk !== null && this.chunkPos > 0) this.pending.push(this.chunk.subarray(0, this.chunkPos));
     // Written synchronously below, so the chunk is free again for the next frames.
     this.chunkPos = 0;
-    this.chunkMark = 0;
     if (this.pending.length === 0 || !this.pendingSeg) return false;
     const bufs = this.pending;
     const seg = this.pendingSeg;
