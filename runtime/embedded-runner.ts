@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import type { TopicId } from '../topologies/crawl';
 import type { FileLog } from './file-log';
 import { AbandonedError, Dispatcher, type InRecord, type Stage, type StageContext } from './stage';
+import { InflightOffsets } from './inflight-offsets';
 
 export interface EmbeddedRunnerOptions {
   /** How often offsets are written to disk. */
@@ -25,17 +26,11 @@ export interface EmbeddedRunnerOptions {
 /** How often a held stage looks again. */
 const HOLD_RECHECK_MS = 10;
 
-interface Inflight {
-  offset: number;
-  done: boolean;
-}
-
 class StageLoop {
   private readonly group: string;
   private readonly dispatcher: Dispatcher;
   private readonly position = new Map<string, number>();
-  private readonly inflight = new Map<string, Inflight[]>();
-  private running = 0;
+  private readonly inflight = new InflightOffsets();
   private stopped = false;
   private tickTimer: NodeJS.Timeout | null = null;
 
@@ -123,38 +118,27 @@ class StageLoop {
     for (const topic of this.stage.inputs) {
       for (let p = 0; p < this.log.partitions; p++) {
         const k = `${topic}/${p}`;
-        while (this.running < this.readAhead) {
+        while (this.inflight.running < this.readAhead) {
           const from = this.position.get(k)!;
-          const recs = this.log.read(topic, p, from, Math.min(256, this.readAhead - this.running));
+          const recs = this.log.read(topic, p, from, Math.min(256, this.readAhead - this.inflight.running));
           if (recs.length === 0) break;
-          if (this.stage.handleBatch) this.dispatchBatch(recs, k);
-          else for (const rec of recs) this.dispatch(rec, k);
+          if (this.stage.handleBatch) this.dispatchBatch(recs);
+          else for (const rec of recs) this.dispatch(rec);
           this.position.set(k, recs[recs.length - 1].offset + 1);
         }
       }
     }
   }
 
-  private track(k: string, offset: number): Inflight {
-    const entry: Inflight = { offset, done: false };
-    let list = this.inflight.get(k);
-    if (!list) this.inflight.set(k, (list = []));
-    list.push(entry);
-    this.running++;
-    return entry;
-  }
-
-  private dispatchBatch(recs: InRecord[], k: string): void {
-    const entries = recs.map((r) => this.track(k, r.offset));
+  private dispatchBatch(recs: InRecord[]): void {
+    const tracked = recs.map((r) => this.inflight.start(r.topic, r.partition, r.offset));
     const attempt = (): void => {
       Promise.resolve()
         .then(() => this.stage.handleBatch!(recs, this.ctx))
         .then(async (outs) => {
           this.log.append(outs);
           await this.stage.produced?.(outs);
-          for (const e of entries) e.done = true;
-          this.running -= entries.length;
-          this.advance(recs[0].topic, recs[0].partition, this.inflight.get(k)!);
+          this.commit(recs[0].topic, recs[0].partition, Math.max(...tracked.map((t) => t.finish())));
           this.schedulePump();
         })
         .catch((err: unknown) => {
@@ -165,23 +149,20 @@ class StageLoop {
     attempt();
   }
 
-  private dispatch(rec: InRecord, k: string): void {
-    const entry = this.track(k, rec.offset);
-    const list = this.inflight.get(k)!;
+  private dispatch(rec: InRecord): void {
+    const tracked = this.inflight.start(rec.topic, rec.partition, rec.offset);
     const attempt = (): void => {
       this.dispatcher.run(rec, (early) => this.log.append(early)).then(
         async (outs) => {
           this.log.append(outs);
           await this.stage.produced?.(outs);
-          entry.done = true;
-          this.running--;
-          this.advance(rec.topic, rec.partition, list);
+          this.commit(rec.topic, rec.partition, tracked.finish());
           this.schedulePump();
         },
         (err: unknown) => {
           if (err instanceof AbandonedError) {
             // Stopped before it started: left uncommitted for the next run, nothing to wait for.
-            this.running--;
+            tracked.abandon();
             return;
           }
           // At-least-once: a failed record is retried; its offset stays uncommitted meanwhile.
@@ -193,15 +174,14 @@ class StageLoop {
     attempt();
   }
 
-  private advance(topic: TopicId, partition: number, list: Inflight[]): void {
-    let next = -1;
-    while (list.length > 0 && list[0].done) next = list.shift()!.offset + 1;
+  /** Commit up to `next` (-1: nothing new is contiguous yet). */
+  private commit(topic: TopicId, partition: number, next: number): void {
     if (next >= 0) this.log.commit(this.group, topic, partition, next);
   }
 
   /** Nothing to read, nothing running, and the stage itself has no waiting work. */
   idle(): boolean {
-    if (this.running > 0) return false;
+    if (this.inflight.running > 0) return false;
     for (const topic of this.stage.inputs) {
       for (let p = 0; p < this.log.partitions; p++) {
         if (this.position.get(`${topic}/${p}`)! < this.log.endOffset(topic, p)) return false;
@@ -218,7 +198,7 @@ class StageLoop {
     // Let pending handlers (e.g. fetches waiting for their WARC file) finish and append.
     await this.stage.close?.();
     const deadline = Date.now() + 10_000;
-    while (this.running > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    while (this.inflight.running > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
   }
 }
 

@@ -12,6 +12,7 @@ import { avroType } from '../lib/avro';
 import { partitionForHost } from '../lib/partitioner';
 import { topics, type TopicId } from '../topologies/crawl';
 import { AbandonedError, Dispatcher, type InRecord, type OutRecord, type Stage, type StageContext } from './stage';
+import { InflightOffsets } from './inflight-offsets';
 
 export interface KafkaRuntime {
   kafka: Kafka;
@@ -71,8 +72,8 @@ export interface KafkaStageOptions {
  */
 class PipelinedStage {
   private readonly dispatcher: Dispatcher;
-  private readonly inflight = new Map<string, Array<{ offset: number; done: boolean }>>();
-  private outstanding = 0;
+  /** Records started and not yet committed, per partition. */
+  private readonly inflight = new InflightOffsets();
   private readonly waiters: Array<() => void> = [];
   private stopped = false;
   /** Partitions this member owns; a failed record of another one is left to its new owner. */
@@ -88,7 +89,7 @@ class PipelinedStage {
     while (holdWhile?.() && !this.stopped && Date.now() < holdUntil) await new Promise((r) => setTimeout(r, 50));
     const handled = recs.map((rec) => this.start(rec, commit));
     await Promise.all(handled);
-    while (this.outstanding > MAX_OUTSTANDING && !this.stopped) await new Promise<void>((r) => this.waiters.push(r));
+    while (this.inflight.running > MAX_OUTSTANDING && !this.stopped) await new Promise<void>((r) => this.waiters.push(r));
   }
 
   /**
@@ -104,17 +105,12 @@ class PipelinedStage {
   /** Wait (bounded) until every record that started is finished; how many did not. */
   async drained(ms: number): Promise<number> {
     const deadline = Date.now() + ms;
-    while (this.outstanding > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    return this.outstanding;
+    while (this.inflight.running > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    return this.inflight.running;
   }
 
   private start(rec: InRecord, commit: (next: number) => void): Promise<void> {
-    const k = `${rec.topic}/${rec.partition}`;
-    let list = this.inflight.get(k);
-    if (!list) this.inflight.set(k, (list = []));
-    const entry = { offset: rec.offset, done: false };
-    list.push(entry);
-    this.outstanding++;
+    const tracked = this.inflight.start(rec.topic, rec.partition, rec.offset);
     let handled!: () => void;
     const handledP = new Promise<void>((r) => (handled = r));
     const attempt = (): void => {
@@ -125,18 +121,15 @@ class PipelinedStage {
           await Promise.all(early);
           await this.send(outs);
           await this.stage.produced?.(outs);
-          entry.done = true;
-          this.outstanding--;
-          let next = -1;
-          while (list.length > 0 && list[0]!.done) next = list.shift()!.offset + 1;
+          const next = tracked.finish();
           if (next >= 0) commit(next);
-          if (this.outstanding <= MAX_OUTSTANDING) for (const w of this.waiters.splice(0)) w();
+          if (this.inflight.running <= MAX_OUTSTANDING) for (const w of this.waiters.splice(0)) w();
         })
         .catch((err: unknown) => {
           handled();
           if (err instanceof AbandonedError || this.stopped || (this.owned && !this.owned.has(rec.partition))) {
             // Stopping, or the partition moved: left uncommitted for the partition's next owner.
-            this.outstanding--;
+            tracked.abandon();
             return;
           }
           this.ctx.log.error({ err, topic: rec.topic, partition: rec.partition, offset: rec.offset }, 'handler failed; retrying');

@@ -197,10 +197,4 @@ export class Dispatcher {
     }
     return new Promise<boolean>((r) => this.waiters.push(r));
   }
-
-  /** All records of a batch; emits in input order. */
-  async runAll(recs: readonly InRecord[], onEarly?: (outs: OutRecord[]) => void): Promise<OutRecord[]> {
-    const results = await Promise.all(recs.map((r) => this.run(r, onEarly)));
-    return results.flat();
-  }
 }
