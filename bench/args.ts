@@ -16,6 +16,24 @@ export interface BenchArgs {
   /** Folder for `node --cpu-prof` profiles of the kcrawl processes. */
   profile?: string;
   json?: string;
+  /** Kafka mode's processes, each a list of processors (`crawl process <names>`). */
+  kafkaProcs: string[][];
+}
+
+export const STAGE_NAMES = ['seen-test', 'frontier', 'fetch', 'parse', 'handoff'] as const;
+/** How Kafka mode is deployed in the bench unless --kafka-procs says otherwise. */
+export const DEFAULT_KAFKA_PROCS = 'parse/seen-test,frontier,fetch,handoff';
+
+/** "a,b/c,d" -> [[a, b], [c, d]]: every stage exactly once. */
+export function parseKafkaProcs(v: string): string[][] {
+  const procs = v.split('/').map((p) => p.split(',').map((s) => s.trim()).filter(Boolean));
+  const all = procs.flat();
+  for (const n of all) if (!(STAGE_NAMES as readonly string[]).includes(n)) throw new Error(`--kafka-procs: unknown stage ${n} (${STAGE_NAMES.join(', ')})`);
+  const missing = STAGE_NAMES.filter((n) => !all.includes(n));
+  if (procs.some((p) => p.length === 0) || missing.length > 0 || new Set(all).size !== all.length) {
+    throw new Error(`--kafka-procs ${v}: expected every stage exactly once, processes separated by '/', stages by ',' (e.g. ${DEFAULT_KAFKA_PROCS})`);
+  }
+  return procs;
 }
 
 const wholeNumber = (flag: string, v: string | undefined, min: number): number => {
@@ -25,7 +43,7 @@ const wholeNumber = (flag: string, v: string | undefined, min: number): number =
 };
 
 export function parseBenchArgs(argv: readonly string[]): BenchArgs {
-  const a: BenchArgs = { only: [...PARTS], hosts: 5000, latencies: [0, 200], secs: 20, concurrency: 256 };
+  const a: BenchArgs = { only: [...PARTS], hosts: 5000, latencies: [0, 200], secs: 20, concurrency: 256, kafkaProcs: parseKafkaProcs(DEFAULT_KAFKA_PROCS) };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
     const v = argv[i + 1];
@@ -49,7 +67,8 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
       case '--concurrency': a.concurrency = wholeNumber(flag, v, 1); break;
       case '--profile': a.profile = v; break;
       case '--json': a.json = v; break;
-      default: throw new Error(`unknown flag ${flag}: --only, --hosts, --latency, --secs, --max-pages, --concurrency, --profile, --json`);
+      case '--kafka-procs': a.kafkaProcs = parseKafkaProcs(v ?? ''); break;
+      default: throw new Error(`unknown flag ${flag}: --only, --hosts, --latency, --secs, --max-pages, --concurrency, --profile, --json, --kafka-procs`);
     }
   }
   return a;

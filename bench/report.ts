@@ -29,6 +29,11 @@ export interface RunResult {
   connections?: number;
   /** min(CPU limit, politeness limit) in pages/s, where it can be judged. */
   limitPagesPerSec: number | null;
+  /**
+   * user + sys of the synthetic web's server during the run. It shares the cores with the
+   * crawler, so the machine can serve and crawl at most cores / (crawler + server CPU per page).
+   */
+  webCpuMs?: number;
   note?: string;
 }
 
@@ -47,6 +52,19 @@ export const cpuMsPerPage = (r: RunResult): number => (pagesDone(r) > 0 ? r.cpuM
  * one page per host per `hostPeriodMs` (response time plus the gap the crawler's politeness
  * rule then waits). The smaller one is the limit.
  */
+/** The synthetic web server's CPU per page done; null where it was not measured. */
+export const webCpuMsPerPage = (r: RunResult): number | null => (r.webCpuMs !== undefined && pagesDone(r) > 0 ? r.webCpuMs / pagesDone(r) : null);
+
+/**
+ * Pages/s as a share of what the machine could do at all with this run's CPU per page when the
+ * server serving the pages runs on the same cores: cores / (crawler + server CPU per page).
+ */
+export function machineShare(r: RunResult, cores: number): number | null {
+  const web = webCpuMsPerPage(r);
+  const perPage = cpuMsPerPage(r) + (web ?? 0);
+  return web === null || perPage <= 0 ? null : pagesPerSec(r) / ((cores * 1000) / perPage);
+}
+
 export function throughputLimit(cpuMsPerPage: number, cores: number, hosts: number, hostPeriodMs: number): number {
   const cpu = cpuMsPerPage > 0 ? (cores * 1000) / cpuMsPerPage : Infinity;
   const polite = (hosts * 1000) / hostPeriodMs;
@@ -61,10 +79,10 @@ export function kcrawlHostPeriodMs(latencyMs: number, minHostDelayMs = 1000, res
 const fmt = (n: number, digits = 1): string => (Number.isFinite(n) ? n.toFixed(digits) : '–');
 const ratio = (a: number, b: number): string => (b > 0 && a > 0 ? `${(a / b).toFixed(2)}×` : '–');
 
-export function markdownTable(results: readonly RunResult[]): string {
+export function markdownTable(results: readonly RunResult[], cores = 2): string {
   const head =
-    '| contender | latency | hosts | pages | parsed | handed off | pages/s | vs peer | CPU ms/page | vs peer | peak RSS MiB | gap < 1 s | concurrent > 1 | min gap ms | % of limit |\n' +
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|';
+    '| contender | latency | hosts | pages | parsed | handed off | pages/s | vs peer | CPU ms/page | vs peer | web server CPU ms/page | peak RSS MiB | gap < 1 s | concurrent > 1 | min gap ms | % of limit | % of machine |\n' +
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|';
   const rows = results.map((r) => {
     const peer = results.find((p) => p.contender === 'peer' && p.latencyMs === r.latencyMs);
     const pps = pagesPerSec(r);
@@ -73,10 +91,13 @@ export function markdownTable(results: readonly RunResult[]): string {
     const ppsRatio = peer && r !== peer ? ratio(pps, pagesPerSec(peer)) : '';
     const cpuRatio = peer && r !== peer ? ratio(cpuMsPerPage(peer), cpp) : '';
     const ofLimit = r.limitPagesPerSec ? `${fmt((100 * pps) / r.limitPagesPerSec, 0)}%` : '–';
+    const web = webCpuMsPerPage(r);
+    const share = machineShare(r, cores);
+    const ofMachine = share === null ? '–' : `${fmt(100 * share, 0)}%`;
     const name = r.contender === 'peer' ? 'Crawlee CheerioCrawler' : r.contender === 'kafka' ? 'kcrawl Kafka mode' : 'kcrawl embedded';
     return (
-      `| ${name}${r.note ? ` (${r.note})` : ''} | ${r.latencyMs} ms | ${r.hosts} | ${r.pages} | ${r.parsed ?? r.pages}${r.parsedInWindow !== undefined ? ` (${r.parsedInWindow} by stop)` : ''} | ${r.handedOff} | ${fmt(pps)} | ${ppsRatio} | ${fmt(cpp, 2)} | ${cpuRatio} | ` +
-      `${fmt(r.peakRssBytes / 1024 / 1024, 0)} | ${r.gapViolations} | ${r.concurrencyViolations} | ${r.minGapMs ?? '–'} | ${ofLimit} |`
+      `| ${name}${r.note ? ` (${r.note})` : ''} | ${r.latencyMs} ms | ${r.hosts} | ${r.pages} | ${r.parsed ?? r.pages}${r.parsedInWindow !== undefined ? ` (${r.parsedInWindow} by stop)` : ''} | ${r.handedOff} | ${fmt(pps)} | ${ppsRatio} | ${fmt(cpp, 2)} | ${cpuRatio} | ${web === null ? '–' : fmt(web, 2)} | ` +
+      `${fmt(r.peakRssBytes / 1024 / 1024, 0)} | ${r.gapViolations} | ${r.concurrencyViolations} | ${r.minGapMs ?? '–'} | ${ofLimit} | ${ofMachine} |`
     );
   });
   return [head, ...rows].join('\n');

@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { parseBenchArgs, launcherNodeFlags, type BenchArgs } from './args';
 import { connectKafka, type Admin } from '../connectors/kafka';
 import { topics } from '../topologies/crawl';
-import { ProcWatch, reapedChildrenCpuMs } from './proc-stat';
+import { ProcWatch, reapedChildrenCpuMs, sample } from './proc-stat';
 import { cpuMsPerPage, kcrawlHostPeriodMs, markdownTable, throughputLimit, type RunResult } from './report';
 import { hostAddress, hostName, type PolitenessSummary } from './synthetic-web';
 
@@ -140,27 +140,30 @@ async function runKafka(a: BenchArgs, web: Web, latencyMs: number, dir: string):
   for (const pid of services) watch.add(pid, true);
   const before = reapedChildrenCpuMs();
   const nodeArgs = crawlerNodeArgs(a);
-  // Two processes, as Kafka mode is meant to be deployed: parse on its own, the other
-  // processors together. One event loop for everything gave parse the CPU fetch left over.
+  // Kafka mode as it is meant to be deployed: several `crawl process` processes, split by
+  // --kafka-procs. The one with fetch is stopped at the time limit; the others right after.
   const proc = (names: string[], stdout: 'pipe' | 'ignore'): ChildProcess =>
     spawn(process.execPath, [...nodeArgs, CLI, 'process', ...names, '--allow-private-network'], { env, stdio: ['ignore', stdout, 'inherit'] });
-  const parser = proc(['parse'], 'ignore');
-  const child = proc(['seen-test', 'frontier', 'fetch', 'handoff'], 'pipe');
-  watch.add(parser.pid!);
+  const fetcherNames = a.kafkaProcs.find((p) => p.includes('fetch'))!;
+  const others = a.kafkaProcs.filter((p) => p !== fetcherNames).map((names) => proc(names, 'ignore'));
+  const child = proc(fetcherNames, 'pipe');
+  for (const o of others) watch.add(o.pid!);
   // Pages parse had finished when the crawl was told to stop: the throughput; parsing that
   // catches up while the processes stop still counts in CPU per page, not in pages/s.
   let parsedInWindow: number | undefined;
   const [m] = await Promise.all([
     measureChild(child, before, watch, a.secs * 1000, async () => {
       parsedInWindow = await withAdmin((admin) => topicRecords(admin, prefix, topics.parsed.name)).catch(() => undefined);
-      parser.kill('SIGTERM');
-      setTimeout(() => parser.kill('SIGKILL'), 20_000).unref();
+      for (const o of others) {
+        o.kill('SIGTERM');
+        setTimeout(() => o.kill('SIGKILL'), 20_000).unref();
+      }
     }),
-    exited(parser),
+    ...others.map(exited),
   ]);
-  // Both processes have exited and been reaped: the CPU of both.
+  // Every process has exited and been reaped: the CPU of all of them.
   m.cpuMs = reapedChildrenCpuMs() - before;
-  m.peakRssBytes = watch.peakRssBytes([child.pid!, parser.pid!]);
+  m.peakRssBytes = watch.peakRssBytes([child.pid!, ...others.map((o) => o.pid!)]);
   watch.stop();
   const serviceCpuMs = watch.cpuMs(services);
   const s = (await web.stats()).kcrawl;
@@ -189,8 +192,12 @@ async function withAdmin<T>(fn: (admin: Admin) => Promise<T>): Promise<T> {
 async function topologyCounts(prefix: string): Promise<{ parsed: number; handedOff: number }> {
   return withAdmin(async (admin) => {
     const counts = { parsed: await topicRecords(admin, prefix, topics.parsed.name), handedOff: await topicRecords(admin, prefix, topics.handoff.name) };
-    // The run's topics are of no further use: leave the shared broker as it was.
     const mine = (await admin.listTopics()).filter((t) => t.startsWith(prefix));
+    // Records per topic, per page parsed: what messaging costs a page.
+    const per = await Promise.all(mine.sort().map(async (t) => [t.slice(prefix.length), await topicRecords(admin, '', t)] as const));
+    const total = per.reduce((sum, [, n]) => sum + n, 0);
+    process.stderr.write(`  records per page parsed: ${(total / Math.max(counts.parsed, 1)).toFixed(1)} (${per.map(([t, n]) => `${t} ${(n / Math.max(counts.parsed, 1)).toFixed(1)}`).join(', ')})\n`);
+    // The run's topics are of no further use: leave the shared broker as it was.
     await admin.deleteTopics({ topics: mine }).catch(() => undefined);
     return counts;
   });
@@ -223,8 +230,11 @@ async function main(): Promise<void> {
     try {
       for (const part of a.only) {
         process.stderr.write(`  ${part}: ${a.secs} s…\n`);
+        const webBefore = sample(web.child.pid!)?.cpuMs;
         const r = part === 'embedded' ? await runEmbedded(a, web, latencyMs, dir) : part === 'kafka' ? await runKafka(a, web, latencyMs, dir) : await runPeer(a, web, latencyMs, dir);
         if (!r) continue;
+        const webAfter = sample(web.child.pid!)?.cpuMs;
+        if (webBefore !== undefined && webAfter !== undefined) r.webCpuMs = webAfter - webBefore;
         // The CPU limit from this run's own CPU per page; the politeness limit from its own rule.
         const period = r.contender === 'peer' ? latencyMs + 1000 : kcrawlHostPeriodMs(latencyMs);
         r.limitPagesPerSec = throughputLimit(cpuMsPerPage(r), CORES, a.hosts, period);
@@ -239,7 +249,7 @@ async function main(): Promise<void> {
   rmSync(dir, { recursive: true, force: true });
   if (a.json) writeFileSync(a.json, JSON.stringify(results, null, 2));
   const cmd = `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim();
-  process.stdout.write(`\n${markdownTable(results)}\n\nnode ${process.version}, ${CORES} cores; reproduce: \`${cmd}\`\n`);
+  process.stdout.write(`\n${markdownTable(results, CORES)}\n\nnode ${process.version}, ${CORES} cores; reproduce: \`${cmd}\`\n`);
 }
 
 void main().catch((err: unknown) => {

@@ -4,6 +4,8 @@
  * with co-partitioned assignment, and read a compacted table to its end.
  */
 import { randomUUID } from 'node:crypto';
+// Before kafkajs: gives its producer a native CRC-32C (see the module).
+import './kafka-crc32c';
 import {
   AssignerProtocol,
   Partitioners,

@@ -51,6 +51,8 @@ class PartitionLog {
   private chunk: Buffer | null = null;
   /** Bytes of `chunk` in use: its frames not yet in `pending`. */
   private chunkPos = 0;
+  /** Compacted topics: whether `table` is kept up to date (see forgetTable). */
+  private tableInMemory = true;
 
   constructor(
     readonly topic: TopicId,
@@ -100,12 +102,44 @@ class PartitionLog {
 
   private keep(rec: InRecord): void {
     if (this.compacted) {
+      if (!this.tableInMemory) return;
       if (rec.value === null) this.table.delete(rec.key);
       else this.table.set(rec.key, rec);
       return;
     }
     if (this.records.length === 0) this.memBase = rec.offset;
     this.records.push(rec);
+  }
+
+  /**
+   * Stop holding a compacted topic's latest rows in memory. Stages read a table once, when they
+   * start (restoreFrom, globalTables), and follow its records as a stream after that; the table
+   * kept for a later start (the drain after a stop) held an InRecord per URL of crawl.urls,
+   * 150-200 bytes each beside the frontier's own row. `rows()` then reads it from the segments.
+   */
+  forgetTable(): void {
+    if (!this.compacted) return;
+    this.tableInMemory = false;
+    this.table.clear();
+  }
+
+  /** The latest record per key of a compacted topic: from memory, or read from the segment files. */
+  rows(): Map<string, InRecord> {
+    if (this.tableInMemory) return this.table;
+    this.flush();
+    const table = new Map<string, InRecord>();
+    for (const seg of this.segments) {
+      const buf = readFileSync(seg.path).subarray(0, seg.bytes);
+      let offset = seg.baseOffset;
+      for (let pos = 0; pos + 4 <= buf.length; offset++) {
+        const len = buf.readUInt32LE(pos);
+        const rec = this.decode(buf.subarray(pos + 4, pos + 4 + len), offset);
+        if (rec.value === null) table.delete(rec.key);
+        else table.set(rec.key, rec);
+        pos += 4 + len;
+      }
+    }
+    return table;
   }
 
   /** Append in memory (readable at once); the bytes reach the segment file at the next flush(). */
@@ -294,7 +328,14 @@ export class FileLog extends EventEmitter {
 
   /** Current rows of a compacted topic's partition. */
   table(topic: TopicId, partition: number): TableRecord[] {
-    return [...this.partitionLogs(topic)[partition].table.values()].map((r) => ({ partition, key: r.key, value: r.value }));
+    return [...this.partitionLogs(topic)[partition].rows().values()].map((r) => ({ partition, key: r.key, value: r.value }));
+  }
+
+  /** Stop holding compacted topics' rows in memory; table() reads them from disk from now on. */
+  forgetTables(): void {
+    for (const [id, spec] of Object.entries(topics) as Array<[TopicId, TopicSpec]>) {
+      if (spec.cleanupPolicy === 'compact') for (const log of this.partitionLogs(id)) log.forgetTable();
+    }
   }
 
   committed(group: string): GroupOffsets {

@@ -20,9 +20,22 @@ export interface UrlHash {
   h2: number;
 }
 
+/**
+ * seen-test hashes each URL twice moments apart: when it checks a batch, and again when it adds
+ * the URLs whose candidates were produced. The last RECENT_MAX hashes are kept for that second
+ * use (the Map is emptied when full, so memory stays a few MiB).
+ */
+const RECENT_MAX = 1 << 15;
+const recent = new Map<string, UrlHash>();
+
 export function hashUrl(url: string): UrlHash {
+  const known = recent.get(url);
+  if (known !== undefined) return known;
   const d = hash('md5', url, 'buffer');
-  return { w0: d.readUInt32LE(0), h1: d.readUInt32LE(4), h2: d.readUInt32LE(8) };
+  const h = { w0: d.readUInt32LE(0), h1: d.readUInt32LE(4), h2: d.readUInt32LE(8) };
+  if (recent.size >= RECENT_MAX) recent.clear();
+  recent.set(url, h);
+  return h;
 }
 
 export function shardOf(h: UrlHash, b: Pick<BloomParams, 'shards'>): number {

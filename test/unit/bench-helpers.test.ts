@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseBenchArgs, launcherNodeFlags } from '../../bench/args';
 import { parsePeakRssBytes, parseStatChildrenCpuMs, parseStatCpuMs } from '../../bench/proc-stat';
-import { cpuMsPerPage, kcrawlHostPeriodMs, markdownTable, throughputLimit, type RunResult } from '../../bench/report';
+import { cpuMsPerPage, kcrawlHostPeriodMs, machineShare, markdownTable, throughputLimit, webCpuMsPerPage, type RunResult } from '../../bench/report';
 import { fillerHtml, hostAddress, hostIndexOfName, hostName, LINKS_PER_PAGE, PAGE_BYTES, pageHtml, pageLinks, PolitenessTracker } from '../../bench/synthetic-web';
 import { chunkByBytes, type RawRecord } from '../../connectors/kafka';
 
@@ -81,6 +81,11 @@ describe('bench flags', () => {
     expect(() => parseBenchArgs(['--only', 'scrapy'])).toThrow(/--only scrapy/);
     expect(() => parseBenchArgs(['--hosts', '0'])).toThrow(/--hosts/);
     expect(() => parseBenchArgs(['--fast'])).toThrow(/unknown flag/);
+    expect(parseBenchArgs([]).kafkaProcs).toEqual([['parse'], ['seen-test', 'frontier', 'fetch', 'handoff']]);
+    expect(parseBenchArgs(['--kafka-procs', 'parse,seen-test/frontier,fetch,handoff']).kafkaProcs).toEqual([['parse', 'seen-test'], ['frontier', 'fetch', 'handoff']]);
+    expect(() => parseBenchArgs(['--kafka-procs', 'parse/fetch'])).toThrow(/every stage exactly once/);
+    expect(() => parseBenchArgs(['--kafka-procs', 'parse,parse/seen-test,frontier,fetch,handoff'])).toThrow(/every stage exactly once/);
+    expect(() => parseBenchArgs(['--kafka-procs', 'parse/seen-test,frontier,fetch,handoff,index'])).toThrow(/unknown stage index/);
   });
 });
 
@@ -118,7 +123,19 @@ describe('report', () => {
     const ours: RunResult = { ...base, contender: 'embedded', pages: 400, handedOff: 400, cpuMs: 800 };
     const table = markdownTable([ours, base]);
     const row = table.split('\n').find((l) => l.startsWith('| kcrawl embedded'))!;
-    expect(row).toContain('| 400 | 400 | 400 | 40.0 | 4.00× | 2.00 | 5.00× |');
+    expect(row).toContain('| 400 | 400 | 400 | 40.0 | 4.00× | 2.00 | 5.00× | – |');
+  });
+
+  it('judges pages/s against what the machine can do when the web server shares its cores', () => {
+    const r: RunResult = {
+      contender: 'embedded', latencyMs: 0, hosts: 10, pages: 400, handedOff: 400, windowSecs: 1, cpuMs: 1200, serviceCpuMs: 0, peakRssBytes: 0,
+      gapViolations: 0, concurrencyViolations: 0, minGapMs: 1000, limitPagesPerSec: null, webCpuMs: 400,
+    };
+    // 3 ms crawler + 1 ms server a page: 2 cores make 500 pages/s at most; 400 is 80% of that.
+    expect(webCpuMsPerPage(r)).toBe(1);
+    expect(machineShare(r, 2)).toBeCloseTo(0.8);
+    expect(machineShare({ ...r, webCpuMs: undefined }, 2)).toBeNull();
+    expect(markdownTable([r], 2).split('\n')[2]).toMatch(/\| 3\.00 \|  \| 1\.00 \| .* \| 80% \|$/);
   });
 
   it('counts CPU per page and pages/s over the pages parse finished, when it finished fewer than were fetched', () => {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { bitOffsets, hashUrl, shardOf } from '../../lib/bloom/hash';
 import { generationsToAdd, generationsToCheck, mergeSeen, planShards } from '../../lib/bloom/generations';
 import { MemoryBloom } from '../../lib/bloom/memory';
@@ -48,6 +49,16 @@ describe('bloomParams: m = −n·ln p/(ln 2)², k = (m/n)·ln 2', () => {
 });
 
 describe('hash and offsets', () => {
+  it('gives the MD5 words of the URL, whether hashed afresh or kept from a recent call', () => {
+    const md5Words = (u: string): { w0: number; h1: number; h2: number } => {
+      const d = createHash('md5').update(u, 'utf8').digest();
+      return { w0: d.readUInt32LE(0), h1: d.readUInt32LE(4), h2: d.readUInt32LE(8) };
+    };
+    // More URLs than the recent-hash memory holds, asked twice (the second pass partly after it was emptied).
+    const all = [...urls('recent', 40_000), 'http://ü.example/ä?q=€'];
+    for (const pass of [all, [...all].reverse()]) expect(pass.map((u) => hashUrl(u))).toEqual(pass.map(md5Words));
+  });
+
   it('is deterministic, within the shard, and spreads over shards', () => {
     const b = bloomParams(1_000_000, 0.01, 100_000);
     const h = hashUrl('https://a.example/x');

@@ -186,6 +186,31 @@ describe('FileLog', () => {
     for (let q = 0; q < P; q++) if (q !== p) expect(log2.table('urls', q)).toEqual([]);
   });
 
+  it('a forgotten table drops its rows from memory and is read back from the segments, appends after included', () => {
+    const log = newLog();
+    const p = partitionForHost('a.test', P);
+    const u = (i: number): string => `http://a.test/${i}`;
+    log.append(Array.from({ length: 50 }, (_, i) => ({ topic: 'urls' as const, key: u(i), host: 'a.test', value: urlRow(u(i), 'QUEUED') })));
+    log.flush();
+    log.forgetTables();
+    const held = (log as unknown as { logs: Map<string, Array<{ table: Map<string, unknown> }>> }).logs.get('urls')![p]!.table;
+    expect(held.size).toBe(0);
+    // After forgetting, written or still pending: an update, a tombstone and a new row.
+    log.append([
+      { topic: 'urls', key: u(3), host: 'a.test', value: urlRow(u(3), 'FETCHED') },
+      { topic: 'urls', key: u(7), host: 'a.test', value: null },
+      { topic: 'urls', key: u(50), host: 'a.test', value: urlRow(u(50), 'QUEUED') },
+    ]);
+    expect(held.size).toBe(0);
+    const expected = Array.from({ length: 51 }, (_, i) => i)
+      .filter((i) => i !== 7)
+      .map((i) => ({ partition: p, key: u(i), value: urlRow(u(i), i === 3 ? 'FETCHED' : 'QUEUED') }));
+    const byKey = (a: { key: string }, b: { key: string }): number => a.key.localeCompare(b.key);
+    expect(log.table('urls', p).sort(byKey)).toEqual(expected.sort(byKey));
+    log.close();
+    expect(newLog().table('urls', p).sort(byKey)).toEqual(expected);
+  });
+
   it('cuts a torn last frame on reopen and keeps appending after it', () => {
     const log = newLog();
     const p = partitionForHost('a.test', P);
