@@ -40,6 +40,55 @@ export function avroType(name: string): avro.Type {
   return t;
 }
 
+type RecordSchema = { type: 'record'; fields: Array<{ name: string; 'kcrawl.since'?: number }> };
+
+/**
+ * The schema as writers before version `version` wrote it: without the fields added since
+ * (`"kcrawl.since": N` on a field added in version N; every such field has a default).
+ */
+export function schemaBefore(schema: object, version: number): object {
+  const r = schema as RecordSchema;
+  return { ...r, fields: r.fields.filter((f) => (f['kcrawl.since'] ?? 1) < version) };
+}
+
+const readerCache = new Map<string, (buf: Buffer) => unknown>();
+
+/**
+ * A decoder for schemas/<name>.avsc that also reads bytes written under its earlier versions.
+ * The embedded log keeps records on disk from one release to the next and has no registry to
+ * name a record's writer schema; Avro bytes do not say which fields they hold, but bytes of
+ * an earlier version always end before a field added since, so they fail to decode as the
+ * current version and are read through a resolver from that earlier schema. (Kafka mode needs
+ * none of this: each record names its writer schema in the registry.)
+ */
+export function avroReader(name: string): (buf: Buffer) => unknown {
+  let read = readerCache.get(name);
+  if (read) return read;
+  const current = avroType(name);
+  const schema = loadSchema(name) as RecordSchema;
+  const versions = [...new Set(schema.fields.map((f) => f['kcrawl.since']).filter((v): v is number => v !== undefined))].sort((a, b) => b - a);
+  const older = versions.map((v) => {
+    const writer = avro.Type.forSchema(schemaBefore(schema, v) as avro.Schema);
+    return { writer, resolver: current.createResolver(writer) };
+  });
+  read = (buf: Buffer): unknown => {
+    try {
+      return current.fromBuffer(buf);
+    } catch (err) {
+      for (const o of older) {
+        try {
+          return current.fromBuffer(buf, o.resolver);
+        } catch {
+          // not this version either
+        }
+      }
+      throw err;
+    }
+  };
+  readerCache.set(name, read);
+  return read;
+}
+
 /**
  * One value's Avro bytes, after `reserve` bytes left for the caller (a wire-format header).
  *

@@ -21,6 +21,8 @@ export interface LinkMsg {
   priority?: number | null;
   /** Sitemap <lastmod> (epoch ms) for links read from a sitemap; absent/null otherwise. */
   lastmod?: number | null;
+  /** Further URLs of the same host with every other field as url's (lib/link-groups); absent/[] = none. */
+  more_urls?: string[];
 }
 
 /** crawl.frontier: a normalised URL that seen-test had not seen; the frontier's exact check decides. */
@@ -34,6 +36,8 @@ export interface CandidateMsg {
   redirects?: number;
   /** Importance in [0, 1] (1 = most important) from any scorer; absent/null: the frontier uses depth. */
   priority?: number | null;
+  /** Further normalised URLs of the same host with every other field as url's (lib/link-groups); absent/[] = none. */
+  more_urls?: string[];
 }
 
 /** crawl.fetch: one leased fetch. The frontier releases at most one per host at a time. */

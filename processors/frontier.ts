@@ -8,6 +8,7 @@
 import { HostPolicyTable, hostPolicyKey } from '../lib/host-policy';
 import type { CandidateMsg, FetchStatusMsg, HostPolicyMsg, UrlStateMsg } from '../lib/messages';
 import type { OutRecord, Stage, StageContext, TableRecord } from '../runtime/stage';
+import { expandCandidate } from '../lib/link-groups';
 import { partitionForHost } from '../lib/partitioner';
 import { FrontierState, type FrontierEmits, type FrontierPolicy, type FrontierTuning } from './frontier-state';
 
@@ -54,7 +55,11 @@ export function frontierStage(
       if (bar > 0) state.onPolicyChange(rec.key.slice(0, bar), now());
     },
     handle(rec) {
-      if (rec.topic === 'frontier') return toRecords(state.onCandidate(rec.value as CandidateMsg, now()));
+      if (rec.topic === 'frontier') {
+        // A record holds a group of URLs of one host (lib/link-groups).
+        const at = now();
+        return expandCandidate(rec.value as CandidateMsg).flatMap((c) => toRecords(state.onCandidate(c, at)));
+      }
       return toRecords(state.onStatus(rec.value as FetchStatusMsg, now()));
     },
     tick(_ctx: StageContext) {

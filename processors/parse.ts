@@ -20,6 +20,7 @@ import { normalizeUrl } from '../lib/url-normalize';
 import type { WarcEntry, WarcPointer } from '../lib/warc/writer';
 import type { HandleResult, OutRecord, Stage, StageContext } from '../runtime/stage';
 import { hostKey } from './fetch';
+import { groupLinks } from '../lib/link-groups';
 import { contentRecord, ParseDedup, trapRecord } from './parse-dedup';
 import type { ParseAnalyzer } from './parse-pool';
 
@@ -98,13 +99,9 @@ export function analyzePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'user
   return { parsed, links, text: ex.text };
 }
 
+/** One crawl.links record per host the page links to (lib/link-groups). */
 function linkRecords(links: readonly LinkMsg[]): OutRecord[] {
-  const out: OutRecord[] = [];
-  for (const link of links) {
-    const host = hostKey(link.url);
-    if (host) out.push({ topic: 'links', key: host, host, value: link });
-  }
-  return out;
+  return groupLinks(links, (url) => hostKey(url) || null).map(({ host, link }) => ({ topic: 'links', key: host, host, value: link }));
 }
 
 /** Pure, one page alone (no duplicate tables, no text record): links and crawl.parsed. */

@@ -7,11 +7,13 @@
  * Order of operations (issue #4): a batch is checked against the set in handleBatch, its
  * candidates are produced durably by the runtime, and only then (produced) are they added to
  * the set. A crash in between costs a duplicate candidate, never a hidden URL.
- * In: crawl.links (+ crawl.host-policy for learned trap rules). Out: crawl.frontier.
+ * In: crawl.links (+ crawl.host-policy for learned trap rules). Out: crawl.frontier. Both
+ * carry groups of URLs of one host (lib/link-groups): each link is screened alone.
  */
 import type { SeenSet } from '../lib/bloom/types';
 import { HostPolicyTable } from '../lib/host-policy';
 import type { CandidateMsg, HostPolicyMsg, LinkMsg } from '../lib/messages';
+import { expandLink, groupCandidates, urlsOf } from '../lib/link-groups';
 import { redirectField } from '../lib/redirect-hops';
 import { TrapScreen, type TrapOptions } from '../lib/traps';
 import { normalizeUrl } from '../lib/url-normalize';
@@ -88,7 +90,7 @@ interface Screened {
 function screenBatch(links: readonly LinkMsg[], opts: SeenTestOptions): Screened {
   const out: Screened = { candidates: [], seeds: [] };
   const inBatch = new Map<string, number>();
-  for (const link of links) {
+  for (const link of links.flatMap(expandLink)) {
     const d = screenLink(link, opts);
     if ('drop' in d) {
       opts.onReject?.(d.drop, link.url);
@@ -108,13 +110,14 @@ function screenBatch(links: readonly LinkMsg[], opts: SeenTestOptions): Screened
   return out;
 }
 
+/** The new candidates, one crawl.frontier record per host and shared fields (lib/link-groups). */
 function emit(s: Screened, known: readonly boolean[], opts: SeenTestOptions): OutRecord[] {
-  const out: OutRecord[] = [];
+  const forward: CandidateMsg[] = [];
   s.candidates.forEach((c, i) => {
     if (known[i] && !s.seeds[i]) opts.onReject?.('seen', c.url);
-    else out.push({ topic: 'frontier', key: c.host, host: c.host, value: c });
+    else forward.push(c);
   });
-  return out;
+  return groupCandidates(forward).map((c) => ({ topic: 'frontier', key: c.host, host: c.host, value: c }));
 }
 
 /** The pure, synchronous form over a check-and-add set (tests and tools). */
@@ -135,7 +138,7 @@ export async function seenTestBatch(links: readonly LinkMsg[], seen: SeenSet, op
 
 /** The URLs of a batch's frontier emits: what `produced` adds to the set. */
 export function producedUrls(outs: readonly OutRecord[]): string[] {
-  return outs.filter((o) => o.topic === 'frontier').map((o) => (o.value as CandidateMsg).url);
+  return outs.filter((o) => o.topic === 'frontier').flatMap((o) => urlsOf(o.value as CandidateMsg));
 }
 
 export interface SeenTestStageOptions extends SeenTestOptions {

@@ -14,7 +14,7 @@ import { appendFileSync, closeSync, existsSync, fstatSync, ftruncateSync, mkdirS
 import { join } from 'node:path';
 import { EventEmitter } from 'node:events';
 import type * as avro from 'avsc';
-import { avroType } from '../lib/avro';
+import { avroReader, avroType } from '../lib/avro';
 import { partitionForHost } from '../lib/partitioner';
 import { topics, type TopicId, type TopicSpec } from '../topologies/crawl';
 import type { InRecord, OutRecord, TableRecord } from './stage';
@@ -59,6 +59,8 @@ class PartitionLog {
     readonly partition: number,
     private readonly dir: string,
     private readonly type: avro.Type,
+    /** Decodes values written by this release or an earlier one (lib/avro avroReader). */
+    private readonly readValue: (buf: Buffer) => unknown,
     private readonly compacted: boolean,
     /** For compacted topics: latest record per key. */
     readonly table: Map<string, InRecord> = new Map(),
@@ -96,7 +98,7 @@ class PartitionLog {
     const key = frame.toString('utf8', 4, 4 + keyLen);
     const timestamp = frame.readDoubleLE(4 + keyLen);
     const valueBuf = frame.subarray(12 + keyLen);
-    const value = valueBuf.length === 0 ? null : this.type.fromBuffer(valueBuf);
+    const value = valueBuf.length === 0 ? null : this.readValue(valueBuf);
     return { topic: this.topic, partition: this.partition, offset, key, value, timestamp };
   }
 
@@ -268,7 +270,7 @@ export class FileLog extends EventEmitter {
       const type = avroType(spec.valueSchema);
       const parts: PartitionLog[] = [];
       for (let p = 0; p < opts.partitions; p++) {
-        parts.push(new PartitionLog(id, p, join(opts.dir, 'topics', spec.name, String(p)), type, spec.cleanupPolicy === 'compact'));
+        parts.push(new PartitionLog(id, p, join(opts.dir, 'topics', spec.name, String(p)), type, avroReader(spec.valueSchema), spec.cleanupPolicy === 'compact'));
       }
       this.logs.set(id, parts);
     }

@@ -5,6 +5,7 @@
 import pino from 'pino';
 import { avroType } from '../../lib/avro';
 import { DedupIndex, type ContentRow } from '../../lib/dedup';
+import { expandLink } from '../../lib/link-groups';
 import { trapRulePrefix, underPrefix } from '../../lib/traps';
 import { pathPrefix, TrapDetector } from '../../lib/dedup-trap';
 import type { ContentMsg, FetchedPageMsg, HostPolicyMsg, LinkMsg, ParsedPageMsg } from '../../lib/messages';
@@ -134,7 +135,7 @@ async function run(stage: ReturnType<typeof parseStage>, p: FetchedPageMsg): Pro
   return [...(r.early ?? []), ...(await r.pending)];
 }
 const parsedOf = (outs: OutRecord[]): ParsedPageMsg => outs.find((o) => o.topic === 'parsed')!.value as ParsedPageMsg;
-const linksOf = (outs: OutRecord[]): LinkMsg[] => outs.filter((o) => o.topic === 'links').map((o) => o.value as LinkMsg);
+const linksOf = (outs: OutRecord[]): LinkMsg[] => outs.filter((o) => o.topic === 'links').flatMap((o) => expandLink(o.value as LinkMsg));
 
 describe('parse stage: duplicates', () => {
   it('an exact copy under another URL is recorded with near_duplicate_of and not handed off; its links are deprioritised', async () => {
@@ -250,7 +251,8 @@ describe('parse stage: WET-style text', () => {
     const result = stage.handle(rec(p), ctx);
     expect(Array.isArray(result)).toBe(false);
     const { early, pending } = result as { early: OutRecord[]; pending: Promise<OutRecord[]> };
-    expect(early.map((o) => o.topic)).toEqual(['links', 'links', 'content']);
+    // The page's two links are of one host: one crawl.links record.
+    expect(early.map((o) => o.topic)).toEqual(['links', 'content']);
     expect(entries).toHaveLength(1);
     expect(entries[0]).toMatchObject({ type: 'conversion', targetUri: 'http://a.test/w', refersTo: p.record_id });
     expect((entries[0] as { text: string }).text).toContain('weaving sentence 0');

@@ -1,4 +1,6 @@
-import { mkdtempSync, readdirSync, rmSync, statSync, truncateSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readdirSync, rmSync, statSync, truncateSync } from 'node:fs';
+import * as avro from 'avsc';
+import { loadSchema, schemaBefore } from '../../lib/avro';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -209,6 +211,30 @@ describe('FileLog', () => {
     expect(log.table('urls', p).sort(byKey)).toEqual(expected.sort(byKey));
     log.close();
     expect(newLog().table('urls', p).sort(byKey)).toEqual(expected);
+  });
+
+  it('reads links written before groups existed (the first Link schema) from an earlier release\'s segment', () => {
+    const log = newLog();
+    const p = partitionForHost('a.test', P);
+    log.append([linkRec('a.test', '/now')]);
+    log.close();
+    // A frame as an earlier release wrote it: [length][key length][key][timestamp][value in the first Link schema].
+    const before = avro.Type.forSchema(schemaBefore(loadSchema('crawl.Link.v1'), 2) as avro.Schema);
+    const value = before.toBuffer(link('http://a.test/then'));
+    const key = Buffer.from('a.test');
+    const frame = Buffer.alloc(4 + 4 + key.length + 8 + value.length);
+    frame.writeUInt32LE(frame.length - 4, 0);
+    frame.writeUInt32LE(key.length, 4);
+    key.copy(frame, 8);
+    frame.writeDoubleLE(99, 8 + key.length);
+    value.copy(frame, 16 + key.length);
+    const [seg] = segFiles(dir, 'links', p);
+    appendFileSync(seg!, frame);
+    const log2 = newLog();
+    expect(log2.read('links', p, 0, 10).map((r) => r.value)).toEqual([
+      { ...link('http://a.test/now'), redirects: 0, priority: null, lastmod: null, more_urls: [] },
+      { ...link('http://a.test/then'), redirects: 0, priority: null, lastmod: null, more_urls: [] },
+    ]);
   });
 
   it('cuts a torn last frame on reopen and keeps appending after it', () => {

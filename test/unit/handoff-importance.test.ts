@@ -7,6 +7,7 @@
 import pino from 'pino';
 import type { HttpCapture, HttpClient } from '../../connectors/types';
 import { avroType } from '../../lib/avro';
+import { expandLink } from '../../lib/link-groups';
 import { DEFAULTS, type CrawlConfig } from '../../lib/config';
 import type { CandidateMsg, FetchRequestMsg, FetchedPageMsg, HandoffEvent, LinkMsg, ParsedPageMsg, UrlStateMsg } from '../../lib/messages';
 import { fetchStage, type Archive } from '../../processors/fetch';
@@ -118,7 +119,7 @@ describe('importance: Link.priority reaches the handoff event', () => {
     const outs = parseStage({ userAgent: DEFAULTS.userAgent }).handle(
       { topic: 'fetched', partition: 0, offset: 0, key: 'b.test', value: seedPage, timestamp: 0 }, ctx,
     ) as OutRecord[];
-    const links = outs.filter((o) => o.topic === 'links').map((o) => o.value as LinkMsg);
+    const links = outs.filter((o) => o.topic === 'links').flatMap((o) => expandLink(o.value as LinkMsg));
     expect(links.map((l) => l.url).sort()).toEqual([...children].sort());
     const share = linkShare(children.length);
     expect(share).toBe(0.5);

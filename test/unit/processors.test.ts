@@ -516,10 +516,10 @@ describe('message types match their Avro schemas', () => {
     warc_length: 2, ip: '127.0.3.1',
   };
   const samples: Array<[TopicId, unknown]> = [
-    ['links', link(url, { redirects: 2, priority: 0.25, lastmod: 1_700_000_000_000 })],
-    ['links', link(url, { source_url: null, is_seed: true, redirects: 0, priority: null, lastmod: null })],
-    ['frontier', { url, host: 'a.test', depth: 0, discovered_at: 1, source_url: null, redirects: 0, priority: 0.5 } satisfies CandidateMsg],
-    ['frontier', { url, host: 'a.test', depth: 0, discovered_at: 1, source_url: null, redirects: 0, priority: null } satisfies CandidateMsg],
+    ['links', link(url, { redirects: 2, priority: 0.25, lastmod: 1_700_000_000_000, more_urls: ['http://a.test/b', 'http://a.test/c'] })],
+    ['links', link(url, { source_url: null, is_seed: true, redirects: 0, priority: null, lastmod: null, more_urls: [] })],
+    ['frontier', { url, host: 'a.test', depth: 0, discovered_at: 1, source_url: null, redirects: 0, priority: 0.5, more_urls: ['http://a.test/b'] } satisfies CandidateMsg],
+    ['frontier', { url, host: 'a.test', depth: 0, discovered_at: 1, source_url: null, redirects: 0, priority: null, more_urls: [] } satisfies CandidateMsg],
     ['fetch', request(url, { redirects: 5, priority: 0.5 })],
     ['fetch', request(url, { prev_sha256: 's', etag: '"e"', last_modified: 'd', redirects: 0, priority: null })],
     ...(['FETCHED', 'ROBOTS_DISALLOWED', 'ROBOTS_UNAVAILABLE', 'NOT_HTML', 'FAILED', 'REFUSED'] as FetchOutcome[]).map(

@@ -3,6 +3,7 @@ import { bloomParams } from '../../lib/bloom/sizing';
 import { MemoryBloom } from '../../lib/bloom/memory';
 import type { SeenSet } from '../../lib/bloom/types';
 import { hostPolicyKey } from '../../lib/host-policy';
+import { urlsOf as urlsInRecord } from '../../lib/link-groups';
 import type { CandidateMsg, HostPolicyMsg, LinkMsg } from '../../lib/messages';
 import { ExactSeenSet, seenTestStage } from '../../processors/seen-test';
 import type { InRecord, OutRecord, Stage, StageContext } from '../../runtime/stage';
@@ -10,7 +11,8 @@ import type { InRecord, OutRecord, Stage, StageContext } from '../../runtime/sta
 const ctx: StageContext = { now: () => 1_000, log: pino({ level: 'silent' }) };
 const link = (url: string, f: Partial<LinkMsg> = {}): LinkMsg => ({ url, source_url: 'https://src.example/', depth: 1, discovered_at: 5, is_seed: false, ...f });
 const recs = (links: LinkMsg[]): InRecord[] => links.map((value, offset) => ({ topic: 'links', partition: 0, offset, key: 'k', value, timestamp: 0 }));
-const urlsOf = (outs: readonly OutRecord[]): string[] => outs.map((o) => (o.value as CandidateMsg).url);
+// A frontier record holds a group of URLs of one host (lib/link-groups).
+const urlsOf = (outs: readonly OutRecord[]): string[] => outs.flatMap((o) => urlsInRecord(o.value as CandidateMsg));
 
 /** A set that records the order of calls, to check the order of operations. */
 class Recording implements SeenSet {
@@ -83,7 +85,10 @@ describe('seen-test stage over an async set', () => {
     const s = stage(new MemoryBloom(bloomParams(10_000, 0.01)));
     const links = Array.from({ length: 300 }, (_, i) => link(`https://h${i % 7}.example/p/${i}`));
     const outs = await s.handleBatch!(recs(links), ctx);
-    expect(outs).toHaveLength(300);
+    // One record per host, holding that host's URLs in the order they came.
+    expect(outs).toHaveLength(7);
+    expect(urlsOf(outs).sort()).toEqual(links.map((l) => l.url).sort());
+    expect(urlsInRecord(outs[3]!.value as CandidateMsg)).toEqual(links.filter((_, i) => i % 7 === 3).map((l) => l.url));
     await s.produced!(outs);
     expect(await s.handleBatch!(recs(links), ctx)).toEqual([]);
   });
