@@ -10,7 +10,7 @@ import { connectKafka, createProducer, ensureTopics, produce } from '../../conne
 import { createPageStore, pageStoreConfigFromEnv } from '../../connectors/page-store';
 import { AvroRegistry, IncompatibleSchemaError, subjectFor } from '../../connectors/registry';
 import type { PageStore } from '../../connectors/types';
-import { avroType, loadSchema } from '../../lib/avro';
+import { avroType, loadSchema, schemaBefore } from '../../lib/avro';
 import type { HandoffEvent } from '../../lib/messages';
 import { WarcWriter } from '../../lib/warc/writer';
 import { followHandoff, type IndexedPage } from '../../examples/indexer';
@@ -118,5 +118,14 @@ describe('crawl.handoff.v3 schema evolution (real registry)', () => {
     const changed = field.name === 'url' ? { ...v3, fields: v3.fields.map((f) => (f.name === 'url' ? field : f)) } : withField(field);
     expect(await registry.isCompatible(subject, changed)).toBe(false);
     await expect(registry.register(subject, changed, 'BACKWARD')).rejects.toBeInstanceOf(IncompatibleSchemaError);
+  });
+
+  test.each(['crawl.Link.v1', 'crawl.Candidate.v1'])('%s with more_urls is a BACKWARD change from its first version', async (name) => {
+    const internal = subjectFor(`${prefix}${name}`);
+    const first = schemaBefore(loadSchema(name), 2);
+    expect(JSON.stringify(first)).not.toContain('more_urls');
+    await registry.register(internal, first, 'BACKWARD');
+    expect(await registry.isCompatible(internal, loadSchema(name))).toBe(true);
+    await registry.register(internal, loadSchema(name), 'BACKWARD');
   });
 });
