@@ -39,10 +39,12 @@ function group<T extends { url: string; more_urls?: string[] }>(items: readonly 
     if (key === null) continue;
     const head = open.get(key);
     if (head && same(head, item)) {
-      head.more_urls!.push(item.url, ...(item.more_urls ?? []));
+      const more = head.more_urls!;
+      more.push(item.url);
+      if (item.more_urls) for (const u of item.more_urls) more.push(u);
       continue;
     }
-    const value = { ...item, more_urls: [...(item.more_urls ?? [])] };
+    const value = { ...item, more_urls: item.more_urls ? item.more_urls.slice() : [] };
     open.set(key, value);
     out.push({ key, value });
   }
