@@ -17,6 +17,7 @@ import type { FrontierStage } from '../processors/frontier';
 import { AvroFileSink } from '../runtime/avro-file-sink';
 import { buildStages, STAGE_NAMES } from '../runtime/build-stages';
 import { EmbeddedRunner } from '../runtime/embedded-runner';
+import { fetchedWithoutBody } from '../runtime/fetched-disk-form';
 import { FileLog } from '../runtime/file-log';
 import type { OutRecord, Stage } from '../runtime/stage';
 import { Progress } from './progress';
@@ -98,7 +99,7 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   const seeds = seedLinks(opts.seeds, log);
   if (seeds.length === 0) throw new Error('no valid seed URL: give --seed http(s)://… or --seeds-file');
 
-  const fileLog = new FileLog({ dir: join(opts.out, 'state'), partitions: config.partitions });
+  const fileLog = new FileLog({ dir: join(opts.out, 'state'), partitions: config.partitions, diskForms: { fetched: fetchedWithoutBody } });
   removePartials(join(opts.out, 'warc'), log);
   const store = new LocalPageStore(opts.out);
   const warc = new WarcWriter({

@@ -23,15 +23,9 @@ import { AvroRegistry } from '../connectors/registry';
 import type { PageStore } from '../connectors/types';
 import { loadSchema } from '../lib/avro';
 import type { HandoffEvent, RecordPointer } from '../lib/messages';
+import { parseWarcRecord, type WarcRecordRead } from '../lib/warc/read';
 
-/** What one WARC record holds: its WARC headers, and for a response its HTTP status, headers and payload. */
-export interface WarcRecordRead {
-  warcHeaders: Map<string, string>;
-  httpStatus: number | null;
-  httpHeaders: Map<string, string>;
-  /** The HTTP payload of a response; the whole block otherwise (a conversion record's text). */
-  payload: Buffer;
-}
+export { parseWarcRecord, type WarcRecordRead };
 
 export interface IndexedPage {
   event: HandoffEvent;
@@ -42,27 +36,6 @@ export interface IndexedPage {
 /** Decode one Kafka value (Confluent wire format) with crawl.handoff.v3 as the reader schema. */
 export async function decodeHandoff(registry: AvroRegistry, value: Buffer): Promise<HandoffEvent> {
   return (await registry.client.decode(value, { [SchemaType.AVRO]: { readerSchema: loadSchema('crawl.handoff.v3') as RawAvroSchema } })) as HandoffEvent;
-}
-
-function headerBlock(text: string): Map<string, string> {
-  const m = new Map<string, string>();
-  for (const line of text.split('\r\n').slice(1)) {
-    const colon = line.indexOf(':');
-    if (colon > 0) m.set(line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim());
-  }
-  return m;
-}
-
-/** Parse one gunzipped WARC record. */
-export function parseWarcRecord(raw: Buffer): WarcRecordRead {
-  const end = raw.indexOf('\r\n\r\n');
-  if (!raw.subarray(0, 5).equals(Buffer.from('WARC/')) || end < 0) throw new Error('not a WARC record');
-  const warcHeaders = headerBlock(raw.toString('utf8', 0, end));
-  const block = raw.subarray(end + 4, end + 4 + Number(warcHeaders.get('content-length') ?? raw.length));
-  if (warcHeaders.get('warc-type') !== 'response') return { warcHeaders, httpStatus: null, httpHeaders: new Map(), payload: block };
-  const httpEnd = block.indexOf('\r\n\r\n');
-  const head = block.toString('latin1', 0, httpEnd);
-  return { warcHeaders, httpStatus: Number(head.split(' ')[1]), httpHeaders: headerBlock(head), payload: block.subarray(httpEnd + 4) };
 }
 
 /** Read one record by pointer: file:// directly, anything else (s3://) through the page store. */

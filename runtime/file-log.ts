@@ -51,6 +51,8 @@ class PartitionLog {
   private chunk: Buffer | null = null;
   /** Bytes of `chunk` in use: its frames not yet in `pending`. */
   private chunkPos = 0;
+  /** Records read from disk whose value `form.fromDisk` has not made whole yet (done on first read). */
+  private readonly partial = new Set<InRecord>();
   /** Compacted topics: whether `table` is kept up to date (see forgetTable). */
   private tableInMemory = true;
 
@@ -62,6 +64,7 @@ class PartitionLog {
     /** Decodes values written by this release or an earlier one (lib/avro avroReader). */
     private readonly readValue: (buf: Buffer) => unknown,
     private readonly compacted: boolean,
+    private readonly form: DiskForm | undefined,
     /** For compacted topics: latest record per key. */
     readonly table: Map<string, InRecord> = new Map(),
   ) {
@@ -81,7 +84,9 @@ class PartitionLog {
         const len = buf.readUInt32LE(pos);
         if (pos + 4 + len > buf.length || len < 12) break; // torn tail
         const frame = buf.subarray(pos + 4, pos + 4 + len);
-        this.keep(this.decode(frame, offset));
+        const rec = this.decode(frame, offset);
+        this.keep(rec);
+        if (this.form && rec.value !== null && !this.compacted) this.partial.add(rec);
         pos += 4 + len;
         offset++;
       }
@@ -159,12 +164,13 @@ class PartitionLog {
     let at = this.chunkPos;
     let end = at + headLen;
     if (value !== null) {
-      end = this.type.encode(value, chunk, at + headLen);
+      const stored = this.form ? this.form.toDisk(value) : value;
+      end = this.type.encode(stored, chunk, at + headLen);
       if (end < 0) {
         // Did not fit: avsc says how many bytes were missing. Again in a chunk with room for it.
         chunk = this.nextChunk(chunk.length - end - at);
         at = 0;
-        end = this.type.encode(value, chunk, headLen);
+        end = this.type.encode(stored, chunk, headLen);
       }
     }
     const valueLen = end - at - headLen;
@@ -225,14 +231,23 @@ class PartitionLog {
 
   read(from: number, max: number): InRecord[] {
     const start = Math.max(from, this.memBase) - this.memBase;
-    return this.records.slice(start, start + max);
+    const out = this.records.slice(start, start + max);
+    if (this.partial.size > 0) {
+      for (const rec of out) {
+        if (!this.partial.has(rec)) continue;
+        rec.value = this.form!.fromDisk(rec.value);
+        this.partial.delete(rec);
+      }
+    }
+    return out;
   }
 
   /** Drop what every group has consumed: from memory, and whole segments from disk. */
   trim(below: number, keepOnDisk = false, minDrop = 1): void {
     if (this.compacted || below - this.memBase < minDrop) return;
     const n = Math.min(below - this.memBase, this.records.length);
-    this.records.splice(0, n);
+    const dropped = this.records.splice(0, n);
+    if (this.partial.size > 0) for (const rec of dropped) this.partial.delete(rec);
     this.memBase += n;
     while (!keepOnDisk && this.segments.length > 1 && this.segments[1].baseOffset <= below) {
       const seg = this.segments.shift()!;
@@ -251,6 +266,18 @@ class PartitionLog {
 export interface FileLogOptions {
   dir: string;
   partitions: number;
+  /**
+   * Per topic, a shorter form to write to disk while the whole value stays in memory, and how
+   * a value read back from disk (after a restart) is made whole when it is first read. The
+   * embedded crawl writes crawl.fetched without the page body, which its WARC file already
+   * holds (cli/embedded.ts).
+   */
+  diskForms?: Partial<Record<TopicId, DiskForm>>;
+}
+
+export interface DiskForm {
+  toDisk(value: unknown): unknown;
+  fromDisk(value: unknown): unknown;
 }
 
 /** Committed offsets of one consumer group: topic -> partition -> next offset to read. */
@@ -270,7 +297,7 @@ export class FileLog extends EventEmitter {
       const type = avroType(spec.valueSchema);
       const parts: PartitionLog[] = [];
       for (let p = 0; p < opts.partitions; p++) {
-        parts.push(new PartitionLog(id, p, join(opts.dir, 'topics', spec.name, String(p)), type, avroReader(spec.valueSchema), spec.cleanupPolicy === 'compact'));
+        parts.push(new PartitionLog(id, p, join(opts.dir, 'topics', spec.name, String(p)), type, avroReader(spec.valueSchema), spec.cleanupPolicy === 'compact', opts.diskForms?.[id]));
       }
       this.logs.set(id, parts);
     }
