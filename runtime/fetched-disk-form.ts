@@ -12,6 +12,7 @@ import { readLocalRecordSync } from '../lib/warc/read';
 import type { DiskForm } from './file-log';
 
 const EMPTY = Buffer.alloc(0);
+const EMPTY_SHA256 = createHash('sha256').update(EMPTY).digest('hex');
 
 export const fetchedWithoutBody: DiskForm = {
   toDisk(value) {
@@ -21,7 +22,7 @@ export const fetchedWithoutBody: DiskForm = {
   fromDisk(value) {
     const page = value as FetchedPageMsg;
     // Written with its body (an earlier release), or empty to begin with: as it is.
-    if (page.body.length > 0 || page.sha256 === createHash('sha256').update(EMPTY).digest('hex')) return page;
+    if (page.body.length > 0 || page.sha256 === EMPTY_SHA256) return page;
     const where = `${page.warc.uri} at offset ${page.warc.offset}`;
     let body: Buffer;
     try {

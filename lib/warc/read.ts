@@ -1,7 +1,7 @@
 /**
  * Reading one record back by its pointer (uri, offset, length): one gzip member of a WARC file.
  * The example indexer reads pages this way; the embedded log reads a stored page's body back
- * from its local WARC file instead of keeping a second copy on disk (runtime/file-log.ts).
+ * from its local WARC file instead of keeping a second copy on disk (runtime/fetched-disk-form.ts).
  */
 import { closeSync, openSync, readSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
