@@ -61,19 +61,15 @@ export function groupCandidates(candidates: readonly CandidateMsg[]): CandidateM
   return group(candidates, (c) => c.host, sameCandidateFields).map(({ value }) => value);
 }
 
-/** One link per URL of a record, `url` first. */
-export function expandLink(link: LinkMsg): LinkMsg[] {
-  if (!link.more_urls || link.more_urls.length === 0) return [link];
-  const head: LinkMsg = { ...link, more_urls: [] };
-  return [head, ...link.more_urls.map((url) => ({ ...head, url }))];
+/** One message per URL of a record, `url` first, every other field as the record's. */
+function expand<T extends { url: string; more_urls?: string[] }>(m: T): T[] {
+  if (!m.more_urls || m.more_urls.length === 0) return [m];
+  const head: T = { ...m, more_urls: [] };
+  return [head, ...m.more_urls.map((url) => ({ ...head, url }))];
 }
 
-/** One candidate per URL of a record, `url` first. */
-export function expandCandidate(c: CandidateMsg): CandidateMsg[] {
-  if (!c.more_urls || c.more_urls.length === 0) return [c];
-  const head: CandidateMsg = { ...c, more_urls: [] };
-  return [head, ...c.more_urls.map((url) => ({ ...head, url }))];
-}
+export const expandLink: (link: LinkMsg) => LinkMsg[] = expand;
+export const expandCandidate: (c: CandidateMsg) => CandidateMsg[] = expand;
 
 /** Every URL a record names. */
 export function urlsOf(m: { url: string; more_urls?: string[] }): string[] {

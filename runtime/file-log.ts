@@ -33,6 +33,12 @@ interface Segment {
   bytes: number;
 }
 
+/** A compacted topic's record applied to its table: the latest value per key; null deletes. */
+function applyRow(table: Map<string, InRecord>, rec: InRecord): void {
+  if (rec.value === null) table.delete(rec.key);
+  else table.set(rec.key, rec);
+}
+
 class PartitionLog {
   /** Records still held in memory: offsets [memBase, end). */
   private records: InRecord[] = [];
@@ -78,24 +84,30 @@ class PartitionLog {
       const baseOffset = Number(f.slice(0, -4));
       const path = join(this.dir, f);
       const buf = readFileSync(path);
-      let pos = 0;
-      let offset = baseOffset;
-      while (pos + 4 <= buf.length) {
-        const len = buf.readUInt32LE(pos);
-        if (pos + 4 + len > buf.length || len < 12) break; // torn tail
-        const frame = buf.subarray(pos + 4, pos + 4 + len);
-        const rec = this.decode(frame, offset);
+      const { recs, bytes } = this.decodeFrames(buf, baseOffset);
+      for (const rec of recs) {
         this.keep(rec);
         if (this.form && rec.value !== null && !this.compacted) this.partial.add(rec);
-        pos += 4 + len;
-        offset++;
       }
       const fd = openSync(path, 'r+');
-      if (pos < buf.length) ftruncateSync(fd, pos);
-      this.segments.push({ baseOffset, path, fd, bytes: pos });
-      this.end = offset;
+      if (bytes < buf.length) ftruncateSync(fd, bytes);
+      this.segments.push({ baseOffset, path, fd, bytes });
+      this.end = baseOffset + recs.length;
     }
     if (this.records.length === 0) this.memBase = this.end;
+  }
+
+  /** The whole frames of a segment's bytes, decoded, and where they end (a torn tail may follow). */
+  private decodeFrames(buf: Buffer, baseOffset: number): { recs: InRecord[]; bytes: number } {
+    const recs: InRecord[] = [];
+    let pos = 0;
+    while (pos + 4 <= buf.length) {
+      const len = buf.readUInt32LE(pos);
+      if (pos + 4 + len > buf.length || len < 12) break; // torn tail
+      recs.push(this.decode(buf.subarray(pos + 4, pos + 4 + len), baseOffset + recs.length));
+      pos += 4 + len;
+    }
+    return { recs, bytes: pos };
   }
 
   private decode(frame: Buffer, offset: number): InRecord {
@@ -109,9 +121,7 @@ class PartitionLog {
 
   private keep(rec: InRecord): void {
     if (this.compacted) {
-      if (!this.tableInMemory) return;
-      if (rec.value === null) this.table.delete(rec.key);
-      else this.table.set(rec.key, rec);
+      if (this.tableInMemory) applyRow(this.table, rec);
       return;
     }
     if (this.records.length === 0) this.memBase = rec.offset;
@@ -136,15 +146,7 @@ class PartitionLog {
     this.flush();
     const table = new Map<string, InRecord>();
     for (const seg of this.segments) {
-      const buf = readFileSync(seg.path).subarray(0, seg.bytes);
-      let offset = seg.baseOffset;
-      for (let pos = 0; pos + 4 <= buf.length; offset++) {
-        const len = buf.readUInt32LE(pos);
-        const rec = this.decode(buf.subarray(pos + 4, pos + 4 + len), offset);
-        if (rec.value === null) table.delete(rec.key);
-        else table.set(rec.key, rec);
-        pos += 4 + len;
-      }
+      for (const rec of this.decodeFrames(readFileSync(seg.path).subarray(0, seg.bytes), seg.baseOffset).recs) applyRow(table, rec);
     }
     return table;
   }
