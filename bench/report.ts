@@ -47,11 +47,6 @@ export const pagesPerSec = (r: RunResult): number => (r.windowSecs > 0 ? Math.mi
 /** CPU per page done (conservative when parse lagged: fetch work for unparsed pages is counted). */
 export const cpuMsPerPage = (r: RunResult): number => (pagesDone(r) > 0 ? r.cpuMs / pagesDone(r) : 0);
 
-/**
- * The throughput a crawl can reach: CPU-bound at `cores` / CPU per page, politeness-bound at
- * one page per host per `hostPeriodMs` (response time plus the gap the crawler's politeness
- * rule then waits). The smaller one is the limit.
- */
 /** The synthetic web server's CPU per page done; null where it was not measured. */
 export const webCpuMsPerPage = (r: RunResult): number | null => (r.webCpuMs !== undefined && pagesDone(r) > 0 ? r.webCpuMs / pagesDone(r) : null);
 
@@ -65,6 +60,11 @@ export function machineShare(r: RunResult, cores: number): number | null {
   return web === null || perPage <= 0 ? null : pagesPerSec(r) / ((cores * 1000) / perPage);
 }
 
+/**
+ * The throughput a crawl can reach: CPU-bound at `cores` / CPU per page, politeness-bound at
+ * one page per host per `hostPeriodMs` (response time plus the gap the crawler's politeness
+ * rule then waits). The smaller one is the limit.
+ */
 export function throughputLimit(cpuMsPerPage: number, cores: number, hosts: number, hostPeriodMs: number): number {
   const cpu = cpuMsPerPage > 0 ? (cores * 1000) / cpuMsPerPage : Infinity;
   const polite = (hosts * 1000) / hostPeriodMs;
@@ -76,13 +76,24 @@ export function kcrawlHostPeriodMs(latencyMs: number, minHostDelayMs = 1000, res
   return latencyMs + Math.max(minHostDelayMs, responseTimeFactor * latencyMs);
 }
 
+/**
+ * Pages/s of a run with slow responses as a share of the same contender's run at 0 ms in the
+ * same invocation: how much of its CPU-bound throughput the crawler keeps when every response
+ * takes latencyMs (fetches held open hide the wait). Null for 0 ms runs and without a 0 ms run.
+ */
+export function shareOfOwnZeroLatency(r: RunResult, results: readonly RunResult[]): number | null {
+  if (r.latencyMs === 0) return null;
+  const zero = results.find((z) => z.contender === r.contender && z.latencyMs === 0);
+  return zero && pagesPerSec(zero) > 0 ? pagesPerSec(r) / pagesPerSec(zero) : null;
+}
+
 const fmt = (n: number, digits = 1): string => (Number.isFinite(n) ? n.toFixed(digits) : '–');
 const ratio = (a: number, b: number): string => (b > 0 && a > 0 ? `${(a / b).toFixed(2)}×` : '–');
 
 export function markdownTable(results: readonly RunResult[], cores = 2): string {
   const head =
-    '| contender | latency | hosts | pages | parsed | handed off | pages/s | vs peer | CPU ms/page | vs peer | web server CPU ms/page | peak RSS MiB | gap < 1 s | concurrent > 1 | min gap ms | % of limit | % of machine |\n' +
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|';
+    '| contender | latency | hosts | pages | parsed | handed off | pages/s | vs peer | CPU ms/page | vs peer | web server CPU ms/page | peak RSS MiB | gap < 1 s | concurrent > 1 | min gap ms | % of limit | % of machine | % of own 0 ms |\n' +
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|';
   const rows = results.map((r) => {
     const peer = results.find((p) => p.contender === 'peer' && p.latencyMs === r.latencyMs);
     const pps = pagesPerSec(r);
@@ -94,10 +105,12 @@ export function markdownTable(results: readonly RunResult[], cores = 2): string 
     const web = webCpuMsPerPage(r);
     const share = machineShare(r, cores);
     const ofMachine = share === null ? '–' : `${fmt(100 * share, 0)}%`;
+    const own = shareOfOwnZeroLatency(r, results);
+    const ofOwn = own === null ? '–' : `${fmt(100 * own, 0)}%`;
     const name = r.contender === 'peer' ? 'Crawlee CheerioCrawler' : r.contender === 'kafka' ? 'kcrawl Kafka mode' : 'kcrawl embedded';
     return (
       `| ${name}${r.note ? ` (${r.note})` : ''} | ${r.latencyMs} ms | ${r.hosts} | ${r.pages} | ${r.parsed ?? r.pages}${r.parsedInWindow !== undefined ? ` (${r.parsedInWindow} by stop)` : ''} | ${r.handedOff} | ${fmt(pps)} | ${ppsRatio} | ${fmt(cpp, 2)} | ${cpuRatio} | ${web === null ? '–' : fmt(web, 2)} | ` +
-      `${fmt(r.peakRssBytes / 1024 / 1024, 0)} | ${r.gapViolations} | ${r.concurrencyViolations} | ${r.minGapMs ?? '–'} | ${ofLimit} | ${ofMachine} |`
+      `${fmt(r.peakRssBytes / 1024 / 1024, 0)} | ${r.gapViolations} | ${r.concurrencyViolations} | ${r.minGapMs ?? '–'} | ${ofLimit} | ${ofMachine} | ${ofOwn} |`
     );
   });
   return [head, ...rows].join('\n');

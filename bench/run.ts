@@ -105,7 +105,10 @@ async function runEmbedded(a: BenchArgs, web: Web, latencyMs: number, dir: strin
   rmSync(out, { recursive: true, force: true });
   const handedOff = Number(/(\d+) handoff events/.exec(m.stdout)?.[1] ?? 0);
   const parsed = Number(/(\d+) parsed/.exec(m.stdout)?.[1] ?? 0);
-  return { contender: 'embedded', latencyMs, hosts: a.hosts, ...fromStats(s), handedOff, parsed, cpuMs: m.cpuMs, serviceCpuMs: 0, peakRssBytes: m.peakRssBytes, limitPagesPerSec: null };
+  // Pages parse finished only while the crawl was stopping do not count in pages/s (as in Kafka mode).
+  const byStop = /(\d+) before stopping/.exec(m.stdout)?.[1];
+  const parsedInWindow = byStop === undefined ? undefined : Number(byStop);
+  return { contender: 'embedded', latencyMs, hosts: a.hosts, ...fromStats(s), handedOff, parsed, parsedInWindow, cpuMs: m.cpuMs, serviceCpuMs: 0, peakRssBytes: m.peakRssBytes, limitPagesPerSec: null };
 }
 
 function servicePids(): number[] {

@@ -45,6 +45,8 @@ export interface RunSummary {
   handoffEvents: number;
   /** Pages through parse in this run (crawl.parsed records): links followed, duplicates judged. */
   pagesParsed: number;
+  /** Of pagesParsed, those parsed before the stop began (the rest were drained while stopping). */
+  pagesParsedBeforeStop: number;
   warcFiles: number;
   seconds: number;
   pagesPerSecond: number;
@@ -166,6 +168,7 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
     if (idleTicks >= 5) break;
   }
   const waitingRetry = frontier.state.stats().retrying + frontier.state.parked(Date.now());
+  const pagesParsedBeforeStop = parsedEnd() - parsedAtStart;
   await runner.stop();
   await warc.close();
   await http.close();
@@ -183,7 +186,7 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   progress?.done();
   const seconds = (Date.now() - started) / 1000;
   const summary: RunSummary = {
-    pagesStored: counts.fetches, fetches: counts.fetches, failures: counts.failures, handoffEvents: sink.count - handoffAtStart, pagesParsed,
+    pagesStored: counts.fetches, fetches: counts.fetches, failures: counts.failures, handoffEvents: sink.count - handoffAtStart, pagesParsed, pagesParsedBeforeStop,
     warcFiles: warc.stats.files, seconds, pagesPerSecond: counts.fetches / seconds, stoppedBy, handoffFile, waitingRetry,
   };
   log.info(summary, 'crawl stopped');

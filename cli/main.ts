@@ -57,7 +57,7 @@ export function program(): Command {
         ac.signal,
       );
       process.stdout.write(
-        `crawl ${s.stoppedBy}: ${s.pagesStored} pages stored, ${s.pagesParsed} parsed, ${s.failures} failures, ${s.handoffEvents} handoff events, ` +
+        `crawl ${s.stoppedBy}: ${s.pagesStored} pages stored, ${s.pagesParsed} parsed (${s.pagesParsedBeforeStop} before stopping), ${s.failures} failures, ${s.handoffEvents} handoff events, ` +
           `${s.warcFiles} WARC files, ${s.seconds.toFixed(1)} s (${s.pagesPerSecond.toFixed(2)} pages/s)\n` +
           (s.waitingRetry ? `  ${s.waitingRetry} URL(s) wait for a retry or a host's back-off; run the same command again later to take them up\n` : '') +
           `  WARC: ${join(o.out, 'warc')}\n  handoff: ${s.handoffFile}\n  log: ${join(o.out, 'crawl.log')}\n`,

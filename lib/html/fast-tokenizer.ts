@@ -42,16 +42,22 @@ interface TokenizerInternals {
 }
 type StateFn = (this: Tokenizer, cp: number) => void;
 
-/** First index from `from` holding a stop character (or the end of the input). */
-function runEnd(html: string, from: number, stop1: number, stop2: number): number {
-  const n = html.length;
-  let j = from;
-  while (j < n) {
-    const c = html.charCodeAt(j);
-    if (c === stop1 || c === stop2 || c === NUL || c === LF || c === CR || (c >= 0xd800 && c <= 0xdfff)) break;
-    j++;
-  }
-  return j;
+/**
+ * The stop characters of a run as a sticky regular expression: a run is what `[^stops]*` matches
+ * from a position. V8 compiles the class to a machine-code loop, which scans a text about twice
+ * as fast as a charCodeAt loop in JavaScript (the run scan was the biggest item of a page's pass).
+ * Without the `u` flag the class works on UTF-16 code units, so \ud800-\udfff is every surrogate.
+ */
+function runPattern(stop1: number, stop2: number): RegExp {
+  const hex = (c: number): string => `\\u${c.toString(16).padStart(4, '0')}`;
+  return new RegExp(`[^${hex(stop1)}${hex(stop2)}\\0\\n\\r\\ud800-\\udfff]*`, 'y');
+}
+
+/** First index from `from` holding a stop character of `run` (or the end of the input). */
+function runEnd(html: string, from: number, run: RegExp): number {
+  run.lastIndex = from;
+  run.test(html); // always matches (possibly empty), leaving lastIndex at the run's end
+  return run.lastIndex;
 }
 
 /** Can a run start at `cp`? Not at whitespace (token typing), a special character, EOF or a non-BMP code point. */
@@ -63,13 +69,13 @@ function startsRun(cp: number, stop1: number, stop2: number): boolean {
  * Consume the run that starts at the character just consumed (cp), if it is longer than that
  * character; `append` receives it. Returns false when parse5 should handle cp itself.
  */
-function consumeRun(t: TokenizerInternals, cp: number, stop1: number, stop2: number, append: (t: TokenizerInternals, chars: string) => void): boolean {
+function consumeRun(t: TokenizerInternals, cp: number, stop1: number, stop2: number, run: RegExp, append: (t: TokenizerInternals, chars: string) => void): boolean {
   if (!startsRun(cp, stop1, stop2)) return false;
   const pre = t.preprocessor;
   const start = pre.pos;
   const html = pre.html;
   if (html.charCodeAt(start) !== cp) return false; // CR normalised to LF, or anything else unusual
-  const end = runEnd(html, start + 1, stop1, stop2);
+  const end = runEnd(html, start + 1, run);
   if (end === start + 1) return false;
   append(t, html.slice(start, end));
   // The next _consume() reads html[end]; the run held no CR, LF or surrogate, so the
@@ -95,8 +101,9 @@ const fast = FastTokenizer.prototype as unknown as Record<string, StateFn>;
 function withRuns(name: string, stop1: number, stop2: number, append: (t: TokenizerInternals, chars: string) => void): void {
   const original = base[name];
   if (typeof original !== 'function') throw new Error(`parse5 Tokenizer has no ${name}: FastTokenizer needs parse5 7`);
+  const run = runPattern(stop1, stop2);
   fast[name] = function (this: Tokenizer, cp: number): void {
-    if (!consumeRun(this as unknown as TokenizerInternals, cp, stop1, stop2, append)) original.call(this, cp);
+    if (!consumeRun(this as unknown as TokenizerInternals, cp, stop1, stop2, run, append)) original.call(this, cp);
   };
 }
 

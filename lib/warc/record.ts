@@ -54,6 +54,8 @@ export interface RecordContext {
 export const DEFAULT_GZIP_LEVEL = 3;
 
 const CRLF = '\r\n';
+/** The two CRLFs that end every record. */
+const RECORD_END = Buffer.from(CRLF + CRLF);
 
 function newRecordId(): string {
   return `<urn:uuid:${randomUUID()}>`;
@@ -83,7 +85,8 @@ interface RecordSpec {
   /** Type-specific fields; null values are left out. */
   fields: Array<[string, string | null | undefined]>;
   contentType: string;
-  block: Buffer;
+  /** The record block, or its consecutive parts (the response's HTTP head and body: no copy joins them first). */
+  block: Buffer | readonly Buffer[];
   payloadDigest?: string | null;
   index?: WarcIndexInfo;
   gzipLevel?: number;
@@ -91,22 +94,29 @@ interface RecordSpec {
 
 function buildRecord(spec: RecordSpec): WarcRecord {
   const id = spec.id ?? newRecordId();
+  const parts = Buffer.isBuffer(spec.block) ? [spec.block] : spec.block;
+  let blockLength = 0;
+  const blockHash = createHash('sha256');
+  for (const part of parts) {
+    blockHash.update(part);
+    blockLength += part.length;
+  }
   const fields: Array<[string, string | null | undefined]> = [
     ['WARC-Type', spec.type],
     ['WARC-Record-ID', id],
     ['WARC-Date', spec.date.toISOString()],
     ['WARC-Target-URI', spec.targetUri],
     ...spec.fields,
-    ['WARC-Block-Digest', warcDigest(spec.block)],
+    ['WARC-Block-Digest', 'sha256:' + blockHash.digest('hex')],
     ['WARC-Payload-Digest', spec.payloadDigest],
     ['Content-Type', spec.contentType],
-    ['Content-Length', String(spec.block.length)],
+    ['Content-Length', String(blockLength)],
   ];
   let head = 'WARC/1.1' + CRLF;
   for (const [name, value] of fields) {
     if (value !== null && value !== undefined) head += `${name}: ${oneLine(value)}${CRLF}`;
   }
-  const raw = Buffer.concat([Buffer.from(head + CRLF, 'utf8'), spec.block, Buffer.from(CRLF + CRLF)]);
+  const raw = Buffer.concat([Buffer.from(head + CRLF, 'utf8'), ...parts, RECORD_END]);
   return {
     id,
     type: spec.type,
@@ -225,7 +235,7 @@ export function exchangeRecords(c: HttpCapture, o: ExchangeOptions): [WarcRecord
       ['WARC-Warcinfo-ID', o.warcinfoId],
     ],
     contentType: 'application/http;msgtype=response',
-    block: Buffer.concat([httpResponseHead(c), c.body]),
+    block: [httpResponseHead(c), c.body],
     payloadDigest,
     index: { mime: responseMime(c), status: c.status, digest: stripAlgo(payloadDigest) },
   });

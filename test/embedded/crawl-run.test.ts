@@ -65,6 +65,10 @@ describe('crawl run (embedded default)', () => {
   test('exits 0 and prints a summary', () => {
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/crawl done: \d+ pages stored/);
+    // A crawl that ran out of work parsed every page before stopping: nothing was left to drain.
+    const [, parsed, beforeStop] = /(\d+) parsed \((\d+) before stopping\)/.exec(result.stdout) ?? [];
+    expect(Number(parsed)).toBeGreaterThan(0);
+    expect(beforeStop).toBe(parsed);
   });
 
   test('is polite by the servers\' own logs: robots.txt first, one request at a time, gaps honoured, disallowed never fetched', () => {

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseBenchArgs, launcherNodeFlags } from '../../bench/args';
 import { parsePeakRssBytes, parseStatChildrenCpuMs, parseStatCpuMs } from '../../bench/proc-stat';
-import { cpuMsPerPage, kcrawlHostPeriodMs, machineShare, markdownTable, throughputLimit, webCpuMsPerPage, type RunResult } from '../../bench/report';
+import { cpuMsPerPage, kcrawlHostPeriodMs, machineShare, markdownTable, shareOfOwnZeroLatency, throughputLimit, webCpuMsPerPage, type RunResult } from '../../bench/report';
 import { fillerHtml, hostAddress, hostIndexOfName, hostName, LINKS_PER_PAGE, PAGE_BYTES, pageHtml, pageLinks, PolitenessTracker } from '../../bench/synthetic-web';
 import { chunkByBytes, type RawRecord } from '../../connectors/kafka';
 
@@ -135,7 +135,24 @@ describe('report', () => {
     expect(webCpuMsPerPage(r)).toBe(1);
     expect(machineShare(r, 2)).toBeCloseTo(0.8);
     expect(machineShare({ ...r, webCpuMs: undefined }, 2)).toBeNull();
-    expect(markdownTable([r], 2).split('\n')[2]).toMatch(/\| 3\.00 \|  \| 1\.00 \| .* \| 80% \|$/);
+    expect(markdownTable([r], 2).split('\n')[2]).toMatch(/\| 3\.00 \|  \| 1\.00 \| .* \| 80% \| – \|$/);
+  });
+
+  it('judges a slow-response run against the same contender at 0 ms', () => {
+    const zero: RunResult = {
+      contender: 'kafka', latencyMs: 0, hosts: 10, pages: 400, handedOff: 400, windowSecs: 1, cpuMs: 1200, serviceCpuMs: 0, peakRssBytes: 0,
+      gapViolations: 0, concurrencyViolations: 0, minGapMs: 1000, limitPagesPerSec: null, note: 'services 1.0 s CPU',
+    };
+    const slow: RunResult = { ...zero, latencyMs: 200, pages: 380, note: 'services 2.0 s CPU' };
+    const other: RunResult = { ...zero, contender: 'embedded', latencyMs: 200, pages: 100 };
+    expect(shareOfOwnZeroLatency(slow, [zero, slow, other])).toBeCloseTo(0.95);
+    expect(shareOfOwnZeroLatency(zero, [zero, slow])).toBeNull();
+    // No embedded run at 0 ms: nothing to compare with (the Kafka one is another contender).
+    expect(shareOfOwnZeroLatency(other, [zero, slow, other])).toBeNull();
+    const rows = markdownTable([zero, slow, other]).split('\n');
+    expect(rows[2]).toMatch(/\| – \|$/);
+    expect(rows[3]).toMatch(/\| 95% \|$/);
+    expect(rows[4]).toMatch(/\| – \|$/);
   });
 
   it('counts CPU per page and pages/s over the pages parse finished, when it finished fewer than were fetched', () => {
