@@ -147,10 +147,9 @@ export const DEFAULTS: CrawlConfig = {
   maxDecompressionRatio: 100,
   fetchConcurrency: 256,
   fetchConcurrencyMin: 16,
-  // Off by default: on the 2-core benchmark machine a worker cost about a fifth more CPU per
-  // page (copying each page and its text across threads, a second heap) for no more pages/s:
-  // both cores were then full (README "Performance"). Machines with cores to spare may give
-  // parsing some of them.
+  // Off by default: on the 2-core benchmark machine a worker gave about a tenth more pages/s
+  // for about a sixth more CPU per page (copying each page and its text across threads, a
+  // second heap; README "Performance"). Machines with cores to spare may give parsing some.
   parseThreads: 0,
   parseBacklogMax: 2048,
   fetchConcurrencyMax: 4096,
