@@ -20,6 +20,9 @@ export interface ParseAnalyzer {
   close(): Promise<void>;
 }
 
+/** Pages handed to one worker at once (parse keeps 64 pages in analysis in all). */
+const TASKS_QUEUED_PER_WORKER = 64;
+
 /**
  * A pool of `threads` workers, or null when threads < 1 or the worker script is not compiled
  * (running from TypeScript sources, as unit tests do): parse then analyses on its own thread.
@@ -31,7 +34,14 @@ export function createParseAnalyzer(threads: number, userAgent: string): ParseAn
   // returning to its event loop, so V8's own tasks on that thread (finishing a major GC among
   // them) never ran: the worker's old space grew by about 125 KB a page parsed (900 MB after
   // 7,000 pages) and was never collected. Through the event loop the heap stays near 10 MB.
-  const pool = new Piscina<ParseTask, PageAnalysis>({ filename, minThreads: threads, maxThreads: threads, idleTimeout: 60_000, atomics: 'disabled' });
+  //
+  // concurrentTasksPerWorker: pages wait in each worker's own queue, so a worker starts the next
+  // one as soon as it has finished one. With piscina's default of one, every page waited for the
+  // crawl's event loop to take the last result and post the next page, and while that loop was
+  // busy fetching, the worker sat idle with 1,600 pages to parse.
+  const pool = new Piscina<ParseTask, PageAnalysis>({
+    filename, minThreads: threads, maxThreads: threads, idleTimeout: 60_000, atomics: 'disabled', concurrentTasksPerWorker: TASKS_QUEUED_PER_WORKER,
+  });
   return {
     threads,
     analyze: (page) => pool.run({ page, userAgent }),
