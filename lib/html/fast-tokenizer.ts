@@ -28,9 +28,6 @@ const LT = 0x3c;
 const AMP = 0x26;
 const QUOTE = 0x22;
 const APOS = 0x27;
-const NUL = 0x00;
-const LF = 0x0a;
-const CR = 0x0d;
 const SPACE = 0x20;
 
 /** The internals a run touches (present on parse5 7's Tokenizer, not in its public typings). */
