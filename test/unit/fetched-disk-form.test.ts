@@ -26,9 +26,10 @@ describe('crawl.fetched on disk without its body', () => {
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  async function storedPages(n: number): Promise<FetchedPageMsg[]> {
+  /** n pages stored in one WARC file; `label` goes into every body. */
+  async function storedPages(n: number, label = 'page'): Promise<FetchedPageMsg[]> {
     const warc = new WarcWriter({ store: new LocalPageStore(dir), prefix: 'test' });
-    const bodies = Array.from({ length: n }, (_, i) => Buffer.from(`<html><body>${'x'.repeat(40_000 + i)} page ${i}</body></html>`));
+    const bodies = Array.from({ length: n }, (_, i) => Buffer.from(`<html><body>${'x'.repeat(40_000 + i)} ${label} ${i}</body></html>`));
     // An append resolves once its file is stored: all of them, then the flush that stores it.
     const ptrs = bodies.map((body, i) => warc.append({ type: 'exchange', capture: capture(`http://a.test/p${i}`, { body }), payloadSha256: createHash('sha256').update(body).digest('hex') }));
     await warc.flush();
@@ -73,8 +74,9 @@ describe('crawl.fetched on disk without its body', () => {
     log.close();
     const file = fileURLToPath(page!.warc.uri);
     const original = readFileSync(file);
-    // Another record's bytes at that offset: not the page.
-    const [other] = await storedPages(1);
+    // Another file in its place, whose record at that offset holds another body (with the same
+    // body, a file laid out alike would hold the very same record, and rightly be read).
+    const [other] = await storedPages(1, 'other');
     writeFileSync(file, readFileSync(fileURLToPath(other!.warc.uri)));
     expect(() => newLog().read('fetched', p, 0, 10)).toThrow(/does not match its SHA-256|cannot be read/);
     rmSync(file);
