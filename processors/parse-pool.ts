@@ -11,7 +11,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Piscina } from 'piscina';
 import type { FetchedPageMsg } from '../lib/messages';
-import type { PageAnalysis } from './parse';
+import { ANALYZER_CONCURRENCY, type PageAnalysis } from './parse';
 import type { ParseTask } from './parse-worker';
 
 export interface ParseAnalyzer {
@@ -19,9 +19,6 @@ export interface ParseAnalyzer {
   readonly threads: number;
   close(): Promise<void>;
 }
-
-/** Pages handed to one worker at once (parse keeps 64 pages in analysis in all). */
-const TASKS_QUEUED_PER_WORKER = 64;
 
 /**
  * A pool of `threads` workers, or null when threads < 1 or the worker script is not compiled
@@ -35,12 +32,12 @@ export function createParseAnalyzer(threads: number, userAgent: string): ParseAn
   // them) never ran: the worker's old space grew by about 125 KB a page parsed (900 MB after
   // 7,000 pages) and was never collected. Through the event loop the heap stays near 10 MB.
   //
-  // concurrentTasksPerWorker: pages wait in each worker's own queue, so a worker starts the next
-  // one as soon as it has finished one. With piscina's default of one, every page waited for the
+  // concurrentTasksPerWorker: pages wait in each worker's own queue (as many as parse keeps in
+  // analysis), so a worker starts the next one as soon as it has finished one. With piscina's default of one, every page waited for the
   // crawl's event loop to take the last result and post the next page, and while that loop was
   // busy fetching, the worker sat idle with 1,600 pages to parse.
   const pool = new Piscina<ParseTask, PageAnalysis>({
-    filename, minThreads: threads, maxThreads: threads, idleTimeout: 60_000, atomics: 'disabled', concurrentTasksPerWorker: TASKS_QUEUED_PER_WORKER,
+    filename, minThreads: threads, maxThreads: threads, idleTimeout: 60_000, atomics: 'disabled', concurrentTasksPerWorker: ANALYZER_CONCURRENCY,
   });
   return {
     threads,

@@ -40,7 +40,7 @@ export interface ParseOptions {
 }
 
 /** Pages in flight to the analyzer at once: enough to keep its workers busy between turns. */
-const ANALYZER_CONCURRENCY = 64;
+export const ANALYZER_CONCURRENCY = 64;
 
 /** Fewer shingles than this make a fingerprint that says little: such pages get no SimHash. */
 export const MIN_SIMHASH_SHINGLES = 32;

@@ -80,7 +80,7 @@ describe('parse on a worker thread', () => {
     const { doneSoonAfter, total } = JSON.parse(r.stdout) as { doneSoonAfter: number; total: number };
     expect(total).toBe(64);
     // All parsed during the busy spell: their results only wait to be read. One page at a time,
-    // 20 ms would have given a few (about 1.5 ms a page on the worker, one per hand-over).
+    // 20 ms would have given a few (nearly 2 ms a page on the worker, one per hand-over).
     expect(doneSoonAfter).toBeGreaterThanOrEqual(60);
   }, 90_000);
 
