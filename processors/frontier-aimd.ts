@@ -110,6 +110,21 @@ export function sameBackoff(a: HostBackoff, b: HostBackoff): boolean {
 }
 
 /**
+ * A host's gap is written to crawl.host-policy again only when it moved by more than this share
+ * of the last value written, so the gap in force may be up to this much longer than `gap_ms`.
+ */
+export const GAP_REWRITE_SHARE = 0.2;
+
+/**
+ * The longest gap a host can have been given since `gap_ms` was written: what a frontier or
+ * fetcher taking the host over must wait. Waiting only `gap_ms` let a request through 2,521 ms
+ * after a slow response that called for 2,530 (kill -9 and restart, test/e2e/kafka-politeness).
+ */
+export function gapInForceAtMost(gapMs: number): number {
+  return Math.ceil(gapMs * (1 + GAP_REWRITE_SHARE));
+}
+
+/**
  * The frontier's row for a host in crawl.host-policy (field `backoff`, written only by the
  * host's owning frontier): the adapted gap, the no-request window, and `gap_ms`, the host's
  * whole current gap, so a restarted frontier waits that long before its first request.

@@ -4,7 +4,7 @@
  * Pure helpers; FrontierState (frontier-state.ts) owns the hosts and the heap.
  */
 import type { FetchStatusMsg, HostPolicyMsg } from '../lib/messages';
-import { backoffRecord, loadSignal, nextBackoff, NO_BACKOFF, sameBackoff, type AimdPolicy, type HostBackoff } from './frontier-aimd';
+import { backoffRecord, GAP_REWRITE_SHARE, loadSignal, nextBackoff, NO_BACKOFF, sameBackoff, type AimdPolicy, type HostBackoff } from './frontier-aimd';
 
 export interface HostState {
   host: string;
@@ -76,7 +76,7 @@ export function applyAnswer(
   // The gap is the host's steady pace; a Retry-After is a one-off window on top of it.
   const gap = Math.max(base, backoff.delayMs);
   h.nextAt = Math.max(h.nextAt, s.finished_at + gap, s.finished_at + (s.retry_after_ms ?? 0), backoff.notBefore, blockUntil ?? 0, now);
-  const changed = !sameBackoff(backoff, h.backoff) || Math.abs(gap - h.persistedGap) > 0.2 * h.persistedGap;
+  const changed = !sameBackoff(backoff, h.backoff) || Math.abs(gap - h.persistedGap) > GAP_REWRITE_SHARE * h.persistedGap;
   h.backoff = backoff;
   if (!changed) return null;
   h.persistedGap = gap;

@@ -20,7 +20,7 @@ import type { CandidateMsg, FetchRequestMsg, FetchStatusMsg, HostPolicyMsg, UrlS
 import { DEFAULTS, type CrawlConfig } from '../lib/config';
 import { routingKey } from '../lib/partitioner';
 import { redirectField } from '../lib/redirect-hops';
-import { AIMD_DEFAULTS, backoffFromRecord, type AimdPolicy, type HostBackoff } from './frontier-aimd';
+import { AIMD_DEFAULTS, backoffFromRecord, gapInForceAtMost, type AimdPolicy, type HostBackoff } from './frontier-aimd';
 import { applyAnswer, newHost, pushUrl, takeUrl, type HostState } from './frontier-hosts';
 import { LayerGroups } from './frontier-layers';
 import { priorityLevel, recrawlIntervalMs, type RecrawlPolicy } from './frontier-schedule';
@@ -198,14 +198,14 @@ export class FrontierState {
 
   /**
    * Rebuild a host's back-off from its crawl.host-policy row (field `backoff`): the host waits
-   * out any Retry-After/pause window and, from now, its whole last gap.
+   * out any Retry-After/pause window and, from now, the longest gap it may last have been given.
    */
   restoreBackoff(rec: HostPolicyMsg, now: number): void {
     const { backoff, gapMs } = backoffFromRecord(rec);
     const h = this.hostState(rec.host, now);
     h.backoff = backoff;
     h.persistedGap = gapMs;
-    h.nextAt = Math.max(h.nextAt, backoff.notBefore, now + Math.max(this.policy.minHostDelayMs, gapMs));
+    h.nextAt = Math.max(h.nextAt, backoff.notBefore, now + Math.max(this.policy.minHostDelayMs, gapInForceAtMost(gapMs)));
   }
 
   private lease(url: string, id: string, expiresAt: number): void {

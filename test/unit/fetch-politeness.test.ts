@@ -118,7 +118,8 @@ describe('gate (pure)', () => {
     const policy = new HostPolicyTable();
     expect(firstContactAt('a.test', 1000, 1000, policy)).toBe(2000);
     policy.apply('a.test|backoff', policyRow('a.test', 'backoff', { gap_ms: 30_000 }).value);
-    expect(firstContactAt('a.test', 1000, 1000, policy)).toBe(31_000);
+    // The gap in force may be up to 20% above the one written (rows are rewritten past 20%).
+    expect(firstContactAt('a.test', 1000, 1000, policy)).toBe(37_000);
     expect(firstContactAt('b.test', 1000, 1000, policy)).toBe(2000);
   });
 });

@@ -220,7 +220,23 @@ describe('FrontierState: durable back-off (crash and restart)', () => {
     const again = new FrontierState(POLICY, ids());
     again.onCandidate(cand('http://a.test/1'), 4000);
     again.restoreBackoff(e.policies![0], 4000);
-    expect(firstRelease(again, 4000, 30_000, 100)!.at).toBe(24_000);
+    // 20 s written, so the gap in force is at most 24 s (it is rewritten once it moves by 20%).
+    expect(firstRelease(again, 4000, 40_000, 100)!.at).toBe(28_000);
+  });
+
+  it('after a restart the host waits the gap it may have been given since the row was written', () => {
+    // A slow response wrote 2,520 ms; a slightly slower one then called for 2,530 ms, within 20%
+    // of the row, so no row was written. The host is handed over just as that response ends.
+    const fs = withUrls('a.test', 3);
+    const f0 = fs.tick(0).fetches[0];
+    const written = fs.onStatus(status(f0, { finished_at: 1000, response_ms: 252 }), 1000).policies![0];
+    expect(written).toEqual(expect.objectContaining({ gap_ms: 2520 }));
+    const f1 = firstRelease(fs, 1000, 10_000, 10)!.fetch;
+    expect(fs.onStatus(status(f1, { finished_at: 5000, response_ms: 253 }), 5000).policies).toBeUndefined();
+    const again = new FrontierState(POLICY, ids());
+    again.onCandidate(cand('http://a.test/2'), 5000);
+    again.restoreBackoff(written, 5000);
+    expect(firstRelease(again, 5000, 20_000, 1)!.at).toBeGreaterThanOrEqual(5000 + 2530);
   });
 
   it('the stage writes backoff rows to crawl.host-policy and restores them from it', () => {
