@@ -285,6 +285,9 @@ EOF
   if [ ! -f "$d/logs/meta.properties" ]; then
     local cid
     cid="$(head -c16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')"
+    # An id starting with '-' reads as an option to the tool's parser (1 in 64 ids; CI met one).
+    # Kafka's own random-uuid never starts with '-' for that reason; any base64 letter is valid.
+    case "$cid" in -*) cid="K${cid:1}" ;; esac
     # shellcheck disable=SC2086
     java -Xmx256m -XX:TieredStopAtLevel=1 $jopts -cp "$KAFKA_HOME/lib/*" kafka.tools.StorageTool \
       format -t "$cid" -c "$d/server.properties" </dev/null >>"$(log_of kafka)" 2>&1 9>&- \
