@@ -23,6 +23,7 @@ import { redirectField } from '../lib/redirect-hops';
 import { AIMD_DEFAULTS, backoffFromRecord, gapInForceAtMost, type AimdPolicy, type HostBackoff } from './frontier-aimd';
 import { applyAnswer, newHost, pushUrl, takeUrl, type HostState } from './frontier-hosts';
 import { LayerGroups } from './frontier-layers';
+import { UrlTable } from './frontier-urls';
 import { priorityLevel, recrawlIntervalMs, type RecrawlPolicy } from './frontier-schedule';
 
 /** The settings the frontier needs (documented in lib/config.ts). */
@@ -64,7 +65,7 @@ export interface HostView {
 }
 
 export class FrontierState {
-  private readonly rows = new Map<string, UrlStateMsg>();
+  private readonly rows = new UrlTable();
   private readonly hosts = new Map<string, HostState>();
   private readonly ready = new MinHeap<HostState>();
   /** Failed URLs waiting for their retry time. */
@@ -75,8 +76,6 @@ export class FrontierState {
   private readonly urlLeases = new Map<string, { id: string; expiresAt: number }>();
   /** Lease expiry times; entries for leases already answered are skipped. */
   private readonly leases = new MinHeap<{ url: string; id: string }>();
-  /** Importance given by a scorer (Candidate.priority), kept until the URL is fetched. */
-  private readonly importance = new Map<string, number>();
   private readonly domains: LayerGroups;
   private readonly ips: LayerGroups;
   private readonly tuning: FrontierTuning;
@@ -160,13 +159,16 @@ export class FrontierState {
     this.ready.push(Math.max(at, h.nextAt), h);
   }
 
-  private levelOf(url: string): number {
-    const row = this.rows.get(url);
-    return priorityLevel(this.importance.get(url), row?.depth ?? 0, this.tuning.priorityLevels);
+  /**
+   * The row's front queue: by the importance a scorer gave it (Candidate.priority) until the URL
+   * is first fetched, by depth after that (a recrawl) or when it has none.
+   */
+  private levelOf(row: UrlStateMsg): number {
+    return priorityLevel(row.fetched_at === null ? row.priority : undefined, row.depth, this.tuning.priorityLevels);
   }
 
-  private enqueue(h: HostState, url: string, front = false): void {
-    pushUrl(h, url, this.levelOf(url), front);
+  private enqueue(h: HostState, row: UrlStateMsg, front = false): void {
+    pushUrl(h, row.url, this.levelOf(row), front);
     if (this.underBudget(h)) this.queued++;
     this.schedule(h);
   }
@@ -178,14 +180,10 @@ export class FrontierState {
    * were last fetched is unknown here (restoreBackoff makes that the host's persisted gap).
    */
   restore(row: UrlStateMsg, now: number): void {
-    this.rows.set(row.url, row);
-    // The importance map holds URLs not yet fetched (onCandidate); set it before enqueue ranks the URL.
-    if (row.priority !== null && row.priority !== undefined && (row.state === 'QUEUED' || row.state === 'LEASED' || row.state === 'FAILED')) {
-      this.importance.set(row.url, row.priority);
-    }
     const h = this.hostState(row.host, now);
+    this.rows.set(row, h.host);
     h.nextAt = Math.max(h.nextAt, now + this.policy.minHostDelayMs);
-    if (row.state === 'QUEUED') this.enqueue(h, row.url);
+    if (row.state === 'QUEUED') this.enqueue(h, row);
     else if (row.state === 'LEASED' && row.lease_id) {
       this.lease(row.url, row.lease_id, row.lease_expires_at ?? now);
       if (!h.inflight) {
@@ -223,11 +221,10 @@ export class FrontierState {
       if (this.underBudget(h)) this.queued -= h.size;
       this.hosts.delete(host);
     }
-    for (const [url, row] of this.rows) {
-      if (owns(row.host)) continue;
+    for (const [url, host] of this.rows.hosts()) {
+      if (owns(host)) continue;
       this.rows.delete(url);
       this.urlLeases.delete(url);
-      this.importance.delete(url);
     }
     this.domains.clear();
     this.ips.clear();
@@ -249,9 +246,9 @@ export class FrontierState {
       sha256: null, etag: null, last_modified: null, warc_uri: null, warc_offset: null, warc_length: null, reason: null,
       ...redirectField(c.redirects), ...priorityField(c.priority),
     };
-    this.rows.set(c.url, row);
-    if (c.priority !== null && c.priority !== undefined) this.importance.set(c.url, c.priority);
-    this.enqueue(this.hostState(c.host, now), c.url);
+    const h = this.hostState(c.host, now);
+    this.rows.set(row, h.host);
+    this.enqueue(h, row);
     return { rows: [row], fetches: [] };
   }
 
@@ -300,7 +297,6 @@ export class FrontierState {
           warc_uri: s.warc_uri, warc_offset: s.warc_offset, warc_length: s.warc_length, next_due_at: s.finished_at + interval,
         });
         this.recrawls.push(next.next_due_at!, s.url);
-        this.importance.delete(s.url);
         break;
       }
       case 'ROBOTS_DISALLOWED':
@@ -311,7 +307,7 @@ export class FrontierState {
           // The fetcher refused because of an operator block: not the URL's fault, and the
           // block expires. Queue it again; the host waits for the block's end.
           next.state = 'QUEUED';
-          this.enqueue(h, s.url, true);
+          this.enqueue(h, next, true);
         } else next.state = 'DEAD';
         break;
       case 'FAILED':
@@ -319,7 +315,7 @@ export class FrontierState {
         this.fail(next, now, s.retry_after_ms);
         break;
     }
-    this.rows.set(s.url, next);
+    this.rows.set(next);
     out.rows.push(next);
     return out;
   }
@@ -395,13 +391,13 @@ export class FrontierState {
     if (!this.underBudget(h)) this.queued -= h.size; // the rest waits for the next cycle
     this.lease(url, lease.id, lease.expiresAt);
     const leased: UrlStateMsg = { ...row, state: 'LEASED', lease_id: lease.id, lease_expires_at: lease.expiresAt, updated_at: now };
-    this.rows.set(url, leased);
+    this.rows.set(leased);
     out.rows.push(leased);
     out.fetches.push({
       url, host: h.host, depth: row.depth, lease_id: lease.id, lease_expires_at: lease.expiresAt, attempt: row.attempts + 1,
       prev_sha256: row.sha256, etag: row.etag, last_modified: row.last_modified, ...redirectField(row.redirects),
       // The row keeps the importance after the fetch, so a recrawl still hands it on.
-      ...priorityField(this.importance.get(url) ?? row.priority),
+      ...priorityField(row.priority),
     });
   }
 
@@ -411,9 +407,9 @@ export class FrontierState {
       const row = this.rows.get(url);
       if (!row || row.state !== state || (row.next_due_at ?? 0) > now) continue;
       const queuedRow: UrlStateMsg = { ...row, state: 'QUEUED', updated_at: now };
-      this.rows.set(url, queuedRow);
+      this.rows.set(queuedRow);
       out.rows.push(queuedRow);
-      this.enqueue(this.hostState(row.host, now), url);
+      this.enqueue(this.hostState(row.host, now), queuedRow);
     }
   }
 
@@ -434,10 +430,9 @@ export class FrontierState {
       else {
         // Re-issue a lost fetch as soon as politeness allows, not after the failure back-off.
         next.state = 'QUEUED';
-        this.rows.set(url, next);
-        this.enqueue(h, url, true);
+        this.enqueue(h, next, true);
       }
-      this.rows.set(url, next);
+      this.rows.set(next);
       out.rows.push(next);
       this.schedule(h);
     }

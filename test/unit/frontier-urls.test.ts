@@ -1,0 +1,61 @@
+import { UrlTable } from '../../processors/frontier-urls';
+import type { UrlStateMsg } from '../../lib/messages';
+
+function row(url: string, fields: Partial<UrlStateMsg> = {}): UrlStateMsg {
+  return {
+    url, host: new URL(url).hostname, state: 'QUEUED', depth: 2, discovered_at: 1_700_000_000_123, updated_at: 1_700_000_000_456,
+    lease_id: null, lease_expires_at: null, attempts: 0, next_due_at: null, fetched_at: null, http_status: null, sha256: null,
+    etag: null, last_modified: null, warc_uri: null, warc_offset: null, warc_length: null, reason: null, ...fields,
+  };
+}
+
+describe('UrlTable: rows read back exactly as written', () => {
+  const cases: Array<[string, UrlStateMsg]> = [
+    ['a plain queued row', row('http://a.test/1')],
+    ['with a priority', row('http://a.test/2', { priority: 0.25 })],
+    ['with priority null (as a restored row has it)', row('http://a.test/3', { priority: null })],
+    ['a redirect target', row('http://a.test/4', { redirects: 2, priority: 1 })],
+    ['times far from now', row('http://a.test/5', { discovered_at: 0, updated_at: 4_102_444_800_000 })],
+    ['leased', row('http://a.test/6', { state: 'LEASED', lease_id: 'L1', lease_expires_at: 5 })],
+    ['queued again after a failure', row('http://a.test/7', { attempts: 1, reason: 'lease-expired' })],
+    ['queued for a recrawl', row('http://a.test/8', { fetched_at: 9, sha256: 'ab'.repeat(32), warc_uri: 'file:///w', warc_offset: 0, warc_length: 10 })],
+    ['fetched', row('http://a.test/9', { state: 'FETCHED', fetched_at: 9, http_status: 200, next_due_at: 99 })],
+    ['a fractional time', row('http://a.test/10', { updated_at: 1.5 })],
+  ];
+  it.each(cases)('%s', (_label, r) => {
+    const t = new UrlTable();
+    t.set(r);
+    const back = t.get(r.url)!;
+    expect(back).toStrictEqual(r);
+    expect(Object.keys(back).sort()).toEqual(Object.keys(r).sort());
+    expect(t.host(r.url)).toBe(r.host);
+  });
+
+  it('a compact row is a copy: changing what get() returned leaves the table as it was', () => {
+    const t = new UrlTable();
+    t.set(row('http://a.test/1'));
+    t.get('http://a.test/1')!.state = 'DEAD';
+    expect(t.get('http://a.test/1')!.state).toBe('QUEUED');
+  });
+
+  it('a row with a key it does not know is kept whole', () => {
+    const t = new UrlTable();
+    const odd = { ...row('http://a.test/x'), extra: 1 } as UrlStateMsg;
+    t.set(odd);
+    expect(t.get(odd.url)).toBe(odd);
+  });
+
+  it('replaces, deletes, counts and lists URLs with their hosts', () => {
+    const t = new UrlTable();
+    t.set(row('http://a.test/1'));
+    t.set(row('http://b.test/1'));
+    t.set(row('http://a.test/1', { state: 'LEASED', lease_id: 'L', lease_expires_at: 1 }));
+    expect(t.size).toBe(2);
+    expect(t.get('http://a.test/1')!.state).toBe('LEASED');
+    expect([...t.hosts()]).toEqual([['http://a.test/1', 'a.test'], ['http://b.test/1', 'b.test']]);
+    t.delete('http://a.test/1');
+    expect(t.has('http://a.test/1')).toBe(false);
+    expect(t.get('http://a.test/1')).toBeUndefined();
+    expect(t.size).toBe(1);
+  });
+});
