@@ -31,6 +31,6 @@ COPY schemas ./schemas
 # No root inside: the crawler only needs the network and its temp dir.
 USER node
 # The young-generation size bin/crawl.js gives node when run as a program, for every `node` here.
-ENV NODE_OPTIONS=--max-semi-space-size=64
+ENV NODE_OPTIONS=--max-semi-space-size=32
 ENTRYPOINT ["node", "/app/bin/crawl.js"]
 CMD ["--help"]

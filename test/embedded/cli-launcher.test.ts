@@ -28,6 +28,6 @@ describe('bin/crawl.js launcher', () => {
     chmodSync(script, 0o755);
     const r = spawnSync(script, ['a b', '$HOME'], { encoding: 'utf8' });
     expect(r.status).toBe(0);
-    expect(JSON.parse(r.stdout)).toEqual({ argv: ['--max-semi-space-size=64'], strict: true, args: ['a b', '$HOME'] });
+    expect(JSON.parse(r.stdout)).toEqual({ argv: ['--max-semi-space-size=32'], strict: true, args: ['a b', '$HOME'] });
   });
 });

@@ -100,10 +100,10 @@ describe('crawler node flags', () => {
   });
   it('bin/crawl.js runs with a 64 MiB young generation, and node accepts its flags', () => {
     const flags = launcherNodeFlags(CLI);
-    expect(flags).toContain('--max-semi-space-size=64');
+    expect(flags).toContain('--max-semi-space-size=32');
     const r = spawnSync(process.execPath, [...flags, '-e', 'process.stdout.write(String(process.execArgv))'], { encoding: 'utf8' });
     expect(r.status).toBe(0);
-    expect(r.stdout).toContain('--max-semi-space-size=64');
+    expect(r.stdout).toContain('--max-semi-space-size=32');
   });
 });
 
