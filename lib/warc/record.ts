@@ -7,8 +7,8 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
-import { gzipSync } from 'node:zlib';
 import type { HttpCapture } from '../../connectors/types';
+import { gzipMember } from './gzip-member';
 
 export type WarcRecordType = 'warcinfo' | 'request' | 'response' | 'revisit' | 'metadata' | 'conversion';
 export type WarcTruncated = 'length' | 'time' | 'disconnect' | 'unspecified';
@@ -116,13 +116,13 @@ function buildRecord(spec: RecordSpec): WarcRecord {
   for (const [name, value] of fields) {
     if (value !== null && value !== undefined) head += `${name}: ${oneLine(value)}${CRLF}`;
   }
-  const raw = Buffer.concat([Buffer.from(head + CRLF, 'utf8'), ...parts, RECORD_END]);
   return {
     id,
     type: spec.type,
     date: spec.date,
     targetUri: spec.targetUri ?? null,
-    gz: gzipSync(raw, { level: spec.gzipLevel ?? DEFAULT_GZIP_LEVEL }),
+    // Head, block and end go to zlib as they are, without first being joined into one buffer.
+    gz: gzipMember([Buffer.from(head + CRLF, 'utf8'), ...parts, RECORD_END], spec.gzipLevel ?? DEFAULT_GZIP_LEVEL),
     index: spec.index ?? null,
   };
 }

@@ -1,0 +1,134 @@
+/**
+ * Gzip members for WARC records, from one long-lived zlib stream per level instead of a new one
+ * per record.
+ *
+ * zlib.gzipSync builds a Transform stream and a native deflate state (about 256 KiB, its hash
+ * table zeroed) for every call, and returns a slice of a fresh 16 KiB output buffer. A page
+ * makes three records, and each record lives until its WARC file is stored: so a page pinned
+ * 48 KiB of ArrayBuffers for 1-3 KiB of gzip (the synthetic pages compress 40:1), and V8
+ * starts a full garbage collection every 64 MB of such external memory. Here the deflate state
+ * is reset (deflateReset) between members, the output goes to a reused scratch buffer, and each
+ * member is copied out at its exact size (small ones into Node's shared 8 KiB pool).
+ *
+ * The bytes are those of gzipSync at the same level: deflateReset leaves the state deflateInit
+ * makes (test/unit/gzip-member.test.ts compares them). The stream is driven through zlib's own
+ * handle (`_handle.writeSync`, `_writeState`), which Node has kept since v10 but does not
+ * document; where it is missing, gzipSync is used.
+ */
+import { types } from 'node:util';
+import * as zlib from 'node:zlib';
+
+interface ZlibHandle {
+  writeSync(flush: number, input: Uint8Array, inOff: number, inLen: number, out: Uint8Array, outOff: number, outLen: number): void;
+  reset(): void;
+}
+
+interface RawGzip extends zlib.Gzip {
+  _handle?: ZlibHandle | null;
+  _writeState?: Uint32Array;
+}
+
+const { Z_NO_FLUSH, Z_FINISH } = zlib.constants;
+const START_SCRATCH = 64 * 1024;
+/** A scratch buffer grown past this by one huge record shrinks back after it. */
+const KEEP_SCRATCH = 1024 * 1024;
+
+class ReusedGzip {
+  private readonly z: RawGzip;
+  private readonly state: Uint32Array;
+  private error: Error | null = null;
+  private scratch = Buffer.allocUnsafe(START_SCRATCH);
+
+  constructor(level: number) {
+    this.z = zlib.createGzip({ level }) as RawGzip;
+    if (!this.z._handle || typeof this.z._handle.writeSync !== 'function' || !types.isUint32Array(this.z._writeState)) {
+      throw new Error('zlib handle not available');
+    }
+    this.state = this.z._writeState;
+    // zlib reports a failed deflate() through the stream's 'error' event, synchronously, and
+    // then closes the handle (its _handle becomes null).
+    this.z.on('error', (err: Error) => (this.error = err));
+  }
+
+  /**
+   * The live handle. Node aborts the process on a write to a closed one, so each use checks:
+   * a stream that failed once is never written again (gzipMember drops it).
+   */
+  private handle(): ZlibHandle {
+    const h = this.z._handle;
+    if (this.error || !h) throw this.error ?? new Error('zlib handle closed');
+    return h;
+  }
+
+  /** One gzip member of the parts, as a Buffer of its own. */
+  member(parts: readonly Uint8Array[]): Buffer {
+    let outOff = 0;
+    for (let p = 0; p < parts.length; p++) {
+      const part = parts[p];
+      const flush = p === parts.length - 1 ? Z_FINISH : Z_NO_FLUSH;
+      let inOff = 0;
+      let inLen = part.length;
+      for (;;) {
+        const outLen = this.scratch.length - outOff;
+        this.handle().writeSync(flush, part, inOff, inLen, this.scratch, outOff, outLen);
+        this.handle();
+        const availOut = this.state[0];
+        const availIn = this.state[1];
+        outOff += outLen - availOut;
+        inOff += inLen - availIn;
+        inLen = availIn;
+        // Room left means deflate took all the input (and, on Z_FINISH, ended the member).
+        if (availOut !== 0) break;
+        const grown = Buffer.allocUnsafe(this.scratch.length * 2);
+        this.scratch.copy(grown, 0, 0, outOff);
+        this.scratch = grown;
+      }
+    }
+    // deflateReset: the next member starts from the state deflateInit gives.
+    this.handle().reset();
+    const gz = Buffer.from(this.scratch.subarray(0, outOff));
+    if (this.scratch.length > KEEP_SCRATCH) this.scratch = Buffer.allocUnsafe(START_SCRATCH);
+    return gz;
+  }
+}
+
+const engines = new Map<number, ReusedGzip | null>();
+
+function engineFor(level: number): ReusedGzip | null {
+  let e = engines.get(level);
+  if (e === undefined) {
+    try {
+      e = new ReusedGzip(level);
+    } catch {
+      e = null;
+    }
+    engines.set(level, e);
+  }
+  return e;
+}
+
+/**
+ * The parts, in order, as one gzip member at `level` (1-9): the same bytes as
+ * `gzipSync(Buffer.concat(parts), { level })`, without joining the parts first. A member
+ * takes parts of any length; no parts at all give an empty member.
+ */
+export function gzipMember(parts: readonly Uint8Array[], level: number): Buffer {
+  if (parts.length === 0) parts = [Buffer.alloc(0)];
+  // The native write takes only byte views (anything else aborts the process, not throws).
+  const engine = parts.every((p) => types.isUint8Array(p)) ? engineFor(level) : null;
+  if (engine) {
+    try {
+      return engine.member(parts);
+    } catch {
+      // A stream in an unknown state is not used again (the next record gets a new one), and
+      // this record is made the documented way, which throws if the failure was not the stream's.
+      engines.delete(level);
+    }
+  }
+  return zlib.gzipSync(parts.length === 1 ? parts[0] : Buffer.concat(parts), { level });
+}
+
+/** Whether members are made by the reused stream (false: gzipSync), for the tests and logs. */
+export function reusedGzipInUse(level: number): boolean {
+  return engineFor(level) !== null;
+}

@@ -1,0 +1,69 @@
+/**
+ * gzipMember against zlib.gzipSync: the same bytes for the same input and level, however the
+ * input is split into parts, across the scratch buffer's growth and across many members made
+ * by the same reused stream.
+ */
+import { randomBytes } from 'node:crypto';
+import { gunzipSync, gzipSync } from 'node:zlib';
+import { gzipMember, reusedGzipInUse } from '../../lib/warc/gzip-member';
+
+/** Deterministic pseudo-random splits (no Math.random: a failure must replay). */
+function splits(buf: Buffer, seed: number): Buffer[] {
+  const parts: Buffer[] = [];
+  let x = seed || 1;
+  let at = 0;
+  while (at < buf.length) {
+    x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+    const n = x % 5 === 0 ? 0 : 1 + (x % Math.max(1, Math.floor(buf.length / 3)));
+    parts.push(buf.subarray(at, Math.min(buf.length, at + n)));
+    at += n;
+  }
+  return parts;
+}
+
+const html = Buffer.from('<html><body>' + '<p>Lorem ipsum dolor sit amet, consectetur adipiscing elit.</p>\n'.repeat(800) + '</body></html>');
+// Incompressible and larger than the 64 KiB scratch buffer: the output must grow it.
+const noise = randomBytes(300 * 1024);
+const inputs: Array<[string, Buffer]> = [
+  ['empty', Buffer.alloc(0)],
+  ['one byte', Buffer.from('x')],
+  ['request head', Buffer.from('WARC/1.1\r\nWARC-Type: request\r\n\r\nGET / HTTP/1.1\r\nhost: a.example\r\n\r\n\r\n\r\n')],
+  ['50 KiB html', html],
+  ['300 KiB noise', noise],
+];
+
+test('the reused stream is in use on this Node (else every record takes gzipSync)', () => {
+  expect(reusedGzipInUse(3)).toBe(true);
+});
+
+test.each(inputs)('%s: the bytes of gzipSync at levels 1, 3, 6 and 9, whole and split', (_name, input) => {
+  for (const level of [1, 3, 6, 9]) {
+    const expected = gzipSync(input, { level });
+    expect(gzipMember([input], level).equals(expected)).toBe(true);
+    for (const seed of [1, 7, 42]) expect(gzipMember(splits(input, seed), level).equals(expected)).toBe(true);
+  }
+});
+
+test('members made one after another by the same stream are each whole and independent', () => {
+  const made = [noise, html, Buffer.alloc(0), html.subarray(100, 5000), noise.subarray(0, 70_000)].map((b) => [b, gzipMember([b], 3)] as const);
+  for (const [input, gz] of made) {
+    expect(gunzipSync(gz).equals(input)).toBe(true);
+    expect(gz.equals(gzipSync(input, { level: 3 }))).toBe(true);
+  }
+  // Concatenated members read back as the concatenated inputs (the shape of a WARC file).
+  expect(gunzipSync(Buffer.concat(made.map(([, gz]) => gz))).equals(Buffer.concat(made.map(([b]) => b)))).toBe(true);
+});
+
+test('a member is a buffer of its own: the next member does not overwrite it', () => {
+  const first = gzipMember([html], 3);
+  const copy = Buffer.from(first);
+  gzipMember([noise], 3);
+  expect(first.equals(copy)).toBe(true);
+  // Exactly sized: no spare room of the scratch buffer is kept alive with it.
+  expect(first.buffer.byteLength).toBeLessThanOrEqual(Math.max(first.length, 8192));
+});
+
+test('no parts is an empty member; a bad level fails as gzipSync does', () => {
+  expect(gzipMember([], 3).equals(gzipSync(Buffer.alloc(0), { level: 3 }))).toBe(true);
+  expect(() => gzipMember([html], 42)).toThrow(/out of range/);
+});
