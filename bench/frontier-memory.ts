@@ -1,5 +1,5 @@
 /**
- * Heap bytes per URL the frontier keeps for a discovered, not yet fetched URL, side by side in
+ * Heap bytes (and typed-array bytes, outside the heap) per URL the frontier keeps for a discovered, not yet fetched URL, side by side in
  * one run:
  *   full rows   — a Map of whole UrlStateMsg rows plus the importance Map (the frontier before
  *                 processors/frontier-urls.ts);
@@ -39,22 +39,27 @@ function fullRow(c: CandidateMsg, now: number): UrlStateMsg {
   };
 }
 
-/** Heap bytes per URL that `build`'s result keeps alive, URL strings included. */
+/** Heap and typed-array bytes per URL that `build`'s result keeps alive, URL strings included. */
 function measure(label: string, build: () => unknown): void {
   gc();
-  const before = process.memoryUsage().heapUsed;
+  const before = process.memoryUsage();
   const t0 = process.hrtime.bigint();
   let kept: unknown = build();
   const ms = Number(process.hrtime.bigint() - t0) / 1e6;
   gc();
-  const bytes = process.memoryUsage().heapUsed - before;
-  process.stdout.write(`| ${label} | ${URLS} | ${(bytes / URLS).toFixed(0)} | ${(bytes / 1048576).toFixed(1)} | ${((ms * 1000) / URLS).toFixed(2)} |\n`);
+  const after = process.memoryUsage();
+  const heap = after.heapUsed - before.heapUsed;
+  const arrays = after.arrayBuffers - before.arrayBuffers;
+  const bytes = heap + arrays;
+  process.stdout.write(
+    `| ${label} | ${URLS} | ${(heap / URLS).toFixed(0)} | ${(arrays / URLS).toFixed(0)} | ${(bytes / 1048576).toFixed(1)} | ${((ms * 1000) / URLS).toFixed(2)} |\n`,
+  );
   kept = null;
   void kept;
 }
 
 function main(): void {
-  process.stdout.write('| table | URLs | heap bytes per URL | MiB | µs per URL |\n|---|---:|---:|---:|---:|\n');
+  process.stdout.write('| table | URLs | heap bytes per URL | typed-array bytes per URL | MiB in all | µs per URL |\n|---|---:|---:|---:|---:|---:|\n');
   for (let round = 0; round < 2; round++) {
     measure('full rows + importance Map', () => {
       const rows = new Map<string, UrlStateMsg>();

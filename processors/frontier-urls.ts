@@ -2,48 +2,32 @@
  * The frontier's URL table: one row per URL it knows, the exact "seen" truth. Most rows of a
  * growing crawl are URLs discovered and not yet fetched (25 links a page, one fetch), and such a
  * row says little beyond its URL: QUEUED, never tried, every fetch field null. Those rows are
- * kept as a small object that shares the host's name and holds times relative to a base, and
- * become a full UrlStateMsg again when read; every other row is kept as it is.
+ * kept in typed-array columns (CompactRows below), with the host's name stored once, and become
+ * a full UrlStateMsg again when read; every other row is kept as it is.
  *
- * `node --expose-gc dist/bench/frontier-memory.js` measured 270 heap bytes per queued URL, its
- * URL string and map entry included, against 459 for a whole row plus the importance Map the
- * frontier kept before (the same priority, now read from the row).
+ * `node --expose-gc dist/bench/frontier-memory.js` measured 182 heap bytes and 47 typed-array
+ * bytes per queued URL, its URL string and map entry included, against 270 heap bytes for the
+ * small object per row kept before (and 459 for a whole row plus an importance Map). What
+ * matters more is what is left for a full garbage collection to mark: the URL string and its
+ * map entry, where there were also the row object and its priority's heap number.
  */
 import type { UrlStateMsg } from '../lib/messages';
 
-/**
- * Times are stored as `t - TIME_BASE`: within about 24 days of the base the difference is a
- * small integer, which V8 keeps in the object itself instead of in a separate heap number.
- * Outside that range the value is still exact (integers), only stored less compactly.
- */
-const TIME_BASE = Date.now();
-
-/** A row as onCandidate writes it: QUEUED, attempts 0, no lease, never fetched, no reason. */
-class QueuedRow {
-  constructor(
-    readonly host: string,
-    readonly depth: number,
-    readonly discovered: number,
-    readonly updated: number,
-    /** undefined: the row has no `priority` key; otherwise that key's value. */
-    readonly priority: number | null | undefined,
-    /** undefined: the row has no `redirects` key. */
-    readonly redirects: number | undefined,
-  ) {}
-}
-
-type Stored = UrlStateMsg | QueuedRow;
+/** Bits of a compact row's `flags`. */
+const HAS_PRIORITY = 1;
+const PRIORITY_NULL = 2;
+const HAS_REDIRECTS = 4;
 
 /** The keys a fresh QUEUED row has besides the optional `redirects` and `priority`. */
 const BASE_KEYS = 19;
 
-/** Whether `row` says nothing a QueuedRow cannot: the common, freshly queued row. */
+/** Whether `row` says nothing a compact row cannot: the common, freshly queued row. */
 function isPlainQueued(row: UrlStateMsg): boolean {
   if (
     row.state !== 'QUEUED' || row.attempts !== 0 || row.lease_id !== null || row.lease_expires_at !== null || row.next_due_at !== null ||
     row.fetched_at !== null || row.http_status !== null || row.sha256 !== null || row.etag !== null || row.last_modified !== null ||
     row.warc_uri !== null || row.warc_offset !== null || row.warc_length !== null || row.reason !== null ||
-    !Number.isSafeInteger(row.discovered_at) || !Number.isSafeInteger(row.updated_at)
+    typeof row.discovered_at !== 'number' || typeof row.updated_at !== 'number' || typeof row.depth !== 'number' || typeof row.host !== 'string'
   ) {
     return false;
   }
@@ -51,22 +35,65 @@ function isPlainQueued(row: UrlStateMsg): boolean {
   let keys = 0;
   for (const k in row) if (Object.prototype.hasOwnProperty.call(row, k)) keys++;
   const optional = ('redirects' in row ? 1 : 0) + ('priority' in row ? 1 : 0);
-  return keys === BASE_KEYS + optional && (row.redirects === undefined || Number.isInteger(row.redirects));
+  if (keys !== BASE_KEYS + optional) return false;
+  if ('redirects' in row && (typeof row.redirects !== 'number' || !Number.isInteger(row.redirects))) return false;
+  return !('priority' in row) || row.priority === null || typeof row.priority === 'number';
 }
 
-function inflate(url: string, q: QueuedRow): UrlStateMsg {
-  const row: UrlStateMsg = {
-    url, host: q.host, state: 'QUEUED', depth: q.depth, discovered_at: q.discovered + TIME_BASE, updated_at: q.updated + TIME_BASE,
-    lease_id: null, lease_expires_at: null, attempts: 0, next_due_at: null, fetched_at: null, http_status: null,
-    sha256: null, etag: null, last_modified: null, warc_uri: null, warc_offset: null, warc_length: null, reason: null,
-  };
-  if (q.redirects !== undefined) row.redirects = q.redirects;
-  if (q.priority !== undefined) row.priority = q.priority;
-  return row;
+const START_ROWS = 1024;
+
+/**
+ * Compact rows, column by column in typed arrays indexed by a row id: no object per row for
+ * the garbage collector to visit (a full collection marks every live object, and the queued
+ * URLs are most of them), and every number stored exactly as a double. Ids of deleted rows are
+ * reused.
+ */
+class CompactRows {
+  host = new Int32Array(START_ROWS);
+  depth = new Float64Array(START_ROWS);
+  discovered = new Float64Array(START_ROWS);
+  updated = new Float64Array(START_ROWS);
+  priority = new Float64Array(START_ROWS);
+  redirects = new Float64Array(START_ROWS);
+  flags = new Uint8Array(START_ROWS);
+  private used = 0;
+  private readonly free: number[] = [];
+
+  alloc(): number {
+    const id = this.free.pop();
+    if (id !== undefined) return id;
+    if (this.used === this.flags.length) this.grow();
+    return this.used++;
+  }
+
+  release(id: number): void {
+    this.free.push(id);
+  }
+
+  private grow(): void {
+    const n = this.flags.length * 2;
+    const widen = <T extends Int32Array | Float64Array | Uint8Array>(a: T, make: (n: number) => T): T => {
+      const b = make(n);
+      b.set(a);
+      return b;
+    };
+    this.host = widen(this.host, (k) => new Int32Array(k));
+    this.depth = widen(this.depth, (k) => new Float64Array(k));
+    this.discovered = widen(this.discovered, (k) => new Float64Array(k));
+    this.updated = widen(this.updated, (k) => new Float64Array(k));
+    this.priority = widen(this.priority, (k) => new Float64Array(k));
+    this.redirects = widen(this.redirects, (k) => new Float64Array(k));
+    this.flags = widen(this.flags, (k) => new Uint8Array(k));
+  }
 }
 
 export class UrlTable {
-  private readonly rows = new Map<string, Stored>();
+  /** A full row, or the id of a compact one. */
+  private readonly rows = new Map<string, UrlStateMsg | number>();
+  private readonly compact = new CompactRows();
+  /** Host names of compact rows, each stored once. */
+  private readonly hostNames: string[] = [];
+  private readonly hostIds = new Map<string, number>();
 
   get size(): number {
     return this.rows.size;
@@ -79,34 +106,76 @@ export class UrlTable {
   /** The row, as written (a fresh object for a compact row: change it through set()). */
   get(url: string): UrlStateMsg | undefined {
     const s = this.rows.get(url);
-    return s instanceof QueuedRow ? inflate(url, s) : s;
+    return typeof s === 'number' ? this.inflate(url, s) : s;
   }
 
   host(url: string): string | undefined {
-    return this.rows.get(url)?.host;
+    const s = this.rows.get(url);
+    return typeof s === 'number' ? this.hostNames[this.compact.host[s]] : s?.host;
   }
 
   /**
    * Store `row` under its URL. `sharedHost`, when given, is a string equal to row.host that the
-   * caller keeps anyway (the host's own name): compact rows point at it rather than at a copy.
+   * caller keeps anyway (the host's own name): compact rows refer to it rather than to a copy.
    */
   set(row: UrlStateMsg, sharedHost?: string): void {
+    const old = this.rows.get(row.url);
     if (!isPlainQueued(row)) {
+      if (typeof old === 'number') this.compact.release(old);
       this.rows.set(row.url, row);
       return;
     }
-    const host = sharedHost === row.host ? sharedHost : row.host;
-    const priority = 'priority' in row ? row.priority : undefined;
-    const redirects = 'redirects' in row ? row.redirects : undefined;
-    this.rows.set(row.url, new QueuedRow(host, row.depth, row.discovered_at - TIME_BASE, row.updated_at - TIME_BASE, priority, redirects));
+    const c = this.compact;
+    const id = typeof old === 'number' ? old : c.alloc();
+    c.host[id] = this.hostId(sharedHost === row.host ? sharedHost : row.host);
+    c.depth[id] = row.depth;
+    c.discovered[id] = row.discovered_at;
+    c.updated[id] = row.updated_at;
+    let flags = 0;
+    if ('priority' in row) {
+      flags |= HAS_PRIORITY;
+      if (row.priority === null) flags |= PRIORITY_NULL;
+      else c.priority[id] = row.priority!;
+    }
+    if ('redirects' in row) {
+      flags |= HAS_REDIRECTS;
+      c.redirects[id] = row.redirects!;
+    }
+    c.flags[id] = flags;
+    if (old !== id) this.rows.set(row.url, id);
   }
 
   delete(url: string): void {
+    const old = this.rows.get(url);
+    if (typeof old === 'number') this.compact.release(old);
     this.rows.delete(url);
   }
 
   /** Every URL with its host, in insertion order. */
   *hosts(): IterableIterator<[url: string, host: string]> {
-    for (const [url, s] of this.rows) yield [url, s.host];
+    for (const [url, s] of this.rows) yield [url, typeof s === 'number' ? this.hostNames[this.compact.host[s]] : s.host];
+  }
+
+  private hostId(host: string): number {
+    let id = this.hostIds.get(host);
+    if (id === undefined) {
+      id = this.hostNames.length;
+      this.hostNames.push(host);
+      this.hostIds.set(host, id);
+    }
+    return id;
+  }
+
+  private inflate(url: string, id: number): UrlStateMsg {
+    const c = this.compact;
+    const row: UrlStateMsg = {
+      url, host: this.hostNames[c.host[id]], state: 'QUEUED', depth: c.depth[id], discovered_at: c.discovered[id], updated_at: c.updated[id],
+      lease_id: null, lease_expires_at: null, attempts: 0, next_due_at: null, fetched_at: null, http_status: null,
+      sha256: null, etag: null, last_modified: null, warc_uri: null, warc_offset: null, warc_length: null, reason: null,
+    };
+    const flags = c.flags[id];
+    if (flags & HAS_REDIRECTS) row.redirects = c.redirects[id];
+    if (flags & HAS_PRIORITY) row.priority = flags & PRIORITY_NULL ? null : c.priority[id];
+    return row;
   }
 }

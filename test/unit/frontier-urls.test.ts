@@ -58,4 +58,38 @@ describe('UrlTable: rows read back exactly as written', () => {
     expect(t.get('http://a.test/1')).toBeUndefined();
     expect(t.size).toBe(1);
   });
+
+  it('keeps thousands of compact rows exact across growth, and reuses the ids of deleted ones', () => {
+    const t = new UrlTable();
+    const written = new Map<string, UrlStateMsg>();
+    const put = (r: UrlStateMsg): void => {
+      t.set(r);
+      written.set(r.url, r);
+    };
+    for (let i = 0; i < 5000; i++) {
+      const extra: Partial<UrlStateMsg> = i % 3 === 0 ? { priority: i / 7 } : i % 3 === 1 ? { priority: null, redirects: i % 4 } : {};
+      put(row(`http://h${i % 17}.test/${i}`, { depth: i % 5, discovered_at: 1_700_000_000_000 + i, updated_at: 1_700_000_000_000.5 + i, ...extra }));
+    }
+    // Rows leave the compact form and come back, and some are deleted: their ids are reused.
+    for (let i = 0; i < 5000; i += 7) put(row(`http://h${i % 17}.test/${i}`, { state: 'LEASED', lease_id: `L${i}`, lease_expires_at: i }));
+    for (let i = 0; i < 5000; i += 14) put(row(`http://h${i % 17}.test/${i}`, { attempts: 0, priority: -i }));
+    for (let i = 3; i < 5000; i += 11) {
+      t.delete(`http://h${i % 17}.test/${i}`);
+      written.delete(`http://h${i % 17}.test/${i}`);
+    }
+    for (let i = 0; i < 600; i++) put(row(`http://new.test/${i}`, { depth: 9, priority: 0.5 }));
+    expect(t.size).toBe(written.size);
+    for (const [url, r] of written) {
+      expect(t.get(url)).toStrictEqual(r);
+      expect(t.host(url)).toBe(r.host);
+    }
+    expect(t.get('http://h3.test/3')).toBeUndefined();
+  });
+
+  it('a row with priority undefined (the key there, no value) is kept whole, so its keys stay', () => {
+    const t = new UrlTable();
+    const r = { ...row('http://a.test/u'), priority: undefined } as UrlStateMsg;
+    t.set(r);
+    expect(Object.keys(t.get(r.url)!).sort()).toEqual(Object.keys(r).sort());
+  });
 });
