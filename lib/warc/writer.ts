@@ -76,6 +76,17 @@ interface OpenFile {
 
 const DEFAULTS = { maxRecords: 2000, maxBytes: 100 * 1024 * 1024, maxAgeMs: 30_000 };
 
+/** An entry's records added to the open file: where its main record is, once the file is stored. */
+interface Added {
+  stored: Promise<string>;
+  span: RecordSpan;
+  recordId: string;
+}
+
+async function pointerOnceStored(a: Added): Promise<WarcPointer> {
+  return { uri: await a.stored, ...a.span, recordId: a.recordId };
+}
+
 export class WarcWriter {
   private readonly limits: typeof DEFAULTS;
   private current: OpenFile | null = null;
@@ -110,20 +121,24 @@ export class WarcWriter {
   }
 
   append(entry: WarcEntry): Promise<WarcPointer> {
-    const added = this.exclusive(async () => {
-      if (this.closed) throw new Error('WarcWriter is closed');
-      const file = this.current ?? (this.current = this.openFile());
-      const { records, main } = entryRecords(entry, { warcinfoId: file.builder.warcinfoId, gzipLevel: this.opts.gzipLevel });
-      let span: RecordSpan = { offset: 0, length: 0 };
-      for (const record of records) {
-        const s = file.builder.add(record);
-        if (record === main) span = s;
-      }
-      const { recordCount, byteLength } = file.builder;
-      if (recordCount - 1 >= this.limits.maxRecords || byteLength >= this.limits.maxBytes) await this.seal();
-      return { file, span, recordId: main.id };
-    });
-    return added.then(async ({ file, span, recordId }) => ({ uri: await file.stored.promise, ...span, recordId }));
+    // No closure made here outlives the record's building: one that did (waiting for the file
+    // to be stored, up to maxAgeMs) would share this call's scope, and with it `entry`, keeping
+    // every page body of the open file alive until it is stored.
+    return this.exclusive(() => this.add(entry)).then(pointerOnceStored);
+  }
+
+  private async add(entry: WarcEntry): Promise<Added> {
+    if (this.closed) throw new Error('WarcWriter is closed');
+    const file = this.current ?? (this.current = this.openFile());
+    const { records, main } = entryRecords(entry, { warcinfoId: file.builder.warcinfoId, gzipLevel: this.opts.gzipLevel });
+    let span: RecordSpan = { offset: 0, length: 0 };
+    for (const record of records) {
+      const s = file.builder.add(record);
+      if (record === main) span = s;
+    }
+    const { recordCount, byteLength } = file.builder;
+    if (recordCount - 1 >= this.limits.maxRecords || byteLength >= this.limits.maxBytes) await this.seal();
+    return { stored: file.stored.promise, span, recordId: main.id };
   }
 
   /** Store the current file now. Rejects if storing it fails. */

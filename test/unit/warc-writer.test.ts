@@ -47,7 +47,32 @@ class FlakyStore implements PageStore {
   async close() {}
 }
 
+/** V8's collector, for the test that a page is let go (node's --expose-gc, set from inside). */
+function collectGarbage(): () => void {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  require('node:v8').setFlagsFromString('--expose-gc');
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return require('node:vm').runInNewContext('gc') as () => void;
+}
+
 describe('WarcWriter', () => {
+  test('an appended page is let go once its records are built, not kept until its file is stored', async () => {
+    const gc = collectGarbage();
+    const w = writer({ maxAgeMs: 60_000 });
+    let entry: ReturnType<typeof page> | null = page(1);
+    const body = new WeakRef(entry.capture.body);
+    const pointer = w.append(entry);
+    entry = null;
+    // The records are built in a later turn (appends are serialised); then the file stays open.
+    await new Promise((r) => setImmediate(r));
+    gc();
+    await new Promise((r) => setImmediate(r));
+    gc();
+    expect(body.deref()).toBeUndefined();
+    await w.flush();
+    expect((await pointer).uri).toMatch(/^file:/);
+  });
+
   test('rotates by record count; pointers resolve once the file is on disk', async () => {
     const w = writer({ maxRecords: 4, maxAgeMs: 60_000 });
     const pending = [1, 2, 3, 4, 5].map((n) => w.append(page(n)));
