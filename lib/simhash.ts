@@ -206,32 +206,8 @@ function growCounts(bits: number, distinct: number): number {
   return nb;
 }
 
-/** The word characters of the text, lower-cased, one byte each (reused; grown for long texts). */
-let wordBytes = new Uint8Array(1 << 16);
-
 function latin1Simhash(text: string, width: number): { simhash: string; shingles: number } | null {
   const len = Math.min(text.length, MAX_SIMHASH_CHARS);
-  if (wordBytes.length < len) wordBytes = new Uint8Array(len);
-  const words = wordBytes;
-  // Pass 1: lower-case and keep the word characters, without a branch per character (whether a
-  // character is a word character is a coin flip to the branch predictor on prose). Any code
-  // unit above U+00FF (other scripts, surrogate pairs) sends the text the string way, which
-  // handles every case; so would a Latin-1 character the table could not follow (none today).
-  let seen = 0;
-  let above = 0;
-  let odd = 0;
-  for (let i = 0; i < len; i++) {
-    const u = text.charCodeAt(i);
-    above |= u;
-    const c = LATIN1_WORD[u & 0xff];
-    odd |= c;
-    words[seen] = c;
-    seen += (c + 255) >> 8;
-  }
-  if (above > 0xff || odd < 0) return null;
-  // A text shorter than one shingle is one short feature in the reference: the string way too.
-  if (seen < width) return null;
-  // Pass 2: count the shingles, packed `width` characters to an int32.
   let bits = START_BITS;
   let table = counts;
   let slotMask = (1 << bits) - 1;
@@ -239,10 +215,21 @@ function latin1Simhash(text: string, width: number): { simhash: string; shingles
   let shift = 32 - bits;
   const keyMask = width === 4 ? -1 : (1 << (8 * width)) - 1;
   let key = 0;
-  for (let i = 0; i < width - 1; i++) key = (key << 8) | words[i];
+  let seen = 0;
   let distinct = 0;
-  for (let i = width - 1; i < seen; i++) {
-    key = ((key << 8) | words[i]) & keyMask;
+  let fallBack = false;
+  // One pass: lower-case, keep word characters, count shingles. Any code unit above U+00FF
+  // (other scripts, surrogate pairs) sends the text the string way, which handles every case.
+  for (let i = 0; i < len; i++) {
+    const u = text.charCodeAt(i);
+    const c = u > 0xff ? -1 : LATIN1_WORD[u];
+    if (c <= 0) {
+      if (c === 0) continue;
+      fallBack = true;
+      break;
+    }
+    key = ((key << 8) | c) & keyMask;
+    if (++seen < width) continue;
     // Index of the slot's key (2 x slot); its count sits right after it.
     let at = (Math.imul(key, 0x9e3779b1) >>> shift) << 1;
     let k: number;
@@ -261,6 +248,11 @@ function latin1Simhash(text: string, width: number): { simhash: string; shingles
       pairMask = (slotMask << 1) | 1;
       shift = 32 - bits;
     }
+  }
+  // A text shorter than one shingle is one short feature in the reference: the string way too.
+  if (fallBack || seen < width) {
+    for (let j = 0; j < distinct; j++) table[2 * used[j]] = 0;
+    return null;
   }
   const cache = (hashCaches[width] ??= new HashCache(HASH_CACHE_BITS));
   // Int32: the votes are whole and bounded by the shingle count (at most MAX_SIMHASH_CHARS).
