@@ -1,6 +1,6 @@
 /**
- * Heap bytes (and typed-array bytes, outside the heap) per URL the frontier keeps for a discovered, not yet fetched URL, side by side in
- * one run:
+ * Heap bytes (and typed-array bytes, outside the heap) per URL the frontier keeps for a
+ * discovered, not yet fetched URL, side by side in one run:
  *   full rows   — a Map of whole UrlStateMsg rows plus the importance Map (the frontier before
  *                 processors/frontier-urls.ts);
  *   UrlTable    — processors/frontier-urls.ts;

@@ -4,8 +4,9 @@
  * Why MD5: 128 bits wide and uniform on non-adversarial input, and the positions of every
  * Bloom generation already stored (Redis, `crawl bloom rebuild`) are MD5's. It is computed in
  * JavaScript (lib/md5-utf8.ts, the same digest as node:crypto's): 0.3 µs for a URL here, where
- * a call into OpenSSL cost 1.1-1.5 µs. Collision resistance does not matter here; at worst a crafted URL looks seen and
- * the frontier's exact check never sees it, which is the false positive we accept anyway.
+ * a call into OpenSSL cost 1.1-1.5 µs. Collision resistance does not matter here; at worst a
+ * crafted URL looks seen and the frontier's exact check never sees it, which is the false
+ * positive we accept anyway.
  *
  * The four 32-bit words: word 0 picks the shard; words 1 and 2 are h1 and h2 of enhanced
  * double hashing (Dillinger & Manolios): g_i = h1 + i·h2 + (i³ − i)/6 mod m, which avoids
