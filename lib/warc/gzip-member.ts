@@ -71,7 +71,8 @@ class ReusedGzip {
       for (;;) {
         const outLen = this.scratch.length - outOff;
         this.handle().writeSync(flush, part, inOff, inLen, this.scratch, outOff, outLen);
-        this.handle();
+        // A failed deflate() reported itself (and closed the handle) during the write.
+        if (this.error) throw this.error;
         const availOut = this.state[0];
         const availIn = this.state[1];
         outOff += outLen - availOut;
