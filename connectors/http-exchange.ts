@@ -39,6 +39,8 @@ export function exchange(
     let headers: Array<[string, string]> = [];
     let decoder: BodyDecoder | null = null;
     let cut: 'time' | 'disconnect' | null = null;
+    /** When the request went out on its connection, and when the response's last byte was read. */
+    let requestAt = 0;
 
     const timer = setTimeout(() => {
       if (done) return;
@@ -61,6 +63,7 @@ export function exchange(
     const complete = async (): Promise<void> => {
       if (done || decoder === null) return;
       done = true;
+      const lastByteAt = Date.now();
       clearTimeout(timer);
       const d = decoder;
       let grace: NodeJS.Timeout | undefined;
@@ -81,11 +84,13 @@ export function exchange(
         truncated: d.stopped ?? cut ?? false,
         startedAt,
         elapsedMs: Date.now() - startedAt,
+        responseMs: lastByteAt - (requestAt || startedAt),
       });
     };
 
     const handler: Dispatcher.DispatchHandler = {
       onRequestStart(c) {
+        requestAt = Date.now();
         controller = c;
         connected = true;
         if (done) c.abort(STOP); // the deadline passed while we waited for a connection

@@ -86,7 +86,16 @@ export interface HttpCapture {
    */
   truncated: false | 'length' | 'time' | 'decompression' | 'disconnect';
   startedAt: number;
+  /** Wall time of the whole fetch: resolution, connecting, the exchange, and our own handling of it. */
   elapsedMs: number;
+  /**
+   * The server's response time as this client saw it: from the request being written on its
+   * connection to the last body byte read (or the cut). Politeness scales a host's gap by it
+   * (10 x response time), so it leaves out what is ours: resolving the name, waiting for and
+   * setting up the connection, and handling the body after its last byte. Counting those made a
+   * busy crawler take its own backlog for a slow server (README "Performance").
+   */
+  responseMs: number;
 }
 
 export interface HttpClient {

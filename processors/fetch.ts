@@ -254,7 +254,7 @@ export function fetchStage(deps: FetchDeps): Stage {
     }
     const finished = now();
     const v = classify(c, req, finished);
-    slot.gapMs = Math.max(slot.gapMs, cfg.responseTimeFactor * c.elapsedMs, v.retryAfter ?? 0);
+    slot.gapMs = Math.max(slot.gapMs, cfg.responseTimeFactor * c.responseMs, v.retryAfter ?? 0);
     // A chain of ever-new redirect targets is cut here (a loop back to a known URL ends at the seen test).
     const hop = nextRedirectHop(req.redirects);
     if (v.links.length > 0 && hop === null) {
@@ -274,7 +274,7 @@ export function fetchStage(deps: FetchDeps): Stage {
     // The WARC payload digest is this same hash of the same bytes: hand it over, not hash twice.
     if (sha256 && v.entry?.type === 'exchange') v.entry = { ...v.entry, payloadSha256: sha256 };
     const base = status(req, {
-      outcome: v.outcome, reason: v.reason, http_status: c.status, started_at: started, finished_at: finished, response_ms: c.elapsedMs,
+      outcome: v.outcome, reason: v.reason, http_status: c.status, started_at: started, finished_at: finished, response_ms: c.responseMs,
       crawl_delay_ms: delay, retry_after_ms: v.retryAfter, sha256: c.status === 304 ? req.prev_sha256 : sha256,
       etag: header(c, 'etag'), last_modified: header(c, 'last-modified'), ip: c.ip,
     });

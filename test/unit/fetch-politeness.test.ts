@@ -22,7 +22,7 @@ const FAR = 9_000_000_000_000;
 function capture(url: string, status: number, headers: Array<[string, string]> = [], body = ''): HttpCapture {
   return {
     url, ip: '127.0.3.7', status, statusText: '', headers, requestHead: `GET ${url} HTTP/1.1\r\n\r\n`, body: Buffer.from(body),
-    truncated: false, startedAt: 0, elapsedMs: 50,
+    truncated: false, startedAt: 0, elapsedMs: 50, responseMs: 50,
   };
 }
 

@@ -39,7 +39,7 @@ const html = (links: string[]): string =>
 function capture(url: string, status: number, contentType: string, body: string): HttpCapture {
   return {
     url, ip: '127.0.7.1', status, statusText: '', headers: [['Content-Type', contentType]], requestHead: `GET ${url} HTTP/1.1\r\n\r\n`,
-    body: Buffer.from(body), truncated: false, startedAt: 0, elapsedMs: 5,
+    body: Buffer.from(body), truncated: false, startedAt: 0, elapsedMs: 5, responseMs: 5,
   };
 }
 

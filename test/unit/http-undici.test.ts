@@ -106,6 +106,8 @@ function route(req: http.IncomingMessage, res: http.ServerResponse): void {
       return void req.socket.destroy();
     case '/stall':
       return; // never answers
+    case '/slow-answer':
+      return void setTimeout(() => send(PAGE), 300);
     default:
       res.writeHead(404, { 'Content-Length': 0 });
       res.end();
@@ -471,6 +473,25 @@ describe('SSRF guard', () => {
       for (let i = 0; i < 3; i++) results.push(await c.fetch(`http://cached.test:${s2.port}/ok`, opts()));
       expect(results.map((r) => r.status)).toEqual([200, 200, 200]);
       expect(queries).toBe(1);
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('response time is the server\'s: from the request written to the last byte, not our name lookup', async () => {
+    const c = createHttpClient({
+      resolver: async () => {
+        await new Promise((r) => setTimeout(r, 400));
+        return [{ address: '127.0.0.2', family: 4 }];
+      },
+    });
+    try {
+      const quick = await c.fetch(`http://slow-dns.test:${s2.port}/ok`, opts());
+      expect(quick.elapsedMs).toBeGreaterThanOrEqual(390);
+      expect(quick.responseMs).toBeLessThan(200); // the 400 ms lookup is ours, not the server's
+      const slow = await c.fetch(`http://slow-dns.test:${s2.port}/slow-answer`, opts());
+      expect(slow.responseMs).toBeGreaterThanOrEqual(290);
+      expect(slow.responseMs).toBeLessThanOrEqual(slow.elapsedMs - 390);
     } finally {
       await c.close();
     }

@@ -80,7 +80,7 @@ describe('seen-test', () => {
 function capture(url: string, status: number, headers: Array<[string, string]> = [], body: string | Buffer = ''): HttpCapture {
   return {
     url, ip: '127.0.0.1', status, statusText: '', headers, requestHead: `GET ${url} HTTP/1.1\r\n\r\n`,
-    body: Buffer.isBuffer(body) ? body : Buffer.from(body), truncated: false, startedAt: 0, elapsedMs: 120,
+    body: Buffer.isBuffer(body) ? body : Buffer.from(body), truncated: false, startedAt: 0, elapsedMs: 150, responseMs: 120,
   };
 }
 

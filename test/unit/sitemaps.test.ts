@@ -110,7 +110,7 @@ describe('fetch stage and sitemaps', () => {
   const ctx: StageContext = { now: () => 0, log: pino({ level: 'silent' }) };
   const cap = (url: string, status: number, ct: string | null, body: string | Buffer): HttpCapture => ({
     url, ip: '127.0.3.20', status, statusText: '', headers: ct ? [['Content-Type', ct]] : [], requestHead: `GET ${url} HTTP/1.1\r\n\r\n`,
-    body: Buffer.isBuffer(body) ? body : Buffer.from(body), truncated: false, startedAt: 0, elapsedMs: 5,
+    body: Buffer.isBuffer(body) ? body : Buffer.from(body), truncated: false, startedAt: 0, elapsedMs: 5, responseMs: 5,
   });
   function stageWith(routes: Record<string, HttpCapture>, probe = false) {
     const calls: string[] = [];

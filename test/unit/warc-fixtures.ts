@@ -20,6 +20,7 @@ export function capture(url: string, over: Partial<HttpCapture> = {}): HttpCaptu
     truncated: false,
     startedAt: Date.UTC(2026, 8, 27, 3, 14, 7, 250),
     elapsedMs: 42,
+    responseMs: 40,
     ...over,
   };
 }
