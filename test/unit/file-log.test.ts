@@ -386,4 +386,35 @@ describe('EmbeddedRunner', () => {
     await runner.stop();
     log.close();
   });
+
+  it('shares its read-ahead among partitions in turn: a partition with a long backlog does not starve the others', async () => {
+    const log = new FileLog({ dir, partitions: P });
+    // One host per partition; partition 0's host has 60 records waiting, every other one 3.
+    const hostOf = new Map<number, string>();
+    for (let i = 0; hostOf.size < P; i++) {
+      const h = `h${i}.test`;
+      if (!hostOf.has(partitionForHost(h, P))) hostOf.set(partitionForHost(h, P), h);
+    }
+    const recs: OutRecord[] = [];
+    for (let p = 0; p < P; p++) for (let j = 0; j < (p === 0 ? 60 : 3); j++) recs.push(linkRec(hostOf.get(p)!, `/${j}`));
+    log.append(recs);
+    const order: number[] = [];
+    const reader: Stage = {
+      id: 'reader',
+      inputs: ['links'],
+      outputs: [],
+      // Each record takes a turn of the event loop, so slots free up one by one.
+      handle: (rec: InRecord) => new Promise<OutRecord[]>((r) => setImmediate(() => (order.push(rec.partition), r([])))),
+    };
+    const runner = new EmbeddedRunner(log, [reader], silent, { checkpointMs: 20, readAhead: 4 });
+    runner.start();
+    await until(() => order.length === recs.length);
+    await runner.stop();
+    log.close();
+    // Every partition is served within the first two rounds, not after partition 0's backlog.
+    const firstRounds = order.slice(0, 2 * 4 * P);
+    for (let p = 0; p < P; p++) expect(firstRounds).toContain(p);
+    const lastOther = Math.max(...order.map((p, i) => (p === 0 ? -1 : i)));
+    expect(lastOther).toBeLessThan(order.length - 30);
+  });
 });
