@@ -39,7 +39,7 @@ export function exchange(
     let headers: Array<[string, string]> = [];
     let decoder: BodyDecoder | null = null;
     let cut: 'time' | 'disconnect' | null = null;
-    /** When the request went out on its connection, and when the response's last byte was read. */
+    /** When the request went out on its connection: the response time (responseMs) counts from here. */
     let requestAt = 0;
 
     const timer = setTimeout(() => {
