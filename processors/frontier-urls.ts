@@ -72,18 +72,19 @@ class CompactRows {
 
   private grow(): void {
     const n = this.flags.length * 2;
-    const widen = <T extends Int32Array | Float64Array | Uint8Array>(a: T, make: (n: number) => T): T => {
-      const b = make(n);
+    /** A column twice as long, of the same type, starting with the old one's values. */
+    const widen = <T extends Int32Array | Float64Array | Uint8Array>(a: T): T => {
+      const b = new (a.constructor as new (length: number) => T)(n);
       b.set(a);
       return b;
     };
-    this.host = widen(this.host, (k) => new Int32Array(k));
-    this.depth = widen(this.depth, (k) => new Float64Array(k));
-    this.discovered = widen(this.discovered, (k) => new Float64Array(k));
-    this.updated = widen(this.updated, (k) => new Float64Array(k));
-    this.priority = widen(this.priority, (k) => new Float64Array(k));
-    this.redirects = widen(this.redirects, (k) => new Float64Array(k));
-    this.flags = widen(this.flags, (k) => new Uint8Array(k));
+    this.host = widen(this.host);
+    this.depth = widen(this.depth);
+    this.discovered = widen(this.discovered);
+    this.updated = widen(this.updated);
+    this.priority = widen(this.priority);
+    this.redirects = widen(this.redirects);
+    this.flags = widen(this.flags);
   }
 }
 
@@ -111,7 +112,7 @@ export class UrlTable {
 
   host(url: string): string | undefined {
     const s = this.rows.get(url);
-    return typeof s === 'number' ? this.hostNames[this.compact.host[s]] : s?.host;
+    return s === undefined ? undefined : this.hostOf(s);
   }
 
   /**
@@ -153,7 +154,11 @@ export class UrlTable {
 
   /** Every URL with its host, in insertion order. */
   *hosts(): IterableIterator<[url: string, host: string]> {
-    for (const [url, s] of this.rows) yield [url, typeof s === 'number' ? this.hostNames[this.compact.host[s]] : s.host];
+    for (const [url, s] of this.rows) yield [url, this.hostOf(s)];
+  }
+
+  private hostOf(s: UrlStateMsg | number): string {
+    return typeof s === 'number' ? this.hostNames[this.compact.host[s]] : s.host;
   }
 
   private hostId(host: string): number {
