@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseBenchArgs, launcherNodeFlags, type BenchArgs } from './args';
 import { connectKafka, type Admin } from '../connectors/kafka';
-import { topics } from '../topologies/crawl';
+import { topics, type TopicId } from '../topologies/crawl';
 import { ProcWatch, reapedChildrenCpuMs, sample } from './proc-stat';
 import { cpuMsPerPage, kcrawlHostPeriodMs, markdownTable, throughputLimit, type RunResult } from './report';
 import { hostAddress, hostName, type PolitenessSummary } from './synthetic-web';
@@ -176,6 +176,9 @@ async function runKafka(a: BenchArgs, web: Web, latencyMs: number, dir: string):
   };
 }
 
+/** Each stage's consumer group and its main input (what it has left undone at the stop). */
+const STAGE_INPUTS: ReadonlyArray<readonly [string, TopicId]> = [['seen-test', 'links'], ['frontier', 'frontier'], ['fetch', 'fetch'], ['parse', 'fetched'], ['handoff', 'parsed']];
+
 /** Records in one of the run's topics now. */
 async function topicRecords(admin: Admin, prefix: string, topic: string): Promise<number> {
   return (await admin.fetchTopicOffsets(prefix + topic)).reduce((sum, o) => sum + Number(o.high) - Number(o.low), 0);
@@ -195,6 +198,20 @@ async function withAdmin<T>(fn: (admin: Admin) => Promise<T>): Promise<T> {
 async function topologyCounts(prefix: string): Promise<{ parsed: number; handedOff: number }> {
   return withAdmin(async (admin) => {
     const counts = { parsed: await topicRecords(admin, prefix, topics.parsed.name), handedOff: await topicRecords(admin, prefix, topics.handoff.name) };
+    // What each stage had not yet done when the crawl stopped: a stage that falls behind leaves
+    // work undone that pages/s does not pay for (the frontier's candidates, above all).
+    const behind = await Promise.all(STAGE_INPUTS.map(async ([stage, topic]) => {
+      const ends = await admin.fetchTopicOffsets(prefix + topics[topic].name);
+      const [done] = await admin.fetchOffsets({ groupId: `${prefix}crawl.${stage}`, topics: [prefix + topics[topic].name] });
+      const committed = new Map((done?.partitions ?? []).map((p) => [p.partition, Math.max(0, Number(p.offset))]));
+      const total = ends.reduce((n, o) => n + Number(o.high), 0);
+      const left = ends.reduce((n, o) => n + Number(o.high) - (committed.get(o.partition) ?? 0), 0);
+      return `${stage} ${left} of ${total} ${topics[topic].name}`;
+    }));
+    process.stderr.write(`  behind at the stop: ${behind.join(', ')}\n`);
+    // Pages parsed per partition: a runner that favours some partitions starves their hosts' neighbours.
+    const perPartition = (await admin.fetchTopicOffsets(prefix + topics.parsed.name)).sort((x, y) => x.partition - y.partition).map((o) => Number(o.high) - Number(o.low));
+    process.stderr.write(`  pages parsed per partition: ${perPartition.join(' ')} (fewest ${Math.min(...perPartition)}, most ${Math.max(...perPartition)})\n`);
     const mine = (await admin.listTopics()).filter((t) => t.startsWith(prefix));
     // Records per topic, per page parsed: what messaging costs a page.
     const per = await Promise.all(mine.sort().map(async (t) => [t.slice(prefix.length), await topicRecords(admin, '', t)] as const));

@@ -6,8 +6,11 @@
 import { randomUUID } from 'node:crypto';
 // Before kafkajs: gives its producer a native CRC-32C (see the module).
 import './kafka-crc32c';
+// kafkajs's LZ4 codec (see the module), for producing and consuming.
+import './kafka-lz4';
 import {
   AssignerProtocol,
+  CompressionTypes,
   Partitioners,
   Kafka,
   logLevel,
@@ -17,7 +20,7 @@ import {
   type PartitionAssigner,
   type Producer,
 } from 'kafkajs';
-import type { TopicSpec } from '../topologies/crawl';
+import type { Compression, TopicSpec } from '../topologies/crawl';
 
 /** The client and admin handles, for code outside connectors/ that passes them around. */
 export type { Admin, Kafka };
@@ -34,7 +37,11 @@ export interface RawRecord {
   partition: number;
   key: string;
   value: Buffer | null;
+  /** How its batch is compressed when produced (the topic's `compression`); none if unset. */
+  compression?: Compression;
 }
+
+const CODEC: Record<Compression, CompressionTypes> = { lz4: CompressionTypes.LZ4, none: CompressionTypes.None };
 
 export interface ConsumedRecord extends RawRecord {
   offset: number;
@@ -129,7 +136,8 @@ export function chunkByBytes(records: readonly RawRecord[], maxBytes = MAX_REQUE
 
 /**
  * Produce and wait for all in-sync replicas to have them (acks = -1). Chunks go one after
- * another so a partition's records keep their order.
+ * another so a partition's records keep their order. A produce request has one compression,
+ * so a chunk's topics go in one request per compression (one topic is never split).
  */
 export async function produce(producer: Producer, records: readonly RawRecord[]): Promise<void> {
   for (const chunk of chunkByBytes(records)) {
@@ -139,13 +147,25 @@ export async function produce(producer: Producer, records: readonly RawRecord[])
       if (!list) byTopic.set(r.topic, (list = []));
       list.push(r);
     }
-    await producer.sendBatch({
-      acks: -1,
-      topicMessages: [...byTopic].map(([topic, list]) => ({
-        topic,
-        messages: list.map((r) => ({ key: r.key, value: r.value, partition: r.partition })),
-      })),
-    });
+    const byCodec = new Map<Compression, Array<[string, RawRecord[]]>>();
+    for (const entry of byTopic) {
+      const codec = entry[1][0]!.compression ?? 'none';
+      let list = byCodec.get(codec);
+      if (!list) byCodec.set(codec, (list = []));
+      list.push(entry);
+    }
+    await Promise.all(
+      [...byCodec].map(([codec, topicLists]) =>
+        producer.sendBatch({
+          acks: -1,
+          compression: CODEC[codec],
+          topicMessages: topicLists.map(([topic, list]) => ({
+            topic,
+            messages: list.map((r) => ({ key: r.key, value: r.value, partition: r.partition })),
+          })),
+        }),
+      ),
+    );
   }
 }
 

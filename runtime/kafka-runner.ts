@@ -39,6 +39,7 @@ export async function encodeRecords(rt: KafkaRuntime, outs: readonly OutRecord[]
       key: o.key,
       // The id is our own schema's (registerSchemas), so its local avsc type encodes it exactly.
       value: o.value === null ? null : rt.registry.encodeWith(rt.schemaIds.get(o.topic)!, avroType(topics[o.topic].valueSchema), o.value),
+      compression: topics[o.topic].compression,
     })),
   );
 }

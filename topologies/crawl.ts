@@ -26,7 +26,14 @@ export interface TopicSpec {
   readonly maxMessageBytes: number;
   /** Value encoding on Kafka: Confluent wire format through the registry. */
   readonly encoding: 'avro-registry';
+  /**
+   * How producers compress this topic's record batches (connectors/kafka-lz4.ts). LZ4 on the
+   * crawl's own topics; none on the handoff topic, so any client reads it without a codec.
+   */
+  readonly compression: Compression;
 }
+
+export type Compression = 'lz4' | 'none';
 
 const DAY_MS = 24 * 3600 * 1000;
 const MIB = 1024 * 1024;
@@ -37,52 +44,52 @@ export const DEFAULT_PARTITIONS = 8;
 export const topics = {
   links: {
     name: 'crawl.links', key: 'host', valueSchema: 'crawl.Link.v1',
-    cleanupPolicy: 'delete', retentionMs: 7 * DAY_MS, maxMessageBytes: 1 * MIB, encoding: 'avro-registry',
+    cleanupPolicy: 'delete', retentionMs: 7 * DAY_MS, maxMessageBytes: 1 * MIB, encoding: 'avro-registry', compression: 'lz4',
   },
   frontier: {
     name: 'crawl.frontier', key: 'host', valueSchema: 'crawl.Candidate.v1',
-    cleanupPolicy: 'delete', retentionMs: 7 * DAY_MS, maxMessageBytes: 1 * MIB, encoding: 'avro-registry',
+    cleanupPolicy: 'delete', retentionMs: 7 * DAY_MS, maxMessageBytes: 1 * MIB, encoding: 'avro-registry', compression: 'lz4',
   },
   fetch: {
     name: 'crawl.fetch', key: 'host', valueSchema: 'crawl.FetchRequest.v1',
-    cleanupPolicy: 'delete', retentionMs: 1 * DAY_MS, maxMessageBytes: 1 * MIB, encoding: 'avro-registry',
+    cleanupPolicy: 'delete', retentionMs: 1 * DAY_MS, maxMessageBytes: 1 * MIB, encoding: 'avro-registry', compression: 'lz4',
   },
   fetchStatus: {
     name: 'crawl.fetch-status', key: 'host', valueSchema: 'crawl.FetchStatus.v1',
-    cleanupPolicy: 'delete', retentionMs: 7 * DAY_MS, maxMessageBytes: 1 * MIB, encoding: 'avro-registry',
+    cleanupPolicy: 'delete', retentionMs: 7 * DAY_MS, maxMessageBytes: 1 * MIB, encoding: 'avro-registry', compression: 'lz4',
   },
   fetched: {
     // Carries the page body (at most the 2 MiB body cap) so parse needs no store read.
     name: 'crawl.fetched', key: 'host', valueSchema: 'crawl.FetchedPage.v1',
-    cleanupPolicy: 'delete', retentionMs: 1 * DAY_MS, maxMessageBytes: 4 * MIB, encoding: 'avro-registry',
+    cleanupPolicy: 'delete', retentionMs: 1 * DAY_MS, maxMessageBytes: 4 * MIB, encoding: 'avro-registry', compression: 'lz4',
   },
   parsed: {
     name: 'crawl.parsed', key: 'host', valueSchema: 'crawl.ParsedPage.v1',
-    cleanupPolicy: 'delete', retentionMs: 7 * DAY_MS, maxMessageBytes: 1 * MIB, encoding: 'avro-registry',
+    cleanupPolicy: 'delete', retentionMs: 7 * DAY_MS, maxMessageBytes: 1 * MIB, encoding: 'avro-registry', compression: 'lz4',
   },
   handoff: {
     name: 'crawl.handoff.v3', key: 'host', valueSchema: 'crawl.handoff.v3',
-    cleanupPolicy: 'delete', retentionMs: 30 * DAY_MS, maxMessageBytes: 1 * MIB, encoding: 'avro-registry',
+    cleanupPolicy: 'delete', retentionMs: 30 * DAY_MS, maxMessageBytes: 1 * MIB, encoding: 'avro-registry', compression: 'none',
   },
   urls: {
     // The URL table: one row per URL (key = normalised URL), owned by the frontier's partitions.
     name: 'crawl.urls', key: 'url', valueSchema: 'crawl.UrlState.v1',
-    cleanupPolicy: 'compact', retentionMs: -1, maxMessageBytes: 1 * MIB, encoding: 'avro-registry',
+    cleanupPolicy: 'compact', retentionMs: -1, maxMessageBytes: 1 * MIB, encoding: 'avro-registry', compression: 'lz4',
   },
   hostPolicy: {
     // Key `host|field-group` so different writers never overwrite each other's fields.
     name: 'crawl.host-policy', key: 'host-field', valueSchema: 'crawl.HostPolicy.v1',
-    cleanupPolicy: 'compact', retentionMs: -1, maxMessageBytes: 1 * MIB, encoding: 'avro-registry',
+    cleanupPolicy: 'compact', retentionMs: -1, maxMessageBytes: 1 * MIB, encoding: 'avro-registry', compression: 'lz4',
   },
   content: {
     // Parse's duplicate tables (SHA-256 and SimHash per URL), key = url; replayed on restart.
     name: 'crawl.content', key: 'url', valueSchema: 'crawl.Content.v1',
-    cleanupPolicy: 'compact', retentionMs: -1, maxMessageBytes: 1 * MIB, encoding: 'avro-registry',
+    cleanupPolicy: 'compact', retentionMs: -1, maxMessageBytes: 1 * MIB, encoding: 'avro-registry', compression: 'lz4',
   },
   optout: {
     // Key `subject|purpose`: one record per host or registered domain and purpose.
     name: 'crawl.optout', key: 'subject-purpose', valueSchema: 'crawl.OptOut.v1',
-    cleanupPolicy: 'compact', retentionMs: -1, maxMessageBytes: 1 * MIB, encoding: 'avro-registry',
+    cleanupPolicy: 'compact', retentionMs: -1, maxMessageBytes: 1 * MIB, encoding: 'avro-registry', compression: 'lz4',
   },
 } as const satisfies Record<string, TopicSpec>;
 
