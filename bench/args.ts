@@ -22,7 +22,7 @@ export interface BenchArgs {
 
 export const STAGE_NAMES = ['seen-test', 'frontier', 'fetch', 'parse', 'handoff'] as const;
 /** How Kafka mode is deployed in the bench unless --kafka-procs says otherwise. */
-export const DEFAULT_KAFKA_PROCS = 'parse,handoff/seen-test,frontier,fetch';
+export const DEFAULT_KAFKA_PROCS = 'parse,handoff,seen-test/frontier,fetch';
 
 /** "a,b/c,d" -> [[a, b], [c, d]]: every stage exactly once. */
 export function parseKafkaProcs(v: string): string[][] {

@@ -81,7 +81,7 @@ describe('bench flags', () => {
     expect(() => parseBenchArgs(['--only', 'scrapy'])).toThrow(/--only scrapy/);
     expect(() => parseBenchArgs(['--hosts', '0'])).toThrow(/--hosts/);
     expect(() => parseBenchArgs(['--fast'])).toThrow(/unknown flag/);
-    expect(parseBenchArgs([]).kafkaProcs).toEqual([['parse', 'handoff'], ['seen-test', 'frontier', 'fetch']]);
+    expect(parseBenchArgs([]).kafkaProcs).toEqual([['parse', 'handoff', 'seen-test'], ['frontier', 'fetch']]);
     expect(parseBenchArgs(['--kafka-procs', 'parse,seen-test/frontier,fetch,handoff']).kafkaProcs).toEqual([['parse', 'seen-test'], ['frontier', 'fetch', 'handoff']]);
     expect(() => parseBenchArgs(['--kafka-procs', 'parse/fetch'])).toThrow(/every stage exactly once/);
     expect(() => parseBenchArgs(['--kafka-procs', 'parse,parse/seen-test,frontier,fetch,handoff'])).toThrow(/every stage exactly once/);
