@@ -10,6 +10,10 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { Kafka, logLevel } from 'kafkajs';
+// crawl.links and crawl.host-policy are LZ4 batches (topologies/crawl.ts), and kafkajs has no LZ4
+// codec: the reader registers ours, as any kafkajs reader of the crawl's own topics must.
+// (The indexer's readers of crawl.handoff.v3, uncompressed, need none: test/e2e/kafka-crawl.test.ts.)
+import '../../connectors/kafka-lz4';
 import type { HostPolicyMsg, LinkMsg, OptOutMsg } from '../../lib/messages';
 import { partitionForHost } from '../../lib/partitioner';
 import { FixtureWeb, page } from '../fixtures/web';
