@@ -17,7 +17,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseBenchArgs, launcherNodeFlags, type BenchArgs } from './args';
-import { connectKafka, type Admin } from '../connectors/kafka';
+import { connectKafka, groupBacklog, type Admin } from '../connectors/kafka';
 import { topics, type TopicId } from '../topologies/crawl';
 import { ProcWatch, reapedChildrenCpuMs, sample } from './proc-stat';
 import { cpuMsPerPage, kcrawlHostPeriodMs, markdownTable, throughputLimit, type RunResult } from './report';
@@ -197,20 +197,16 @@ async function withAdmin<T>(fn: (admin: Admin) => Promise<T>): Promise<T> {
 /** Records in the run's parsed and handoff topics (pages through parse, and through the whole topology); then its topics are deleted. */
 async function topologyCounts(prefix: string): Promise<{ parsed: number; handedOff: number }> {
   return withAdmin(async (admin) => {
-    const counts = { parsed: await topicRecords(admin, prefix, topics.parsed.name), handedOff: await topicRecords(admin, prefix, topics.handoff.name) };
+    // Pages parsed per partition: a runner that favours some partitions starves their hosts' neighbours.
+    const perPartition = (await admin.fetchTopicOffsets(prefix + topics.parsed.name)).sort((x, y) => x.partition - y.partition).map((o) => Number(o.high) - Number(o.low));
+    const counts = { parsed: perPartition.reduce((a, b) => a + b, 0), handedOff: await topicRecords(admin, prefix, topics.handoff.name) };
     // What each stage had not yet done when the crawl stopped: a stage that falls behind leaves
     // work undone that pages/s does not pay for (the frontier's candidates, above all).
     const behind = await Promise.all(STAGE_INPUTS.map(async ([stage, topic]) => {
-      const ends = await admin.fetchTopicOffsets(prefix + topics[topic].name);
-      const [done] = await admin.fetchOffsets({ groupId: `${prefix}crawl.${stage}`, topics: [prefix + topics[topic].name] });
-      const committed = new Map((done?.partitions ?? []).map((p) => [p.partition, Math.max(0, Number(p.offset))]));
-      const total = ends.reduce((n, o) => n + Number(o.high), 0);
-      const left = ends.reduce((n, o) => n + Number(o.high) - (committed.get(o.partition) ?? 0), 0);
-      return `${stage} ${left} of ${total} ${topics[topic].name}`;
+      const { lag, end } = await groupBacklog(admin, `${prefix}crawl.${stage}`, prefix + topics[topic].name);
+      return `${stage} ${lag} of ${end} ${topics[topic].name}`;
     }));
     process.stderr.write(`  behind at the stop: ${behind.join(', ')}\n`);
-    // Pages parsed per partition: a runner that favours some partitions starves their hosts' neighbours.
-    const perPartition = (await admin.fetchTopicOffsets(prefix + topics.parsed.name)).sort((x, y) => x.partition - y.partition).map((o) => Number(o.high) - Number(o.low));
     process.stderr.write(`  pages parsed per partition: ${perPartition.join(' ')} (fewest ${Math.min(...perPartition)}, most ${Math.max(...perPartition)})\n`);
     const mine = (await admin.listTopics()).filter((t) => t.startsWith(prefix));
     // Records per topic, per page parsed: what messaging costs a page.

@@ -136,30 +136,28 @@ export function chunkByBytes(records: readonly RawRecord[], maxBytes = MAX_REQUE
 
 /**
  * Produce and wait for all in-sync replicas to have them (acks = -1). Chunks go one after
- * another so a partition's records keep their order. A produce request has one compression,
- * so a chunk's topics go in one request per compression (one topic is never split).
+ * another so a partition's records keep their order. A produce request has one compression, so
+ * a chunk goes in one request per compression; a topic's records all carry its compression, so
+ * one topic is never split.
  */
 export async function produce(producer: Producer, records: readonly RawRecord[]): Promise<void> {
   for (const chunk of chunkByBytes(records)) {
-    const byTopic = new Map<string, RawRecord[]>();
+    // Compression, then topic, then the records in their order.
+    const byCodec = new Map<Compression, Map<string, RawRecord[]>>();
     for (const r of chunk) {
+      const codec = r.compression ?? 'none';
+      let byTopic = byCodec.get(codec);
+      if (!byTopic) byCodec.set(codec, (byTopic = new Map()));
       let list = byTopic.get(r.topic);
       if (!list) byTopic.set(r.topic, (list = []));
       list.push(r);
     }
-    const byCodec = new Map<Compression, Array<[string, RawRecord[]]>>();
-    for (const entry of byTopic) {
-      const codec = entry[1][0]!.compression ?? 'none';
-      let list = byCodec.get(codec);
-      if (!list) byCodec.set(codec, (list = []));
-      list.push(entry);
-    }
     await Promise.all(
-      [...byCodec].map(([codec, topicLists]) =>
+      [...byCodec].map(([codec, byTopic]) =>
         producer.sendBatch({
           acks: -1,
           compression: CODEC[codec],
-          topicMessages: topicLists.map(([topic, list]) => ({
+          topicMessages: [...byTopic].map(([topic, list]) => ({
             topic,
             messages: list.map((r) => ({ key: r.key, value: r.value, partition: r.partition })),
           })),
@@ -277,9 +275,24 @@ export interface GroupLag {
   stop(): Promise<void>;
 }
 
+/** A group's backlog on a topic: records not yet committed (`lag`) of all it holds (`end`), over all partitions. */
+export async function groupBacklog(admin: Admin, groupId: string, topic: string): Promise<{ lag: number; end: number }> {
+  const [ends, groups] = await Promise.all([admin.fetchTopicOffsets(topic), admin.fetchOffsets({ groupId, topics: [topic] })]);
+  const done = new Map((groups[0]?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
+  let lag = 0;
+  let end = 0;
+  for (const o of ends) {
+    const committed = done.get(o.partition) ?? -1;
+    // -1: nothing committed yet, so the group starts from the earliest record still kept.
+    lag += Number(o.high) - (committed >= 0 ? committed : Number(o.low));
+    end += Number(o.high);
+  }
+  return { lag, end };
+}
+
 /**
- * A consumer group's backlog on a topic, looked up every `everyMs` (end offsets minus the
- * group's committed offsets, over all partitions). Failed looks keep the last value.
+ * A consumer group's backlog on a topic (groupBacklog), looked up every `everyMs`. Failed looks
+ * keep the last value.
  */
 export async function watchGroupLag(kafka: Kafka, groupId: string, topic: string, everyMs = 1000, onError: (err: unknown) => void = () => undefined): Promise<GroupLag> {
   const admin = kafka.admin();
@@ -287,15 +300,7 @@ export async function watchGroupLag(kafka: Kafka, groupId: string, topic: string
   let last = 0;
   let stopped = false;
   const look = async (): Promise<void> => {
-    const [ends, groups] = await Promise.all([admin.fetchTopicOffsets(topic), admin.fetchOffsets({ groupId, topics: [topic] })]);
-    const done = new Map((groups[0]?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
-    let lag = 0;
-    for (const o of ends) {
-      const committed = done.get(o.partition) ?? -1;
-      // -1: nothing committed yet, so the group starts from the earliest record still kept.
-      lag += Number(o.high) - (committed >= 0 ? committed : Number(o.low));
-    }
-    last = lag;
+    last = (await groupBacklog(admin, groupId, topic)).lag;
   };
   let timer: NodeJS.Timeout | null = null;
   const loop = (): void => {
