@@ -7,8 +7,8 @@
  * Rounds of the two contenders are interleaved so that JIT warm-up, GC and CPU frequency drift
  * hit both alike; the reported figure is the median round.
  */
-import { SAXParser } from 'parse5-sax-parser';
 import { extract } from '../lib/html/extract';
+import { barePass as bare, median, timeRound } from './parser-floor';
 
 const ITERATIONS = Number(process.argv[2] ?? 2000);
 const ROUNDS = 10;
@@ -29,30 +29,6 @@ function makePage(): string {
     '<link rel="stylesheet" href="/s.css"><style>body{margin:0}.b1{color:red}</style>' +
     '<script>window.dataLayer=[];function f(){return "<a href=/nope>";}</script>';
   return `<!doctype html><html lang="en"><head>${head}</head><body>${body}</body></html>`;
-}
-
-class BareParser extends SAXParser {
-  run(html: string): void { this.tokenizer.write(html, true); }
-}
-
-function bare(html: string): void {
-  const p = new BareParser();
-  // Listeners force the token objects to be built and emitted, as extract() needs them.
-  p.on('startTag', () => undefined);
-  p.on('endTag', () => undefined);
-  p.on('text', () => undefined);
-  p.run(html);
-}
-
-function timeRound(fn: () => void, n: number): number {
-  const t0 = process.hrtime.bigint();
-  for (let i = 0; i < n; i++) fn();
-  return Number(process.hrtime.bigint() - t0) / 1e6 / n;
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)];
 }
 
 function main(): void {

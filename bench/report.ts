@@ -34,6 +34,11 @@ export interface RunResult {
    * crawler, so the machine can serve and crawl at most cores / (crawler + server CPU per page).
    */
   webCpuMs?: number;
+  /**
+   * The parser's floor (bench/parser-floor.ts): ms of a bare parse5 SAX pass over one page of
+   * this web, the mean of the figures taken right before and right after this contender ran.
+   */
+  parserFloorMs?: number;
   note?: string;
 }
 
@@ -46,6 +51,10 @@ export const pagesDone = (r: RunResult): number => Math.min(r.pages, r.parsed ??
 export const pagesPerSec = (r: RunResult): number => (r.windowSecs > 0 ? Math.min(pagesDone(r), r.parsedInWindow ?? Infinity) / r.windowSecs : 0);
 /** CPU per page done (conservative when parse lagged: fetch work for unparsed pages is counted). */
 export const cpuMsPerPage = (r: RunResult): number => (pagesDone(r) > 0 ? r.cpuMs / pagesDone(r) : 0);
+
+/** CPU per page as a multiple of the parser's floor measured in the same run; null where none was. */
+export const floorMultiple = (r: RunResult): number | null =>
+  r.parserFloorMs !== undefined && r.parserFloorMs > 0 && pagesDone(r) > 0 ? cpuMsPerPage(r) / r.parserFloorMs : null;
 
 /** The synthetic web server's CPU per page done; null where it was not measured. */
 export const webCpuMsPerPage = (r: RunResult): number | null => (r.webCpuMs !== undefined && pagesDone(r) > 0 ? r.webCpuMs / pagesDone(r) : null);
@@ -92,8 +101,8 @@ const ratio = (a: number, b: number): string => (b > 0 && a > 0 ? `${(a / b).toF
 
 export function markdownTable(results: readonly RunResult[], cores = 2): string {
   const head =
-    '| contender | latency | hosts | pages | parsed | handed off | pages/s | vs peer | CPU ms/page | vs peer | web server CPU ms/page | peak RSS MiB | gap < 1 s | concurrent > 1 | min gap ms | % of limit | % of machine | % of own 0 ms |\n' +
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|';
+    '| contender | latency | hosts | pages | parsed | handed off | pages/s | vs peer | CPU ms/page | × parser floor | vs peer | web server CPU ms/page | peak RSS MiB | gap < 1 s | concurrent > 1 | min gap ms | % of limit | % of machine | % of own 0 ms |\n' +
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|';
   const rows = results.map((r) => {
     const peer = results.find((p) => p.contender === 'peer' && p.latencyMs === r.latencyMs);
     const pps = pagesPerSec(r);
@@ -105,11 +114,12 @@ export function markdownTable(results: readonly RunResult[], cores = 2): string 
     const web = webCpuMsPerPage(r);
     const share = machineShare(r, cores);
     const ofMachine = share === null ? '–' : `${fmt(100 * share, 0)}%`;
+    const floor = floorMultiple(r);
     const own = shareOfOwnZeroLatency(r, results);
     const ofOwn = own === null ? '–' : `${fmt(100 * own, 0)}%`;
     const name = r.contender === 'peer' ? 'Crawlee CheerioCrawler' : r.contender === 'kafka' ? 'kcrawl Kafka mode' : 'kcrawl embedded';
     return (
-      `| ${name}${r.note ? ` (${r.note})` : ''} | ${r.latencyMs} ms | ${r.hosts} | ${r.pages} | ${r.parsed ?? r.pages}${r.parsedInWindow !== undefined ? ` (${r.parsedInWindow} by stop)` : ''} | ${r.handedOff} | ${fmt(pps)} | ${ppsRatio} | ${fmt(cpp, 2)} | ${cpuRatio} | ${web === null ? '–' : fmt(web, 2)} | ` +
+      `| ${name}${r.note ? ` (${r.note})` : ''} | ${r.latencyMs} ms | ${r.hosts} | ${r.pages} | ${r.parsed ?? r.pages}${r.parsedInWindow !== undefined ? ` (${r.parsedInWindow} by stop)` : ''} | ${r.handedOff} | ${fmt(pps)} | ${ppsRatio} | ${fmt(cpp, 2)} | ${floor === null ? '–' : `${fmt(floor, 2)}×`} | ${cpuRatio} | ${web === null ? '–' : fmt(web, 2)} | ` +
       `${fmt(r.peakRssBytes / 1024 / 1024, 0)} | ${r.gapViolations} | ${r.concurrencyViolations} | ${r.minGapMs ?? '–'} | ${ofLimit} | ${ofMachine} | ${ofOwn} |`
     );
   });

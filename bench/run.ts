@@ -21,7 +21,8 @@ import { connectKafka, groupBacklog, type Admin } from '../connectors/kafka';
 import { topics, type TopicId } from '../topologies/crawl';
 import { ProcWatch, reapedChildrenCpuMs, sample } from './proc-stat';
 import { cpuMsPerPage, kcrawlHostPeriodMs, markdownTable, throughputLimit, type RunResult } from './report';
-import { hostAddress, hostName, type PolitenessSummary } from './synthetic-web';
+import { parserFloorMs } from './parser-floor';
+import { fillerHtml, hostAddress, hostName, pageHtml, PAGE_BYTES, type PolitenessSummary } from './synthetic-web';
 
 const ROOT = join(__dirname, '..', '..');
 const CLI = join(ROOT, 'bin', 'crawl.js');
@@ -240,17 +241,26 @@ async function main(): Promise<void> {
   mkdirSync(dir, { recursive: true });
   if (a.profile) mkdirSync(a.profile, { recursive: true });
   const results: RunResult[] = [];
+  // The parser's floor on one page of this web, right before and right after each contender
+  // (their mean divides its CPU per page): this machine's speed moves from day to day and,
+  // by up to half, within one invocation of the benchmark.
+  const floorPage = pageHtml(0, 1, a.hosts, 8080, fillerHtml(PAGE_BYTES));
+  const floors: number[] = [];
   for (const latencyMs of a.latencies) {
     process.stderr.write(`starting ${a.hosts} hosts at ${latencyMs} ms latency…\n`);
     const web = await startWeb(a.hosts, latencyMs);
     try {
       for (const part of a.only) {
         process.stderr.write(`  ${part}: ${a.secs} s…\n`);
+        const floorBefore = parserFloorMs(floorPage);
         const webBefore = sample(web.child.pid!)?.cpuMs;
         const r = part === 'embedded' ? await runEmbedded(a, web, latencyMs, dir) : part === 'kafka' ? await runKafka(a, web, latencyMs, dir) : await runPeer(a, web, latencyMs, dir);
         if (!r) continue;
         const webAfter = sample(web.child.pid!)?.cpuMs;
         if (webBefore !== undefined && webAfter !== undefined) r.webCpuMs = webAfter - webBefore;
+        const floorAfter = parserFloorMs(floorPage);
+        r.parserFloorMs = (floorBefore + floorAfter) / 2;
+        floors.push(floorBefore, floorAfter);
         // The CPU limit from this run's own CPU per page; the politeness limit from its own rule.
         const period = r.contender === 'peer' ? latencyMs + 1000 : kcrawlHostPeriodMs(latencyMs);
         r.limitPagesPerSec = throughputLimit(cpuMsPerPage(r), CORES, a.hosts, period);
@@ -265,7 +275,10 @@ async function main(): Promise<void> {
   rmSync(dir, { recursive: true, force: true });
   if (a.json) writeFileSync(a.json, JSON.stringify(results, null, 2));
   const cmd = `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim();
-  process.stdout.write(`\n${markdownTable(results, CORES)}\n\nnode ${process.version}, ${CORES} cores; reproduce: \`${cmd}\`\n`);
+  const floorLine = floors.length
+    ? `parser floor (a bare parse5 SAX pass over one ${(Buffer.byteLength(floorPage) / 1024).toFixed(1)} KiB page of this web, before and after each contender): ${Math.min(...floors).toFixed(3)}–${Math.max(...floors).toFixed(3)} ms`
+    : 'parser floor: not measured (no contender ran)';
+  process.stdout.write(`\n${markdownTable(results, CORES)}\n\n${floorLine}\nnode ${process.version}, ${CORES} cores; reproduce: \`${cmd}\`\n`);
 }
 
 void main().catch((err: unknown) => {

@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseBenchArgs, launcherNodeFlags } from '../../bench/args';
 import { parsePeakRssBytes, parseStatChildrenCpuMs, parseStatCpuMs } from '../../bench/proc-stat';
-import { cpuMsPerPage, kcrawlHostPeriodMs, machineShare, markdownTable, shareOfOwnZeroLatency, throughputLimit, webCpuMsPerPage, type RunResult } from '../../bench/report';
+import { barePass, median, parserFloorMs } from '../../bench/parser-floor';
+import { cpuMsPerPage, floorMultiple, kcrawlHostPeriodMs, machineShare, markdownTable, shareOfOwnZeroLatency, throughputLimit, webCpuMsPerPage, type RunResult } from '../../bench/report';
 import { fillerHtml, hostAddress, hostIndexOfName, hostName, LINKS_PER_PAGE, PAGE_BYTES, pageHtml, pageLinks, PolitenessTracker } from '../../bench/synthetic-web';
 import { chunkByBytes, type RawRecord } from '../../connectors/kafka';
 
@@ -123,7 +124,7 @@ describe('report', () => {
     const ours: RunResult = { ...base, contender: 'embedded', pages: 400, handedOff: 400, cpuMs: 800 };
     const table = markdownTable([ours, base]);
     const row = table.split('\n').find((l) => l.startsWith('| kcrawl embedded'))!;
-    expect(row).toContain('| 400 | 400 | 400 | 40.0 | 4.00× | 2.00 | 5.00× | – |');
+    expect(row).toContain('| 400 | 400 | 400 | 40.0 | 4.00× | 2.00 | – | 5.00× | – |');
   });
 
   it('judges pages/s against what the machine can do when the web server shares its cores', () => {
@@ -135,7 +136,7 @@ describe('report', () => {
     expect(webCpuMsPerPage(r)).toBe(1);
     expect(machineShare(r, 2)).toBeCloseTo(0.8);
     expect(machineShare({ ...r, webCpuMs: undefined }, 2)).toBeNull();
-    expect(markdownTable([r], 2).split('\n')[2]).toMatch(/\| 3\.00 \|  \| 1\.00 \| .* \| 80% \| – \|$/);
+    expect(markdownTable([r], 2).split('\n')[2]).toMatch(/\| 3\.00 \| – \|  \| 1\.00 \| .* \| 80% \| – \|$/);
   });
 
   it('judges a slow-response run against the same contender at 0 ms', () => {
@@ -166,6 +167,43 @@ describe('report', () => {
     expect(markdownTable([r]).split('\n')[2]).toContain('| 400 | 200 | 150 | 20.0 |');
     // What parse only finished while the crawl stopped counts in CPU per page, not in pages/s.
     expect(markdownTable([{ ...r, parsedInWindow: 120 }]).split('\n')[2]).toContain('| 400 | 200 (120 by stop) | 150 | 12.0 |');
+  });
+
+  it('states CPU per page as a multiple of the parser floor measured in the same run', () => {
+    const r: RunResult = {
+      contender: 'embedded', latencyMs: 0, hosts: 10, pages: 400, parsed: 200, handedOff: 150, windowSecs: 10, cpuMs: 800, serviceCpuMs: 0, peakRssBytes: 0,
+      gapViolations: 0, concurrencyViolations: 0, minGapMs: 1000, limitPagesPerSec: null, parserFloorMs: 1.6,
+    };
+    // 800 ms over the 200 pages parsed: 4 ms a page, 2.5 times a 1.6 ms floor.
+    expect(floorMultiple(r)).toBeCloseTo(2.5);
+    expect(floorMultiple({ ...r, parserFloorMs: undefined })).toBeNull();
+    expect(floorMultiple({ ...r, parsed: 0 })).toBeNull();
+    const head = markdownTable([r]).split('\n')[0]!.split('|').map((c) => c.trim());
+    const row = markdownTable([r]).split('\n')[2]!.split('|').map((c) => c.trim());
+    expect(row[head.indexOf('CPU ms/page')]).toBe('4.00');
+    expect(row[head.indexOf('× parser floor')]).toBe('2.50×');
+  });
+});
+
+describe('parser floor', () => {
+  const page = pageHtml(0, 1, 100, 8080, fillerHtml(PAGE_BYTES));
+
+  it('parses the whole page, every tag of it', () => {
+    const tags = (page.match(/<[a-z]/g) ?? []).length + (page.match(/<\//g) ?? []).length;
+    expect(tags).toBeGreaterThan(2 * LINKS_PER_PAGE);
+    expect(barePass(page)).toBe(tags);
+    expect(barePass(page + page)).toBe(2 * tags);
+  });
+
+  it('gives a time per pass (not judged: the machine is not)', () => {
+    const ms = parserFloorMs(page, { warmup: 2, rounds: 3, perRound: 2 });
+    expect(Number.isFinite(ms)).toBe(true);
+    expect(ms).toBeGreaterThan(0);
+  });
+
+  it('median takes the middle value and refuses an empty list', () => {
+    expect(median([5, 1, 3])).toBe(3);
+    expect(() => median([])).toThrow();
   });
 });
 

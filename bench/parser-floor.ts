@@ -1,0 +1,55 @@
+/**
+ * The parser's floor: a bare parse5-sax-parser pass over a page, token objects built and emitted
+ * (as extract() needs them) and nothing done with them. #8 sets its targets against this floor
+ * ("about 1.1 ms" for a 50 KiB page on this machine), but the same code and page have measured
+ * anywhere from 1.1 to 2.4 ms on different days of this machine. So `npm run bench` measures the
+ * floor in the same invocation, before and after the contenders, and states each contender's CPU
+ * per page also as a multiple of it.
+ */
+import { SAXParser } from 'parse5-sax-parser';
+
+class BareParser extends SAXParser {
+  run(html: string): void {
+    this.tokenizer.write(html, true);
+  }
+}
+
+/** One bare SAX pass over `html`; returns the start and end tags it saw. */
+export function barePass(html: string): number {
+  const p = new BareParser();
+  let tags = 0;
+  p.on('startTag', () => void tags++);
+  p.on('endTag', () => void tags++);
+  p.on('text', () => undefined);
+  p.run(html);
+  return tags;
+}
+
+/** Mean wall milliseconds of one call of fn over n calls. */
+export function timeRound(fn: () => void, n: number): number {
+  const t0 = process.hrtime.bigint();
+  for (let i = 0; i < n; i++) fn();
+  return Number(process.hrtime.bigint() - t0) / 1e6 / n;
+}
+
+export function median(xs: readonly number[]): number {
+  if (xs.length === 0) throw new Error('median of nothing');
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}
+
+export interface FloorOptions {
+  /** Passes before timing (JIT warm-up). */
+  warmup?: number;
+  rounds?: number;
+  perRound?: number;
+}
+
+/** Milliseconds per bare parse5 SAX pass over `html`: the median of `rounds` timed rounds. */
+export function parserFloorMs(html: string, o: FloorOptions = {}): number {
+  const { warmup = 100, rounds = 9, perRound = 40 } = o;
+  for (let i = 0; i < warmup; i++) barePass(html);
+  const times: number[] = [];
+  for (let r = 0; r < rounds; r++) times.push(timeRound(() => barePass(html), perRound));
+  return median(times);
+}
