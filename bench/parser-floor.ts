@@ -1,10 +1,14 @@
 /**
  * The parser's floor: a bare parse5-sax-parser pass over a page, token objects built and emitted
  * (as extract() needs them) and nothing done with them. #8 sets its targets against this floor
- * ("about 1.1 ms" for a 50 KiB page on this machine), but the same code and page have measured
- * anywhere from 1.1 to 2.4 ms on different days of this machine. So `npm run bench` measures the
- * floor in the same invocation, before and after the contenders, and states each contender's CPU
- * per page also as a multiple of it.
+ * ("about 1.1 ms" for a 50 KiB page on this machine), but the same pass has measured from 1.4 to
+ * 2.8 ms on different days of this machine. So `npm run bench` measures the floor in the same
+ * invocation, right before and after each contender, and states each contender's CPU per page
+ * also as a multiple of it.
+ *
+ * The floor is CPU time (user + sys of this process), like the CPU per page it divides: wall time
+ * also counts what else the cores are doing. With three busy loops on the two cores, the wall
+ * time of a pass went from 1.5-1.7 ms to 3.4-4.3 ms and its CPU time from 1.6-1.8 to 1.8-2.3.
  */
 import { SAXParser } from 'parse5-sax-parser';
 
@@ -38,18 +42,30 @@ export function median(xs: readonly number[]): number {
   return s[Math.floor(s.length / 2)]!;
 }
 
+/** CPU milliseconds (user + sys) this process has used so far. */
+export function processCpuMs(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+}
+
 export interface FloorOptions {
   /** Passes before timing (JIT warm-up). */
   warmup?: number;
   rounds?: number;
   perRound?: number;
+  /** The clock read around each round, in ms; processCpuMs unless a test gives another. */
+  clock?: () => number;
 }
 
-/** Milliseconds per bare parse5 SAX pass over `html`: the median of `rounds` timed rounds. */
+/** CPU milliseconds per bare parse5 SAX pass over `html`: the median of `rounds` timed rounds. */
 export function parserFloorMs(html: string, o: FloorOptions = {}): number {
-  const { warmup = 100, rounds = 9, perRound = 40 } = o;
+  const { warmup = 100, rounds = 9, perRound = 40, clock = processCpuMs } = o;
   for (let i = 0; i < warmup; i++) barePass(html);
   const times: number[] = [];
-  for (let r = 0; r < rounds; r++) times.push(timeRound(() => barePass(html), perRound));
+  for (let r = 0; r < rounds; r++) {
+    const t0 = clock();
+    for (let i = 0; i < perRound; i++) barePass(html);
+    times.push((clock() - t0) / perRound);
+  }
   return median(times);
 }

@@ -35,7 +35,7 @@ export interface RunResult {
    */
   webCpuMs?: number;
   /**
-   * The parser's floor (bench/parser-floor.ts): ms of a bare parse5 SAX pass over one page of
+   * The parser's floor (bench/parser-floor.ts): CPU ms of a bare parse5 SAX pass over one page of
    * this web, the mean of the figures taken right before and right after this contender ran.
    */
   parserFloorMs?: number;

@@ -276,7 +276,7 @@ async function main(): Promise<void> {
   if (a.json) writeFileSync(a.json, JSON.stringify(results, null, 2));
   const cmd = `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim();
   const floorLine = floors.length
-    ? `parser floor (a bare parse5 SAX pass over one ${(Buffer.byteLength(floorPage) / 1024).toFixed(1)} KiB page of this web, before and after each contender): ${Math.min(...floors).toFixed(3)}–${Math.max(...floors).toFixed(3)} ms`
+    ? `parser floor (CPU time of a bare parse5 SAX pass over one ${(Buffer.byteLength(floorPage) / 1024).toFixed(1)} KiB page of this web, before and after each contender): ${Math.min(...floors).toFixed(3)}–${Math.max(...floors).toFixed(3)} ms`
     : 'parser floor: not measured (no contender ran)';
   process.stdout.write(`\n${markdownTable(results, CORES)}\n\n${floorLine}\nnode ${process.version}, ${CORES} cores; reproduce: \`${cmd}\`\n`);
 }

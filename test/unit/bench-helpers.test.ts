@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseBenchArgs, launcherNodeFlags } from '../../bench/args';
 import { parsePeakRssBytes, parseStatChildrenCpuMs, parseStatCpuMs } from '../../bench/proc-stat';
-import { barePass, median, parserFloorMs } from '../../bench/parser-floor';
+import { barePass, median, parserFloorMs, processCpuMs } from '../../bench/parser-floor';
 import { cpuMsPerPage, floorMultiple, kcrawlHostPeriodMs, machineShare, markdownTable, shareOfOwnZeroLatency, throughputLimit, webCpuMsPerPage, type RunResult } from '../../bench/report';
 import { fillerHtml, hostAddress, hostIndexOfName, hostName, LINKS_PER_PAGE, PAGE_BYTES, pageHtml, pageLinks, PolitenessTracker } from '../../bench/synthetic-web';
 import { chunkByBytes, type RawRecord } from '../../connectors/kafka';
@@ -199,6 +199,26 @@ describe('parser floor', () => {
     const ms = parserFloorMs(page, { warmup: 2, rounds: 3, perRound: 2 });
     expect(Number.isFinite(ms)).toBe(true);
     expect(ms).toBeGreaterThan(0);
+  });
+
+  it('reads its clock around each round and takes the median time per pass', () => {
+    // A clock that moves 10, 30, 20, 90 and 40 ms over five rounds of 4 passes each.
+    const steps = [10, 30, 20, 90, 40];
+    let now = 0;
+    let reads = 0;
+    const clock = (): number => {
+      reads++;
+      if (reads % 2 === 0) now += steps[reads / 2 - 1]!;
+      return now;
+    };
+    expect(parserFloorMs('<p>x</p>', { warmup: 0, rounds: 5, perRound: 4, clock })).toBe(30 / 4);
+    expect(reads).toBe(10);
+  });
+
+  it('counts this process\'s CPU time by default, which only grows', () => {
+    const a = processCpuMs();
+    for (let i = 0; i < 5; i++) barePass(page);
+    expect(processCpuMs()).toBeGreaterThan(a);
   });
 
   it('median takes the middle value and refuses an empty list', () => {
