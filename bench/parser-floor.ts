@@ -29,11 +29,14 @@ export function barePass(html: string): number {
   return tags;
 }
 
-/** Mean wall milliseconds of one call of fn over n calls. */
-export function timeRound(fn: () => void, n: number): number {
-  const t0 = process.hrtime.bigint();
+/** Wall-clock milliseconds. */
+export const wallMs = (): number => performance.now();
+
+/** Mean milliseconds of one call of fn over n calls, by `clock` (the wall clock unless given). */
+export function timeRound(fn: () => void, n: number, clock: () => number = wallMs): number {
+  const t0 = clock();
   for (let i = 0; i < n; i++) fn();
-  return Number(process.hrtime.bigint() - t0) / 1e6 / n;
+  return (clock() - t0) / n;
 }
 
 export function median(xs: readonly number[]): number {
@@ -62,10 +65,6 @@ export function parserFloorMs(html: string, o: FloorOptions = {}): number {
   const { warmup = 100, rounds = 9, perRound = 40, clock = processCpuMs } = o;
   for (let i = 0; i < warmup; i++) barePass(html);
   const times: number[] = [];
-  for (let r = 0; r < rounds; r++) {
-    const t0 = clock();
-    for (let i = 0; i < perRound; i++) barePass(html);
-    times.push((clock() - t0) / perRound);
-  }
+  for (let r = 0; r < rounds; r++) times.push(timeRound(() => barePass(html), perRound, clock));
   return median(times);
 }
