@@ -112,7 +112,7 @@ export interface FetchedPageMsg {
   fetched_at: number;
   http_status: number;
   content_type: string | null;
-  /** Body after content decoding, at most the body cap. */
+  /** Body after content decoding, at most the body cap; empty when record_gz carries it (read it with lib/fetched-body). */
   body: Buffer;
   truncated: boolean;
   sha256: string;
@@ -123,6 +123,8 @@ export interface FetchedPageMsg {
   record_id?: string | null;
   /** The page's importance in [0, 1], copied from the FetchRequest; absent/null = unscored. */
   priority?: number | null;
+  /** The response record's gzip member as stored at `warc`; when set, `body` is empty (lib/fetched-body). */
+  record_gz?: Buffer | null;
 }
 
 export type ChangeKind = 'NEW' | 'CHANGED' | 'UNCHANGED';

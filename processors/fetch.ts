@@ -23,7 +23,7 @@ import { firstContactAt, gate, HostPacer, PartitionGains, type HostSlot } from '
 import { RobotsCache } from './robots-cache';
 import { sitemapLinks, sitemapOf, sitemapSeeds } from './sitemaps';
 
-export type Archive = (entry: WarcEntry) => Promise<RecordPointer & { recordId: string }>;
+export type Archive = (entry: WarcEntry) => Promise<RecordPointer & { recordId: string; recordGz?: Buffer }>;
 
 export interface FetchDeps {
   http: HttpClient;
@@ -35,6 +35,7 @@ export interface FetchDeps {
   onOutcome?: (outcome: FetchOutcome, status: number | null, reason: string | null) => void;
 }
 
+const EMPTY_BODY = Buffer.alloc(0);
 const HTML_TYPES = /^\s*(text\/html|application\/xhtml\+xml)\b/i;
 const MAX_ROBOTS_REDIRECTS = 5;
 
@@ -280,7 +281,7 @@ export function fetchStage(deps: FetchDeps): Stage {
     });
     const early = [statusRecord({ ...base, stored: false }), ...robotsRecs];
     const pending = (async (): Promise<OutRecord[]> => {
-      let ptr: (RecordPointer & { recordId: string }) | null = null;
+      let ptr: Awaited<ReturnType<Archive>> | null = null;
       try {
         ptr = v.entry ? await deps.archive(v.entry) : null;
       } catch (err) {
@@ -294,9 +295,11 @@ export function fetchStage(deps: FetchDeps): Stage {
       report(final);
       const out: OutRecord[] = [statusRecord(final)];
       if (v.page && ptr) {
+        // The page goes on as its stored response record (lib/fetched-body), compressed: the
+        // body itself is not kept until parse gets to it.
         const page: FetchedPageMsg = {
           url: req.url, final_url: req.url, host: req.host, depth: req.depth, fetched_at: finished, http_status: c.status,
-          content_type: header(c, 'content-type'), body: c.body, truncated: c.truncated !== false, sha256: sha256!,
+          content_type: header(c, 'content-type'), body: ptr.recordGz ? EMPTY_BODY : c.body, record_gz: ptr.recordGz ?? null, truncated: c.truncated !== false, sha256: sha256!,
           prev_sha256: req.prev_sha256, warc: { uri: ptr.uri, offset: ptr.offset, length: ptr.length }, x_robots_tag: header(c, 'x-robots-tag'),
           record_id: ptr.recordId, priority: req.priority ?? null,
         };

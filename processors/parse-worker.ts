@@ -12,8 +12,9 @@ export interface ParseTask {
 }
 
 export default function analyze(task: ParseTask): PageAnalysis {
-  const body = task.page.body as Uint8Array;
-  // A Buffer arrives as a plain Uint8Array (structured clone); the decoder wants a Buffer view.
-  const page = { ...task.page, body: Buffer.from(body.buffer, body.byteOffset, body.byteLength) };
+  // A Buffer arrives as a plain Uint8Array (structured clone); the decoders want Buffer views.
+  const asBuffer = (b: Uint8Array): Buffer => Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+  const gz = task.page.record_gz as Uint8Array | null | undefined;
+  const page = { ...task.page, body: asBuffer(task.page.body), record_gz: gz ? asBuffer(gz) : null };
   return analyzePage(page, { userAgent: task.userAgent });
 }

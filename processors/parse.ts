@@ -10,6 +10,7 @@
  * crawl.parsed record waits until the file holding that record is stored (`{ pending }`), so
  * the indexer's text pointer is always readable.
  */
+import { fetchedBody } from '../lib/fetched-body';
 import { decodeBody, extract } from '../lib/html/extract';
 import { detectLanguage } from '../lib/html/language';
 import type { ChangeKind, ContentMsg, FetchedPageMsg, LinkMsg, ParsedPageMsg } from '../lib/messages';
@@ -66,7 +67,7 @@ export interface PageAnalysis {
 
 /** Pure: what one page says, before any comparison with other pages. */
 export function analyzePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'userAgent'>): PageAnalysis {
-  const { text: html } = decodeBody(page.body, page.content_type);
+  const { text: html } = decodeBody(fetchedBody(page), page.content_type);
   const ex = extract(html, page.final_url, { xRobotsTag: page.x_robots_tag, productToken: productToken(opts.userAgent) });
   const links: LinkMsg[] = [];
   // Links of an unchanged page were already followed when it was new.

@@ -59,7 +59,8 @@ export const topics = {
     cleanupPolicy: 'delete', retentionMs: 7 * DAY_MS, maxMessageBytes: 1 * MIB, encoding: 'avro-registry', compression: 'lz4',
   },
   fetched: {
-    // Carries the page body (at most the 2 MiB body cap) so parse needs no store read.
+    // Carries the page as its stored WARC response record (a gzip member; lib/fetched-body), so
+    // parse needs no store read and the bytes travel compressed.
     name: 'crawl.fetched', key: 'host', valueSchema: 'crawl.FetchedPage.v1',
     cleanupPolicy: 'delete', retentionMs: 1 * DAY_MS, maxMessageBytes: 4 * MIB, encoding: 'avro-registry', compression: 'lz4',
   },

@@ -38,6 +38,8 @@ export type WarcEntry =
 /** A RecordPointer to the entry's main record, plus that record's WARC-Record-ID. */
 export interface WarcPointer extends RecordPointer {
   recordId: string;
+  /** The main record's gzip member: the bytes stored at `offset` (fetch sends a page's as `record_gz`). */
+  recordGz?: Buffer;
 }
 
 export interface WarcWriterOptions {
@@ -81,10 +83,11 @@ interface Added {
   stored: Promise<string>;
   span: RecordSpan;
   recordId: string;
+  gz: Buffer;
 }
 
 async function pointerOnceStored(a: Added): Promise<WarcPointer> {
-  return { uri: await a.stored, ...a.span, recordId: a.recordId };
+  return { uri: await a.stored, ...a.span, recordId: a.recordId, recordGz: a.gz };
 }
 
 export class WarcWriter {
@@ -138,7 +141,7 @@ export class WarcWriter {
     }
     const { recordCount, byteLength } = file.builder;
     if (recordCount - 1 >= this.limits.maxRecords || byteLength >= this.limits.maxBytes) await this.seal();
-    return { stored: file.stored.promise, span, recordId: main.id };
+    return { stored: file.stored.promise, span, recordId: main.id, gz: main.gz };
   }
 
   /** Store the current file now. Rejects if storing it fails. */

@@ -120,10 +120,15 @@ describe('crawl.handoff.v3 schema evolution (real registry)', () => {
     await expect(registry.register(subject, changed, 'BACKWARD')).rejects.toBeInstanceOf(IncompatibleSchemaError);
   });
 
-  test.each(['crawl.Link.v1', 'crawl.Candidate.v1'])('%s with more_urls is a BACKWARD change from its first version', async (name) => {
+  test.each([
+    ['crawl.Link.v1', 'more_urls'],
+    ['crawl.Candidate.v1', 'more_urls'],
+    ['crawl.FetchedPage.v1', 'record_gz'],
+  ])('%s with %s is a BACKWARD change from its first version', async (name, added) => {
     const internal = subjectFor(`${prefix}${name}`);
     const first = schemaBefore(loadSchema(name), 2);
-    expect(JSON.stringify(first)).not.toContain('more_urls');
+    expect(JSON.stringify(first)).not.toContain(added);
+    expect(JSON.stringify(loadSchema(name))).toContain(added);
     await registry.register(internal, first, 'BACKWARD');
     expect(await registry.isCompatible(internal, loadSchema(name))).toBe(true);
     await registry.register(internal, loadSchema(name), 'BACKWARD');

@@ -41,7 +41,7 @@ describe('crawl.fetched on disk without its body', () => {
       const ptr = await ptrs[i]!;
       pages.push({
         url, final_url: url, host: 'a.test', depth: 1, fetched_at: 1, http_status: 200, content_type: 'text/html', body, truncated: false, sha256,
-        prev_sha256: null, warc: { uri: ptr.uri, offset: ptr.offset, length: ptr.length }, x_robots_tag: null, record_id: ptr.recordId, priority: null,
+        prev_sha256: null, warc: { uri: ptr.uri, offset: ptr.offset, length: ptr.length }, x_robots_tag: null, record_id: ptr.recordId, priority: null, record_gz: null,
       });
     }
     return pages;
