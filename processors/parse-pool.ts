@@ -21,6 +21,17 @@ export interface ParseAnalyzer {
 }
 
 /**
+ * Bytes as they should travel to a worker. Structured clone copies a view's whole ArrayBuffer,
+ * not the view: a page decoded from Kafka is a view into its fetch batch (up to a MiB or more,
+ * copied again for every page of the batch), and a small gzip member is a view into Node's
+ * 8 KiB buffer pool. Such a view is copied out at its own size; bytes that fill their buffer
+ * go as they are.
+ */
+export function ownBytes(b: Uint8Array): Uint8Array {
+  return b.byteOffset === 0 && b.byteLength === b.buffer.byteLength ? b : new Uint8Array(b);
+}
+
+/**
  * A pool of `threads` workers, or null when threads < 1 or the worker script is not compiled
  * (running from TypeScript sources, as unit tests do): parse then analyses on its own thread.
  */
@@ -41,7 +52,13 @@ export function createParseAnalyzer(threads: number, userAgent: string): ParseAn
   });
   return {
     threads,
-    analyze: (page) => pool.run({ page, userAgent }),
+    analyze: (page) => {
+      const body = ownBytes(page.body);
+      const gz = page.record_gz ? ownBytes(page.record_gz) : null;
+      // Copies made here belong to nobody else: handed over, not cloned a second time.
+      const transferList = [body, gz].filter((b): b is Uint8Array => b !== null && b !== page.body && b !== page.record_gz).map((b) => b.buffer as ArrayBuffer);
+      return pool.run({ page: { ...page, body: body as Buffer, record_gz: gz as Buffer | null }, userAgent }, transferList.length ? { transferList } : undefined);
+    },
     // Graceful: pages already handed to a worker are analysed first. destroy() failed them, so a
     // stopping crawl retried them and parsed them twice.
     close: () => pool.close(),
