@@ -127,8 +127,9 @@ describe('crawl.handoff.v3 schema evolution (real registry)', () => {
   ])('%s with %s is a BACKWARD change from its first version', async (name, added) => {
     const internal = subjectFor(`${prefix}${name}`);
     const first = schemaBefore(loadSchema(name), 2);
-    expect(JSON.stringify(first)).not.toContain(added);
-    expect(JSON.stringify(loadSchema(name))).toContain(added);
+    const fieldNames = (schema: object): string[] => (schema as AvroRecordSchema).fields.map((f) => String(f.name));
+    expect(fieldNames(first)).not.toContain(added);
+    expect(fieldNames(loadSchema(name))).toContain(added);
     await registry.register(internal, first, 'BACKWARD');
     expect(await registry.isCompatible(internal, loadSchema(name))).toBe(true);
     await registry.register(internal, loadSchema(name), 'BACKWARD');
