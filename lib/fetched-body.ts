@@ -1,9 +1,9 @@
 /**
  * The body of a crawl.fetched page. Fetch sends a stored page as its WARC response record's
  * gzip member (`record_gz`, the very bytes of the WARC file at `warc`) with an empty `body`:
- * the page then travels and waits for parse compressed (about 5:1 for real HTML, 40:1 for the
- * benchmark's pages), not as a second, uncompressed copy. Parse, on its worker thread, inflates
- * it here. Messages written before `record_gz` existed, and tests, carry `body` itself.
+ * the page then travels and waits for parse compressed (about 4:1 for a page of varied text,
+ * 30:1 for the benchmark's pages), not as a second, uncompressed copy. Parse, on its worker
+ * thread, inflates it here. Messages written before `record_gz` existed, and tests, carry `body` itself.
  *
  * gunzip checks the member's CRC-32; the record must be a response whose payload digest is the
  * message's SHA-256, so a member of another page can never pass for this one.
