@@ -12,18 +12,18 @@ import { createHash } from 'node:crypto';
 import { FetchError, type HttpCapture, type HttpClient, type HttpFetchOptions } from '../connectors/types';
 import type { CrawlConfig } from '../lib/config';
 import { HostPolicyTable, hostPolicyKey } from '../lib/host-policy';
-import type { FetchOutcome, FetchRequestMsg, FetchStatusMsg, FetchedPageMsg, HostPolicyMsg, LinkMsg, OptOutMsg, RecordPointer } from '../lib/messages';
+import type { FetchOutcome, FetchRequestMsg, FetchStatusMsg, FetchedPageMsg, HostPolicyMsg, LinkMsg, OptOutMsg } from '../lib/messages';
 import { OptOutRegistry } from '../lib/optout-registry';
 import { partitionForHost } from '../lib/partitioner';
 import { nextRedirectHop, TOO_MANY_REDIRECTS } from '../lib/redirect-hops';
 import { crawlDelayMs, isAllowed, sitemaps, type RobotsFetchResult } from '../lib/robots';
-import type { WarcEntry } from '../lib/warc/writer';
+import type { WarcEntry, WarcPointer } from '../lib/warc/writer';
 import type { HandleResult, OutRecord, Stage, StageContext } from '../runtime/stage';
 import { firstContactAt, gate, HostPacer, PartitionGains, type HostSlot } from './fetch-gate';
 import { RobotsCache } from './robots-cache';
 import { sitemapLinks, sitemapOf, sitemapSeeds } from './sitemaps';
 
-export type Archive = (entry: WarcEntry) => Promise<RecordPointer & { recordId: string; recordGz?: Buffer }>;
+export type Archive = (entry: WarcEntry) => Promise<WarcPointer>;
 
 export interface FetchDeps {
   http: HttpClient;
@@ -281,7 +281,7 @@ export function fetchStage(deps: FetchDeps): Stage {
     });
     const early = [statusRecord({ ...base, stored: false }), ...robotsRecs];
     const pending = (async (): Promise<OutRecord[]> => {
-      let ptr: Awaited<ReturnType<Archive>> | null = null;
+      let ptr: WarcPointer | null = null;
       try {
         ptr = v.entry ? await deps.archive(v.entry) : null;
       } catch (err) {

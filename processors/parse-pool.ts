@@ -53,11 +53,15 @@ export function createParseAnalyzer(threads: number, userAgent: string): ParseAn
   return {
     threads,
     analyze: (page) => {
-      const body = ownBytes(page.body);
-      const gz = page.record_gz ? ownBytes(page.record_gz) : null;
       // Copies made here belong to nobody else: handed over, not cloned a second time.
-      const transferList = [body, gz].filter((b): b is Uint8Array => b !== null && b !== page.body && b !== page.record_gz).map((b) => b.buffer as ArrayBuffer);
-      return pool.run({ page: { ...page, body: body as Buffer, record_gz: gz as Buffer | null }, userAgent }, transferList.length ? { transferList } : undefined);
+      const transferList: ArrayBuffer[] = [];
+      const send = (b: Buffer): Buffer => {
+        const own = ownBytes(b);
+        if (own !== b) transferList.push(own.buffer as ArrayBuffer);
+        return own as Buffer;
+      };
+      const sent = { ...page, body: send(page.body), record_gz: page.record_gz ? send(page.record_gz) : null };
+      return pool.run({ page: sent, userAgent }, transferList.length ? { transferList } : undefined);
     },
     // Graceful: pages already handed to a worker are analysed first. destroy() failed them, so a
     // stopping crawl retried them and parsed them twice.
