@@ -1,4 +1,5 @@
 /** The benchmark's flags, parsed and checked (pure), and the Node flags `crawl` runs with. */
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 
 export type Part = 'embedded' | 'kafka' | 'peer';
@@ -18,6 +19,8 @@ export interface BenchArgs {
   json?: string;
   /** Kafka mode's processes, each a list of processors (`crawl process <names>`). */
   kafkaProcs: string[][];
+  /** Node flags added after the launcher's for every kcrawl process (experiments: `--node-flags "--v8-pool-size=1"`). */
+  nodeFlags: string[];
 }
 
 export const STAGE_NAMES = ['seen-test', 'frontier', 'fetch', 'parse', 'handoff'] as const;
@@ -43,7 +46,7 @@ const wholeNumber = (flag: string, v: string | undefined, min: number): number =
 };
 
 export function parseBenchArgs(argv: readonly string[]): BenchArgs {
-  const a: BenchArgs = { only: [...PARTS], hosts: 5000, latencies: [0, 200], secs: 20, concurrency: 256, kafkaProcs: parseKafkaProcs(DEFAULT_KAFKA_PROCS) };
+  const a: BenchArgs = { only: [...PARTS], hosts: 5000, latencies: [0, 200], secs: 20, concurrency: 256, kafkaProcs: parseKafkaProcs(DEFAULT_KAFKA_PROCS), nodeFlags: [] };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
     const v = argv[i + 1];
@@ -68,7 +71,13 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
       case '--profile': a.profile = v; break;
       case '--json': a.json = v; break;
       case '--kafka-procs': a.kafkaProcs = parseKafkaProcs(v ?? ''); break;
-      default: throw new Error(`unknown flag ${flag}: --only, --hosts, --latency, --secs, --max-pages, --concurrency, --profile, --json, --kafka-procs`);
+      case '--node-flags': {
+        const flags = (v ?? '').split(/\s+/).filter(Boolean);
+        for (const f of flags) if (!f.startsWith('--')) throw new Error(`--node-flags ${f}: expected Node or V8 flags, each starting with --`);
+        a.nodeFlags = flags;
+        break;
+      }
+      default: throw new Error(`unknown flag ${flag}: --only, --hosts, --latency, --secs, --max-pages, --concurrency, --profile, --json, --kafka-procs, --node-flags`);
     }
   }
   return a;
@@ -76,12 +85,17 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
 
 /**
  * The Node flags a script's launcher line gives node: what `npx crawl` runs with. bin/crawl.js
- * starts `#!/bin/sh` and then `':' //; exec node <flags> "$0" "$@"`. The bench starts
- * `node <flags> bin/crawl.js` so it measures the crawler as users run it.
+ * starts `#!/bin/sh` and then `':' //; <shell> exec node <flags> "$0" "$@"`, where the flags may
+ * use what the shell before them set (the helper threads come from the core count). The line
+ * is run in sh with `exec node` printing its arguments instead, so the bench starts
+ * `node <flags> bin/crawl.js` with the flags users get on this machine.
  */
 export function launcherNodeFlags(script: string): string[] {
   const [first, second] = readFileSync(script, 'utf8').split('\n', 2);
   if (first !== '#!/bin/sh') return [];
-  const m = /^':' \/\/; exec node\b(.*?)"\$0" "\$@"$/.exec(second ?? '');
-  return m ? m[1]!.trim().split(/\s+/).filter(Boolean) : [];
+  const m = /^':' \/\/;(.*?)\bexec node\b(.*?)"\$0" "\$@"$/.exec(second ?? '');
+  if (!m) return [];
+  const r = spawnSync('/bin/sh', ['-c', `${m[1]} printf '%s\\n' ${m[2]}`], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`${script}: its launcher line failed in sh (${r.status}): ${r.stderr.trim()}`);
+  return r.stdout.split('\n').filter(Boolean);
 }

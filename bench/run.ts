@@ -6,9 +6,10 @@
  *
  *   npm run bench -- [--only embedded,kafka,peer] [--hosts 5000] [--latency 0,200] [--secs 20]
  *                    [--max-pages N] [--concurrency 256] [--profile DIR] [--json FILE]
+ *                    [--kafka-procs parse,handoff,seen-test/frontier,fetch] [--node-flags "--flag …"]
  *
- * Kafka mode runs as two processes (`crawl process parse` and `crawl process seen-test frontier
- * fetch handoff`) and needs the local stack (`bash stack/stack.sh up`); its part is skipped with a note
+ * Kafka mode runs as the processes --kafka-procs lists (by default two: `crawl process parse
+ * handoff seen-test` and `crawl process frontier fetch`) and needs the local stack (`bash stack/stack.sh up`); its part is skipped with a note
  * when CRAWL_KAFKA_BROKERS is not set (`eval "$(bash stack/stack.sh env)"`).
  */
 import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -29,9 +30,9 @@ const CLI = join(ROOT, 'bin', 'crawl.js');
 /** The crawler runs with its own Node flags, as `npx crawl` runs it (bin/crawl.js's launcher line). */
 const CLI_FLAGS = launcherNodeFlags(CLI);
 
-/** Node's arguments before the script for a kcrawl process: its own flags, and a CPU profile if asked. */
+/** Node's arguments before the script for a kcrawl process: its own flags, --node-flags, and a CPU profile if asked. */
 function crawlerNodeArgs(a: BenchArgs): string[] {
-  return [...CLI_FLAGS, ...(a.profile ? ['--cpu-prof', `--cpu-prof-dir=${a.profile}`] : [])];
+  return [...CLI_FLAGS, ...a.nodeFlags, ...(a.profile ? ['--cpu-prof', `--cpu-prof-dir=${a.profile}`] : [])];
 }
 const CORES = 2;
 

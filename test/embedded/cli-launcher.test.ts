@@ -1,11 +1,11 @@
 /**
  * bin/crawl.js's launcher line: run as a program, /bin/sh execs node with the crawler's flags
- * (a 64 MiB young generation); run through node, the same line is a string and a comment.
+ * (a 32 MiB young generation, V8's helper threads by the core count); run through node, the same line is a string and a comment.
  * Both must give the same CLI. Uses the built CLI (dist/).
  */
 import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CLI } from '../support/cli';
 
@@ -19,7 +19,7 @@ describe('bin/crawl.js launcher', () => {
     expect(viaNode.stdout).toBe(asProgram.stdout);
   });
 
-  it('hands node the young-generation flag when run as a program, keeping strict mode', () => {
+  it('hands node its flags (young generation, V8 helper threads) when run as a program, keeping strict mode', () => {
     // The launcher's own two lines in front of a script that reports what node was given.
     const [sheBang, launcher] = readFileSync(CLI, 'utf8').split('\n');
     const dir = mkdtempSync(join(tmpdir(), 'launcher-'));
@@ -28,6 +28,7 @@ describe('bin/crawl.js launcher', () => {
     chmodSync(script, 0o755);
     const r = spawnSync(script, ['a b', '$HOME'], { encoding: 'utf8' });
     expect(r.status).toBe(0);
-    expect(JSON.parse(r.stdout)).toEqual({ argv: ['--max-semi-space-size=32'], strict: true, args: ['a b', '$HOME'] });
+    const helpers = Math.min(4, Math.max(1, availableParallelism() - 1));
+    expect(JSON.parse(r.stdout)).toEqual({ argv: ['--max-semi-space-size=32', `--v8-pool-size=${helpers}`], strict: true, args: ['a b', '$HOME'] });
   });
 });

@@ -4,7 +4,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseBenchArgs, launcherNodeFlags } from '../../bench/args';
 import { parsePeakRssBytes, parseStatChildrenCpuMs, parseStatCpuMs } from '../../bench/proc-stat';
@@ -88,6 +88,11 @@ describe('bench flags', () => {
     expect(() => parseBenchArgs(['--kafka-procs', 'parse,parse/seen-test,frontier,fetch,handoff'])).toThrow(/every stage exactly once/);
     expect(() => parseBenchArgs(['--kafka-procs', 'parse/seen-test,frontier,fetch,handoff,index'])).toThrow(/unknown stage index/);
   });
+  it('takes extra Node flags for the crawler processes, and nothing that is not a flag', () => {
+    expect(parseBenchArgs([]).nodeFlags).toEqual([]);
+    expect(parseBenchArgs(['--node-flags', ' --v8-pool-size=1  --no-parallel-scavenge ']).nodeFlags).toEqual(['--v8-pool-size=1', '--no-parallel-scavenge']);
+    expect(() => parseBenchArgs(['--node-flags', '--v8-pool-size=1 rm'])).toThrow(/--node-flags rm/);
+  });
 });
 
 describe('crawler node flags', () => {
@@ -98,13 +103,19 @@ describe('crawler node flags', () => {
     writeFileSync(join(dir, 'b.js'), '#!/usr/bin/env node\n1;\n');
     expect(launcherNodeFlags(join(dir, 'a.js'))).toEqual(['--max-semi-space-size=64', '--stack-size=2000']);
     expect(launcherNodeFlags(join(dir, 'b.js'))).toEqual([]);
+    // Flags made by the shell before them, as sh would give them to node.
+    writeFileSync(join(dir, 'c.js'), `#!/bin/sh\n':' //; n=3; [ "$n" -le 2 ] || n=2; exec node --a=$((n - 1)) --b="x y" "$0" "$@"\n1;\n`);
+    expect(launcherNodeFlags(join(dir, 'c.js'))).toEqual(['--a=1', '--b=x y']);
+    writeFileSync(join(dir, 'd.js'), `#!/bin/sh\n':' //; exit 3; exec node --a "$0" "$@"\n1;\n`);
+    expect(() => launcherNodeFlags(join(dir, 'd.js'))).toThrow(/launcher line failed in sh \(3\)/);
   });
-  it('bin/crawl.js runs with a 64 MiB young generation, and node accepts its flags', () => {
+  it('bin/crawl.js runs with a 32 MiB young generation and one V8 helper fewer than the cores (at most 4), and node accepts its flags', () => {
     const flags = launcherNodeFlags(CLI);
-    expect(flags).toContain('--max-semi-space-size=32');
+    const helpers = Math.min(4, Math.max(1, availableParallelism() - 1));
+    expect(flags).toEqual(['--max-semi-space-size=32', `--v8-pool-size=${helpers}`]);
     const r = spawnSync(process.execPath, [...flags, '-e', 'process.stdout.write(String(process.execArgv))'], { encoding: 'utf8' });
     expect(r.status).toBe(0);
-    expect(r.stdout).toContain('--max-semi-space-size=32');
+    expect(r.stdout).toBe(`--max-semi-space-size=32,--v8-pool-size=${helpers},-e,process.stdout.write(String(process.execArgv))`);
   });
 });
 
