@@ -17,7 +17,19 @@ export interface NormalizeOptions {
 }
 
 export type NormalizeResult =
-  | { ok: true; url: string; host: string; registeredDomain: string | null }
+  | {
+      ok: true;
+      url: string;
+      host: string;
+      registeredDomain: string | null;
+      /**
+       * The path of `url` ("/" at least) and its query ("" or "?…"): what parsing `url` again
+       * gives as pathname and search (WHATWG URL has resolved every dot segment, "%2E" forms
+       * included, before "%2E" is decoded here).
+       */
+      path: string;
+      query: string;
+    }
   | { ok: false; reason: 'invalid-url' | 'unsupported-scheme' | 'credentials' | 'too-long' | 'empty-host'; detail: string };
 
 /** Tracking and session parameters removed by default. */
@@ -208,12 +220,14 @@ export function normalizeUrl(input: string, base?: string, opts?: NormalizeOptio
   if (u.hostname === '') return fail('empty-host', 'URL has no host');
 
   const m = matcherFor(opts?.stripParams);
-  const path = stripPathParams(normalizePercent(u.pathname), m);
-  const url = u.protocol + '//' + u.host + (path === '' ? '/' : path) + normalizeQuery(u.search, m);
+  const stripped = stripPathParams(normalizePercent(u.pathname), m);
+  const path = stripped === '' ? '/' : stripped;
+  const query = normalizeQuery(u.search, m);
+  const url = u.protocol + '//' + u.host + path + query;
 
   const maxLength = opts?.maxLength ?? DEFAULT_MAX_LENGTH;
   if (url.length > maxLength) return fail('too-long', `${url.length} characters > ${maxLength}`);
-  return { ok: true, url, host: u.hostname, registeredDomain: registeredDomain(u.hostname) };
+  return { ok: true, url, host: u.hostname, registeredDomain: registeredDomain(u.hostname), path, query };
 }
 
 /** Lower-case host name of an already-normalised absolute URL, without port or credentials. */

@@ -17,10 +17,9 @@ import type { ChangeKind, ContentMsg, FetchedPageMsg, LinkMsg, ParsedPageMsg } f
 import { partitionForHost } from '../lib/partitioner';
 import { productToken } from '../lib/robots';
 import { simhashWithCount } from '../lib/simhash';
-import { normalizeUrl } from '../lib/url-normalize';
+import { hostOf, normalizeUrl } from '../lib/url-normalize';
 import type { WarcEntry, WarcPointer } from '../lib/warc/writer';
 import type { HandleResult, OutRecord, Stage, StageContext } from '../runtime/stage';
-import { hostKey } from './fetch';
 import { groupLinks } from '../lib/link-groups';
 import { contentRecord, ParseDedup, trapRecord } from './parse-dedup';
 import type { ParseAnalyzer } from './parse-pool';
@@ -60,22 +59,31 @@ export function textSimhash(text: string): string | null {
 
 export interface PageAnalysis {
   parsed: ParsedPageMsg;
-  /** Links to follow (none for an unchanged page or under nofollow); priority still unset. */
-  links: LinkMsg[];
+  /**
+   * The URLs to follow (none for an unchanged page or under nofollow), as WHATWG URL serialises
+   * them; pageLinks makes them crawl.links messages. Plain strings: from the parse worker, 25
+   * URLs cross the thread boundary instead of 25 objects that each repeat the page's URL.
+   */
+  linkUrls: string[];
   text: string;
+}
+
+/** The links a page gives to follow, one hop deeper than the page, at `priority` (null: unset). */
+export function pageLinks(page: Pick<FetchedPageMsg, 'url' | 'depth' | 'fetched_at'>, urls: readonly string[], priority: number | null): LinkMsg[] {
+  const depth = page.depth + 1;
+  return urls.map((url) => ({ url, source_url: page.url, depth, discovered_at: page.fetched_at, is_seed: false, priority }));
 }
 
 /** Pure: what one page says, before any comparison with other pages. */
 export function analyzePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'userAgent'>): PageAnalysis {
   const { text: html } = decodeBody(fetchedBody(page), page.content_type);
   const ex = extract(html, page.final_url, { xRobotsTag: page.x_robots_tag, productToken: productToken(opts.userAgent) });
-  const links: LinkMsg[] = [];
+  const linkUrls: string[] = [];
   // Links of an unchanged page were already followed when it was new.
   const change = changeOf(page);
   if (change !== 'UNCHANGED' && !ex.metaRobots.nofollow) {
-    const targets = ex.links.filter((l) => !l.nofollow).map((l) => l.url);
-    if (ex.metaRefresh) targets.push(ex.metaRefresh);
-    for (const url of targets) links.push({ url, source_url: page.url, depth: page.depth + 1, discovered_at: page.fetched_at, is_seed: false });
+    for (const l of ex.links) if (!l.nofollow) linkUrls.push(l.url);
+    if (ex.metaRefresh) linkUrls.push(ex.metaRefresh);
   }
   const canonical = ex.canonical ? normalizeUrl(ex.canonical) : null;
   const parsed: ParsedPageMsg = {
@@ -97,18 +105,22 @@ export function analyzePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'user
     // The page's own importance, from its lease; handoff sends it to the indexer.
     priority: page.priority ?? null,
   };
-  return { parsed, links, text: ex.text };
+  return { parsed, linkUrls, text: ex.text };
 }
 
-/** One crawl.links record per host the page links to (lib/link-groups). */
+/**
+ * One crawl.links record per host the page links to (lib/link-groups). The links are http(s)
+ * URLs as WHATWG URL serialises them (extract resolves every one), so their host is read off
+ * the string (hostOf) rather than by parsing each URL again on the stage's thread.
+ */
 function linkRecords(links: readonly LinkMsg[]): OutRecord[] {
-  return groupLinks(links, (url) => hostKey(url) || null).map(({ host, link }) => ({ topic: 'links', key: host, host, value: link }));
+  return groupLinks(links, (url) => hostOf(url) || null).map(({ host, link }) => ({ topic: 'links', key: host, host, value: link }));
 }
 
 /** Pure, one page alone (no duplicate tables, no text record): links and crawl.parsed. */
 export function parsePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'userAgent'>): OutRecord[] {
   const a = analyzePage(page, opts);
-  return [...linkRecords(a.links), { topic: 'parsed', key: page.host, host: page.host, value: a.parsed }];
+  return [...linkRecords(pageLinks(page, a.linkUrls, null)), { topic: 'parsed', key: page.host, host: page.host, value: a.parsed }];
 }
 
 /** Will handoff turn this into an event? Only then is the text worth storing. */
@@ -130,12 +142,12 @@ export function parseStage(opts: ParseOptions): ParseStage {
 
   /** Everything that depends on other pages (duplicate tables) and the records to emit. */
   function decide(page: FetchedPageMsg, a: PageAnalysis, ctx: StageContext): HandleResult {
-    const d = dedup.decide(a.parsed, a.links.length, ctx.now());
+    const d = dedup.decide(a.parsed, a.linkUrls.length, ctx.now());
     const parsed: ParsedPageMsg = { ...a.parsed, near_duplicate_of: d.nearDuplicateOf };
     if (d.kind) ctx.log.debug({ url: page.url, duplicate: d.kind, of: d.nearDuplicateOf }, 'duplicate: not handed off');
     if (d.trap) ctx.log.info({ host: page.host, field: d.trap.field, url: page.url }, 'trap rule from near-duplicates');
     const early = [
-      ...linkRecords(a.links.map((l) => ({ ...l, priority: d.linkPriority }))),
+      ...linkRecords(pageLinks(page, a.linkUrls, d.linkPriority)),
       ...(d.content ? [contentRecord(d.content)] : []),
       ...(d.trap ? [trapRecord(d.trap)] : []),
     ];

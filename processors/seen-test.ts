@@ -71,7 +71,8 @@ export function screenLink(link: LinkMsg, opts: SeenTestOptions): SeenDecision {
     return { drop: 'out-of-scope' };
   }
   // Seeds are the operator's explicit choice: they skip trap rules as they skip the seen set.
-  const trap = link.is_seed ? null : opts.traps?.screen(n.url, (opts.now ?? Date.now)());
+  // normalizeUrl's host, path and query are what parsing n.url again would give (its test).
+  const trap = link.is_seed ? null : opts.traps?.screenParts(n.host, n.path, n.query, (opts.now ?? Date.now)());
   if (trap) return { drop: trap };
   return {
     forward: {

@@ -74,6 +74,6 @@ describe('crawl run with CRAWL_PARSE_THREADS=1', () => {
     await analyzer.close();
     const settled = await Promise.allSettled(analyses);
     expect(settled.filter((s) => s.status === 'rejected')).toEqual([]);
-    expect(settled.map((s) => (s.status === 'fulfilled' ? s.value.links.map((l) => l.url) : null))).toEqual(pages.map((_, i) => [`http://a.test/n${i}`]));
+    expect(settled.map((s) => (s.status === 'fulfilled' ? s.value.linkUrls : null))).toEqual(pages.map((_, i) => [`http://a.test/n${i}`]));
   }, 60_000);
 });

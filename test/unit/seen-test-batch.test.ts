@@ -81,6 +81,18 @@ describe('seen-test stage over an async set', () => {
     expect(urlsOf(await s.handleBatch!(recs([link('https://events.example/calendar?m=2027-02')]), ctx))).toHaveLength(1);
   });
 
+  it('screens traps on the normalised path and query', async () => {
+    const rejects: Array<[string, string]> = [];
+    const s = stage(new ExactSeenSet(), rejects);
+    // /x/%2E%2E/x/x is /x/x once parsed: two "x", not a trap; /a/%2E%2E/b/b/b is /b/b/b, a trap.
+    const outs = await s.handleBatch!(recs([link('https://a.example/x/%2E%2E/x/x'), link('https://a.example/a/%2E%2E/b/b/b'), link('https://a.example/%62/b/%62')]), ctx);
+    expect(urlsOf(outs)).toEqual(['https://a.example/x/x']);
+    expect(rejects).toEqual([['trap-repeated-segment', 'https://a.example/a/%2E%2E/b/b/b'], ['trap-repeated-segment', 'https://a.example/%62/b/%62']]);
+    const growing = ['?s=a', '?s=aaaaa', '?s=aaaaaaaaa', '?s=aaaaaaaaaaaaa'].map((q) => link(`https://g.example/search${q}`));
+    for (const l of growing) await s.handleBatch!(recs([l]), ctx);
+    expect(rejects.at(-1)).toEqual(['trap-growing-query', 'https://g.example/search?s=aaaaaaaaaaaaa']);
+  });
+
   it('works the same over the Bloom filter (the embedded default)', async () => {
     const s = stage(new MemoryBloom(bloomParams(10_000, 0.01)));
     const links = Array.from({ length: 300 }, (_, i) => link(`https://h${i % 7}.example/p/${i}`));

@@ -11,8 +11,23 @@ describe('repeatedSegment (3 or more times)', () => {
     ['/x/foo/y/foo/z/foo/', true],
     ['//////', false],
     ['/2026/10/10/10', true],
+    ['/p/1', false],
+    ['a/a/a', true],
+    ['a/a', false],
+    ['/a/a', false],
+    ['', false],
   ])('%s -> %s', (path, expected) => {
     expect(repeatedSegment(path)).toBe(expected);
+  });
+
+  it('other limits, the counting shortcut included', () => {
+    expect(repeatedSegment('/a', 1)).toBe(true);
+    expect(repeatedSegment('/', 1)).toBe(false);
+    expect(repeatedSegment('/a/a', 2)).toBe(true);
+    expect(repeatedSegment('a/a', 2)).toBe(true);
+    expect(repeatedSegment('/a/b', 2)).toBe(false);
+    expect(repeatedSegment('/a/b/a/b/a', 4)).toBe(false);
+    expect(repeatedSegment('/a/b/a/b/a/c/a', 4)).toBe(true);
   });
 });
 

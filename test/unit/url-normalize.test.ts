@@ -216,9 +216,29 @@ describe('result fields', () => {
       url: 'https://www.bbc.co.uk:8443/news',
       host: 'www.bbc.co.uk',
       registeredDomain: 'bbc.co.uk',
+      path: '/news',
+      query: '',
     });
+    expect(normalizeUrl('http://e.com?b=2&a=1&utm_source=x#f')).toMatchObject({ url: 'http://e.com/?a=1&b=2', path: '/', query: '?a=1&b=2' });
     expect(normalizeUrl('http://127.0.0.1:8080/')).toMatchObject({ host: '127.0.0.1', registeredDomain: null });
     expect(normalizeUrl('http://[::1]/')).toMatchObject({ url: 'http://[::1]/', host: '[::1]', registeredDomain: null });
+  });
+
+  it('host, path and query are what parsing the normalised URL again gives (seen-test screens traps on them)', () => {
+    const inputs = [
+      'http://E.com/a/b?q=1', 'https://e.com:8443/%7Euser/%41%62?x=%7e&y=a%2fb', 'http://e.com/a;jsessionid=1/b;k=v?utm_source=x&z=1',
+      'http://e.com/über/straße?ä=ö', 'http://e.com/a b/"c"?d e=<f>', 'http://e.com/a/./b/../c', 'http://e.com//x//y/?', 'http://e.com/%25/%zz?%',
+      'http://[::1]:80/p?q', 'http://E.COM.:81/#x', 'http://e.com/a\\b', 'http://e.com/%2F%3F%23?%26=%3D', 'http://e.com/x/.well-known/y',
+      'http://e.com/x/%2E%2E/y', 'http://e.com/x/.%2e/y', 'http://e.com/x/%2e./y/%2E', 'http://e.com/x/%2E%2E%2E/y', 'http://e.com/%2E/a?%2E%2E',
+    ];
+    for (const input of inputs) {
+      const n = normalizeUrl(input);
+      if (!n.ok) throw new Error(`${input}: ${n.reason}`);
+      const again = new URL(n.url);
+      expect([input, n.host, n.path, n.query]).toEqual([input, again.hostname, again.pathname, again.search]);
+    }
+    expect(normalizeUrl('http://e.com/x/%2E%2E/y')).toMatchObject({ url: 'http://e.com/y', path: '/y', query: '' });
+    expect(normalizeUrl('http://e.com/x/%2E%2E%2E/y')).toMatchObject({ url: 'http://e.com/x/.../y', path: '/x/.../y' });
   });
 
   it('hostOf', () => {
@@ -226,6 +246,18 @@ describe('result fields', () => {
     expect(hostOf('http://example.com')).toBe('example.com');
     expect(hostOf('http://example.com?x=1')).toBe('example.com');
     expect(hostOf('http://[::1]:8080/')).toBe('[::1]');
+  });
+
+  it('hostOf of a URL as WHATWG URL serialises it is its hostname (parse groups links by it)', () => {
+    const hrefs = [
+      'HTTP://User:P%40ss@WWW.Example.COM:8080/a?b#c', 'http://a@b@c.example/x', 'https://user:pa:ss@h.example', 'http://[::FFFF:127.0.0.1]:80/',
+      'http://[2001:DB8::1]/p', 'http://0x7f.1/', 'http://127.1:81?x', 'http://bücher.de/ü', 'http:\\\\evil.example\\p', 'https://e.example./#f',
+      'http://e.example?q=@x/y', 'http://e.example#@other', 'http://%65.example/', 'https://xn--bcher-kva.de:443/',
+    ];
+    for (const input of hrefs) {
+      const u = new URL(input, 'http://base.example/dir/');
+      expect([input, hostOf(u.href)]).toEqual([input, u.hostname]);
+    }
   });
 
   it('registeredDomain uses the PSL, including private suffixes', () => {
