@@ -10,7 +10,7 @@
  * (duplicates), never skips.
  * A torn final frame (a crash mid-write) is cut off when the segment is reopened.
  */
-import { appendFileSync, closeSync, existsSync, fstatSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, unlinkSync, writeFileSync, writeSync, writevSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, unlinkSync, writeFileSync, writeSync, writevSync } from 'node:fs';
 import { join } from 'node:path';
 import { EventEmitter } from 'node:events';
 import type * as avro from 'avsc';
@@ -423,9 +423,24 @@ export class FileLog extends EventEmitter {
     // Records first: a commit on disk must never point past records that are not.
     this.flush();
     for (const [group, lines] of this.pendingGroups) {
-      if (lines.length) appendFileSync(join(this.opts.dir, 'offsets', `${group}.log`), lines.join(''));
+      if (!lines.length) continue;
+      const data = Buffer.from(lines.join(''), 'utf8');
+      const fd = this.journalFd(group);
+      for (let at = 0; at < data.length; ) at += writeSync(fd, data, at, data.length - at);
     }
     this.pendingGroups.clear();
+  }
+
+  /** Each group's journal stays open for appending: opening and closing it for every turn's commits cost more than the write. */
+  private readonly journals = new Map<string, number>();
+
+  private journalFd(group: string): number {
+    let fd = this.journals.get(group);
+    if (fd === undefined) {
+      fd = openSync(join(this.opts.dir, 'offsets', `${group}.log`), 'a');
+      this.journals.set(group, fd);
+    }
+    return fd;
   }
 
   /**
@@ -452,7 +467,8 @@ export class FileLog extends EventEmitter {
       const base = join(this.opts.dir, 'offsets', group);
       writeFileSync(`${base}.json.tmp`, JSON.stringify(offsets));
       renameSync(`${base}.json.tmp`, `${base}.json`);
-      writeFileSync(`${base}.log`, '');
+      // Opened for appending: the next commit lands at the start of the emptied journal.
+      ftruncateSync(this.journalFd(group), 0);
     }
     for (const [topic, parts] of this.logs) {
       const readers = [...this.groups.values()].filter((g) => g[topic]);
@@ -464,6 +480,8 @@ export class FileLog extends EventEmitter {
 
   close(): void {
     this.checkpoint();
+    for (const fd of this.journals.values()) closeSync(fd);
+    this.journals.clear();
     for (const parts of this.logs.values()) for (const l of parts) l.close();
   }
 }

@@ -1,4 +1,4 @@
-import { appendFileSync, mkdtempSync, readdirSync, rmSync, statSync, truncateSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync } from 'node:fs';
 import * as avro from 'avsc';
 import { loadSchema, schemaBefore } from '../../lib/avro';
 import { tmpdir } from 'node:os';
@@ -136,6 +136,24 @@ describe('FileLog', () => {
     const log2 = newLog();
     expect(log2.committed('g').links).toEqual([0, 5, 0, 0]);
     expect(log2.committed('other')).toEqual({});
+  });
+
+  it('journals commits after a checkpoint into the emptied journal, which a killed process leaves for the next', async () => {
+    const log = newLog();
+    log.subscribe('g', ['links']);
+    log.commit('g', 'links', 1, 5);
+    await new Promise((r) => setImmediate(r));
+    log.checkpoint();
+    const journal = join(dir, 'offsets', 'g.log');
+    expect(readFileSync(journal, 'utf8')).toBe('');
+    log.commit('g', 'links', 1, 7);
+    log.commit('g', 'links', 2, 2);
+    await new Promise((r) => setImmediate(r));
+    expect(readFileSync(journal, 'utf8')).toBe('["links",1,7]\n["links",2,2]\n');
+    // No close (a kill): the snapshot says 5, the journal 7.
+    const log2 = newLog();
+    expect(log2.committed('g').links).toEqual([0, 7, 2, 0]);
+    log.close();
   });
 
   it('reopen restores records (also past committed offsets) and continues offsets', () => {
