@@ -9,8 +9,10 @@
  *                    [--kafka-procs parse,handoff,seen-test/frontier,fetch] [--node-flags "--flag …"]
  *
  * Kafka mode runs as the processes --kafka-procs lists (by default two: `crawl process parse
- * handoff seen-test` and `crawl process frontier fetch`) and needs the local stack (`bash stack/stack.sh up`); its part is skipped with a note
- * when CRAWL_KAFKA_BROKERS is not set (`eval "$(bash stack/stack.sh env)"`).
+ * handoff seen-test` and `crawl process frontier fetch`) and needs the local stack
+ * (`bash stack/stack.sh up`); its part is skipped with a note when CRAWL_KAFKA_BROKERS is not
+ * set (`eval "$(bash stack/stack.sh env)"`). kcrawl's processes get the Node flags of
+ * bin/crawl.js's launcher line (as on this machine), then --node-flags.
  */
 import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';

@@ -41,7 +41,7 @@ async function parse(from, to) {
   for (let n = from; n < to; n += 32) {
     const batch = [];
     for (let k = n; k < Math.min(to, n + 32); k++) batch.push(pool.analyze(page(k)));
-    for (const a of await Promise.all(batch)) if (a.links.length !== 25) throw new Error('expected 25 links, got ' + a.links.length);
+    for (const a of await Promise.all(batch)) if (a.linkUrls.length !== 25) throw new Error('expected 25 links, got ' + a.linkUrls.length);
   }
 }
 (async () => {
@@ -89,7 +89,7 @@ const { exchangeRecords } = require(${JSON.stringify(join(ROOT, 'dist', 'lib', '
   const [a, b, d] = await Promise.all([pool.analyze(plain), pool.analyze(viaBody), pool.analyze(viaRecord)]);
   await pool.close();
   process.stdout.write(JSON.stringify({
-    same: JSON.stringify(a) === JSON.stringify(b) && JSON.stringify(a) === JSON.stringify(d), links: a.links.length,
+    same: JSON.stringify(a) === JSON.stringify(b) && JSON.stringify(a) === JSON.stringify(d), links: a.linkUrls.length,
     // The caller's bytes stay whole (a retry parses them again): nothing of theirs was handed over.
     intact: viaBody.body.equals(plain.body) && viaRecord.record_gz.equals(gz) && batch.buffer.byteLength === 8 * 1024 * 1024 && plain.body.length > 0,
   }));
