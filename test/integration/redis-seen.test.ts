@@ -12,6 +12,7 @@ import { rebuild } from '../../cli/bloom';
 import { ensureTopics } from '../../connectors/kafka';
 import { connectRedis, RedisBloom } from '../../connectors/redis-bloom';
 import { RedisSeenSet } from '../../connectors/redis-seen';
+import { bitOffsets, hashUrl } from '../../lib/bloom/hash';
 import { MemoryBloom } from '../../lib/bloom/memory';
 import { bloomParams } from '../../lib/bloom/sizing';
 import { DEFAULTS } from '../../lib/config';
@@ -85,6 +86,35 @@ describe('Redis Bloom filter', () => {
     expect(fromMemory.slice(3000).filter(Boolean).length / 20_000).toBeLessThan(0.015);
     await seen.refresh();
     expect(seen.stats()!.added).toBeGreaterThan(19_800);
+    await seen.close();
+  });
+
+  it('sets and tests the very bits the in-memory filter computes, offsets past 2^24 included', async () => {
+    // One shard of 48 million bits (6 MB in Redis): offsets need all four bytes of the packed
+    // argument, so a wrong byte order or width would miss the bits read back here one by one.
+    const params = bloomParams(5_000_000, 0.01, 8_000_000);
+    expect(params.shards).toBe(1);
+    expect(params.shardBits).toBeGreaterThan(2 ** 25);
+    const prefix = newPrefix('wide');
+    const seen = await seenSet(prefix, redisUrl(), params);
+    const added = urls('wide', 3000);
+    await seen.add(added);
+    const offsets = added.flatMap((u) => bitOffsets(hashUrl(u), params));
+    expect(offsets.filter((o) => o >= 2 ** 24).length).toBeGreaterThan(offsets.length / 2);
+    const key = seen.bloom.shardKey(seen.generations.current!, 0);
+    const pipe = seen.bloom.redis.pipeline();
+    for (const o of offsets) pipe.getbit(key, o);
+    const bits = (await pipe.exec())!.map(([err, v]) => (err ? -1 : v));
+    expect(bits.every((b) => b === 1)).toBe(true);
+    expect(await seen.bloom.redis.bitcount(key)).toBe(new Set(offsets).size);
+    // And the checks agree with the in-memory filter, new URLs included.
+    const mem = new MemoryBloom(params);
+    await mem.add(added);
+    const probe = [...added, ...urls('wide-out', 3000)];
+    const fromRedis = await seen.check(probe);
+    expect(fromRedis).toEqual(await mem.check(probe));
+    expect(fromRedis.slice(0, 3000).every(Boolean)).toBe(true);
+    expect(fromRedis.slice(3000).filter(Boolean).length).toBeLessThan(10);
     await seen.close();
   });
 
