@@ -6,6 +6,8 @@
 import { randomUUID } from 'node:crypto';
 // Before kafkajs: gives its producer a native CRC-32C (see the module).
 import './kafka-crc32c';
+// Before kafkajs: leaner record encoding for its producer, same bytes (see the module).
+import './kafka-lean-records';
 // kafkajs's LZ4 codec (see the module), for producing and consuming.
 import './kafka-lz4';
 import {
