@@ -9,8 +9,8 @@
  *   - the Encoder's varints are written in place, and its growth skips zero-filling (every byte
  *     below `offset` is written before it is read; `buffer` ends at `offset`);
  *   - messages are grouped by partition in one pass.
- * Anything unusual (record headers, a timestamp delta that is not a safe integer, a key or value
- * that is neither a string nor a Buffer) takes kafkajs's own code.
+ * Anything unusual (record headers, a timestamp delta that is not an integer within ±2^52, a key
+ * or value that is neither a string nor a Buffer) takes kafkajs's own code.
  * test/embedded/kafka-lean-records.test.ts compares whole produce requests with kafkajs's, byte
  * for byte, in processes with and without this module.
  *
@@ -70,7 +70,13 @@ function writeUVarint(buf: Buffer, at: number, v: number): number {
 
 const zigzag32 = (v: number): number => (v << 1) ^ (v >> 31);
 
-/** ZigZag of a safe integer as a non-negative double (exact below 2^54). */
+/**
+ * Integers whose ZigZag is exact in a double: |v| <= 2^52 gives at most 2^53 (about 142,000
+ * years of milliseconds). Beyond, an odd ZigZag would round; kafkajs's Long code takes those.
+ */
+const leanLong = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && Math.abs(v) <= 2 ** 52;
+
+/** ZigZag of a leanLong as a non-negative double. */
 const zigzag64 = (v: number): number => (v >= 0 ? v * 2 : -v * 2 - 1);
 
 function varlongSize(z: number): number {
@@ -105,12 +111,12 @@ function writeBytes(buf: Buffer, at: number, v: Buffer | string | null, len: num
 
 /**
  * A record as kafkajs's Record v0 encodes it, or null where kafkajs's own code must do it
- * (headers, a timestamp delta that is not a safe integer, a key or value that is neither a
- * string nor a Buffer).
+ * (headers, a timestamp delta that is not an integer within ±2^52, a key or value that is
+ * neither a string nor a Buffer).
  */
 export function leanRecord({ offsetDelta = 0, timestampDelta = 0, key, value, headers }: RecordArgs): EncodedRecord | null {
   if (headers && Object.keys(headers).length > 0) return null;
-  if (typeof timestampDelta !== 'number' || !Number.isSafeInteger(timestampDelta)) return null;
+  if (!leanLong(timestampDelta)) return null;
   if (!plain(key) || !plain(value)) return null;
   const k = asBytes(key);
   const v = asBytes(value);
@@ -173,7 +179,7 @@ function patchEncoder(proto: EncoderProto, nextPowerOfTwo: (n: number) => number
     return this;
   };
   proto.writeVarLong = function writeVarLongLean(this: EncoderProto, v: unknown): EncoderProto {
-    if (typeof v !== 'number' || !Number.isSafeInteger(v)) return writeVarLong.call(this, v);
+    if (!leanLong(v)) return writeVarLong.call(this, v);
     this.ensureAvailable(10);
     this.offset = writeVarlong(this.buf, this.offset, zigzag64(v));
     return this;
@@ -214,8 +220,14 @@ function install(): void {
     if (loaded(PRODUCE_V3) || loaded(SEND_MESSAGES)) return;
     const Encoder = require(ENCODER) as { prototype: EncoderProto; nextPowerOfTwo(n: number): number };
     const kafkajsRecord = require(RECORD) as (a: RecordArgs) => unknown;
+    const kafkajsGroup = require(GROUP) as unknown;
     const record = (a: RecordArgs): unknown => leanRecord(a) ?? kafkajsRecord(a);
-    if (!replaceModule(RECORD, record) || !replaceModule(GROUP, groupPerPartition)) return;
+    // All or nothing: a loader that took one replacement but not the other gets kafkajs's code back.
+    if (!replaceModule(RECORD, record) || !replaceModule(GROUP, groupPerPartition)) {
+      replaceModule(RECORD, kafkajsRecord);
+      replaceModule(GROUP, kafkajsGroup);
+      return;
+    }
     patchEncoder(Encoder.prototype, (n) => Encoder.nextPowerOfTwo(n));
     installed = true;
   } catch {
