@@ -5,8 +5,7 @@
  *
  *   eval "$(bash stack/stack.sh env)"; npx tsc -p tsconfig.json && node dist/bench/bloom-fp.js [memoryUrls] [redisUrls] [p]
  */
-import pino from 'pino';
-import { RedisSeenSet } from '../connectors/redis-seen';
+import { withRedisSeenSet } from './redis-seen-run';
 import { MemoryBloom } from '../lib/bloom/memory';
 import { bloomParams, type BloomParams } from '../lib/bloom/sizing';
 import type { SeenSet } from '../lib/bloom/types';
@@ -47,20 +46,9 @@ async function measure(name: string, set: SeenSet, params: BloomParams, n: numbe
 async function main(): Promise<void> {
   const memParams = bloomParams(MEMORY_N, P);
   const okMem = await measure('memory', new MemoryBloom(memParams), memParams, MEMORY_N);
-  const redisUrl = process.env.CRAWL_REDIS_URL;
-  if (!redisUrl) throw new Error('CRAWL_REDIS_URL is not set: eval "$(bash stack/stack.sh env)" first');
   const redisParams = bloomParams(REDIS_N, P);
-  const prefix = `bench:fp:${process.pid}:${Date.now()}:`;
-  const redis = new RedisSeenSet({ url: redisUrl, prefix, params: redisParams, log: pino({ level: 'error' }) });
-  await redis.start();
-  try {
-    const okRedis = await measure('redis', redis, redisParams, REDIS_N);
-    if (!okMem || !okRedis) process.exitCode = 1;
-  } finally {
-    const keys = await redis.bloom.redis.keys(`${prefix}*`);
-    if (keys.length) await redis.bloom.redis.del(...keys);
-    await redis.close();
-  }
+  const okRedis = await withRedisSeenSet('fp', redisParams, (redis) => measure('redis', redis, redisParams, REDIS_N));
+  if (!okMem || !okRedis) process.exitCode = 1;
 }
 
 main().catch((err: unknown) => {

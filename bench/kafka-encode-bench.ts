@@ -7,6 +7,8 @@
  *
  *   npx tsc -p tsconfig.json && node dist/bench/kafka-encode-bench.js plain && node dist/bench/kafka-encode-bench.js lean
  */
+import { median, processCpuMs } from './parser-floor';
+
 const mode = process.argv[2];
 if (mode !== 'plain' && mode !== 'lean') {
   process.stderr.write('usage: node dist/bench/kafka-encode-bench.js plain|lean [rounds]\n');
@@ -32,7 +34,7 @@ const partitioner = ({ message }: { message: Message }): number => message.parti
 async function main(): Promise<void> {
   const perRecord: number[] = [];
   for (let r = 0; r < ROUNDS; r++) {
-    const c0 = process.cpuUsage();
+    const c0 = processCpuMs();
     for (let n = 0; n < REQUESTS; n++) {
       const byPartition = group({ topic: 'crawl.urls', partitionMetadata: [{}], messages, partitioner });
       const partitions = Object.keys(byPartition).map((p) => ({ partition: Number(p), messages: byPartition[p] }));
@@ -42,11 +44,9 @@ async function main(): Promise<void> {
       });
       await req.encode();
     }
-    const c = process.cpuUsage(c0);
-    perRecord.push((c.user + c.system) / (REQUESTS * messages.length));
+    perRecord.push(((processCpuMs() - c0) * 1000) / (REQUESTS * messages.length));
   }
-  perRecord.sort((a, b) => a - b);
-  process.stdout.write(`${mode}: ${perRecord[Math.floor(ROUNDS / 2)].toFixed(2)} µs CPU a record (median of ${ROUNDS} rounds of ${REQUESTS} requests of ${messages.length} records)\n`);
+  process.stdout.write(`${mode}: ${median(perRecord).toFixed(2)} µs CPU a record (median of ${ROUNDS} rounds of ${REQUESTS} requests of ${messages.length} records)\n`);
 }
 
 main().catch((err: unknown) => {

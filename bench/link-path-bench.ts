@@ -20,6 +20,7 @@ import { analyzePage, parseStage } from '../processors/parse';
 import type { ParseAnalyzer } from '../processors/parse-pool';
 import { seenTestStage } from '../processors/seen-test';
 import type { HandleResult, InRecord, OutRecord, StageContext } from '../runtime/stage';
+import { median } from './parser-floor';
 import { fillerHtml, hostAddress, pageHtml } from './synthetic-web';
 
 const ROUNDS = Number(process.argv[2] ?? 15);
@@ -72,7 +73,6 @@ async function main(): Promise<void> {
     seenUs.push(Number(t2 - t1) / 1e3 / PAGES);
     links = linkRecs.reduce((n, rec) => n + 1 + ((rec.value as LinkMsg).more_urls?.length ?? 0), 0);
   }
-  const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   process.stdout.write(
     `${PAGES} pages, ${(links / PAGES).toFixed(1)} links a page: parse's thread ${median(parseUs).toFixed(1)} µs, seen-test ${median(seenUs).toFixed(1)} µs per page (median of ${ROUNDS} rounds)\n`,
   );

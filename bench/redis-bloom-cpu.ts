@@ -6,9 +6,9 @@
  *
  *   eval "$(bash stack/stack.sh env)"; npx tsc -p tsconfig.json && node dist/bench/redis-bloom-cpu.js [batches] [linksPerBatch]
  */
-import pino from 'pino';
-import { RedisSeenSet } from '../connectors/redis-seen';
 import { bloomParams } from '../lib/bloom/sizing';
+import { processCpuMs } from './parser-floor';
+import { withRedisSeenSet } from './redis-seen-run';
 
 const BATCHES = Number(process.argv[2] ?? 1500);
 const PER_BATCH = Number(process.argv[3] ?? 300);
@@ -26,13 +26,8 @@ function redisCpuMs(info: string): number {
 }
 
 async function main(): Promise<void> {
-  const redisUrl = process.env.CRAWL_REDIS_URL;
-  if (!redisUrl) throw new Error('CRAWL_REDIS_URL is not set: eval "$(bash stack/stack.sh env)" first');
-  const prefix = `bench:bloom-cpu:${process.pid}:${Date.now()}:`;
-  const seen = new RedisSeenSet({ url: redisUrl, prefix, params: bloomParams(10_000_000, 0.01), log: pino({ level: 'error' }) });
-  await seen.start();
-  const batch = (b: number, base: number): string[] => Array.from({ length: PER_BATCH }, (_, i) => url(base + b * PER_BATCH + i));
-  try {
+  await withRedisSeenSet('bloom-cpu', bloomParams(10_000_000, 0.01), async (seen) => {
+    const batch = (b: number, base: number): string[] => Array.from({ length: PER_BATCH }, (_, i) => url(base + b * PER_BATCH + i));
     // Warm-up (scripts loaded, code optimised) on URLs the measured batches do not use.
     for (let b = 0; b < 50; b++) {
       const urls = batch(b, 10_000_000);
@@ -41,7 +36,7 @@ async function main(): Promise<void> {
     }
     const info = (): Promise<string> => seen.bloom.redis.info('cpu');
     const redis0 = redisCpuMs(await info());
-    const client0 = process.cpuUsage();
+    const client0 = processCpuMs();
     const t0 = process.hrtime.bigint();
     for (let b = 0; b < BATCHES; b++) {
       const urls = batch(b, 0);
@@ -49,8 +44,7 @@ async function main(): Promise<void> {
       await seen.add(urls.filter((_, i) => !known[i]));
     }
     const wallMs = Number(process.hrtime.bigint() - t0) / 1e6;
-    const c = process.cpuUsage(client0);
-    const clientMs = (c.user + c.system) / 1000;
+    const clientMs = processCpuMs() - client0;
     const redisMs = redisCpuMs(await info()) - redis0;
     const links = BATCHES * PER_BATCH;
     const us = (ms: number): string => ((ms * 1000) / links).toFixed(2);
@@ -58,11 +52,7 @@ async function main(): Promise<void> {
       `${links} links in batches of ${PER_BATCH}: client ${clientMs.toFixed(0)} ms CPU (${us(clientMs)} µs a link), ` +
         `Redis ${redisMs.toFixed(0)} ms (${us(redisMs)} µs), together ${us(clientMs + redisMs)} µs a link; wall ${wallMs.toFixed(0)} ms\n`,
     );
-  } finally {
-    const keys = await seen.bloom.redis.keys(`${prefix}*`);
-    if (keys.length) await seen.bloom.redis.del(...keys);
-    await seen.close();
-  }
+  });
 }
 
 main().catch((err: unknown) => {

@@ -9,7 +9,7 @@
  *   eval "$(bash stack/stack.sh env)"; npx tsc -p tsconfig.json && node dist/bench/seen-bench.js [batchedLinks] [perLinkLinks] [batchSize]
  */
 import pino from 'pino';
-import { RedisSeenSet } from '../connectors/redis-seen';
+import { withRedisSeenSet } from './redis-seen-run';
 import { MemoryBloom } from '../lib/bloom/memory';
 import { bloomParams } from '../lib/bloom/sizing';
 import type { SeenSet } from '../lib/bloom/types';
@@ -72,19 +72,14 @@ async function runPerLink(stage: Stage, recs: InRecord[]): Promise<{ rate: numbe
 }
 
 async function main(): Promise<void> {
-  const redisUrl = process.env.CRAWL_REDIS_URL;
-  if (!redisUrl) throw new Error('CRAWL_REDIS_URL is not set: eval "$(bash stack/stack.sh env)" first');
   const params = bloomParams(10_000_000, 0.01);
-  const prefix = `bench:seen:${process.pid}:${Date.now()}:`;
-  const redis = new RedisSeenSet({ url: redisUrl, prefix, params, log });
-  await redis.start();
-  const memory = new MemoryBloom(params);
-  const known = 200_000;
-  const knownUrls = Array.from({ length: known }, (_, i) => url(i));
-  for (let i = 0; i < known; i += 10_000) await redis.add(knownUrls.slice(i, i + 10_000));
-  await memory.add(knownUrls);
-  const opts = { maxDepth: 16, scope: new Set<string>() };
-  try {
+  await withRedisSeenSet('seen', params, async (redis) => {
+    const memory = new MemoryBloom(params);
+    const known = 200_000;
+    const knownUrls = Array.from({ length: known }, (_, i) => url(i));
+    for (let i = 0; i < known; i += 10_000) await redis.add(knownUrls.slice(i, i + 10_000));
+    await memory.add(knownUrls);
+    const opts = { maxDepth: 16, scope: new Set<string>() };
     const rows: Array<[string, number, number, number]> = [];
     const per = await runPerLink(seenTestStage(new PerLink(redis), opts), links(PER_LINK, known, 10_000_000));
     rows.push(['per-link (Redis round trip per link)', PER_LINK, per.rate, per.forwarded]);
@@ -97,11 +92,7 @@ async function main(): Promise<void> {
       process.stdout.write(`  ${name.padEnd(40)} ${String(n).padStart(8)} links  ${rate.toFixed(0).padStart(8)} links/s  (${fwd} forwarded)\n`);
     }
     process.stdout.write(`  batched / per-link: ${(bat.rate / per.rate).toFixed(1)}x; target >= 50,000 links/s batched: ${bat.rate >= 50_000 ? 'met' : 'NOT met'}\n`);
-  } finally {
-    const keys = await redis.bloom.redis.keys(`${prefix}*`);
-    if (keys.length) await redis.bloom.redis.del(...keys);
-    await redis.close();
-  }
+  }, log);
 }
 
 main().catch((err: unknown) => {

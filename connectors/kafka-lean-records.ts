@@ -44,9 +44,6 @@ export class EncodedRecord {
   get buffer(): Buffer {
     return this.buf;
   }
-  size(): number {
-    return this.buf.length;
-  }
 }
 
 /** Bytes of an unsigned varint of a 32-bit value, as kafkajs's loop writes it. */
@@ -98,7 +95,6 @@ function writeVarlong(buf: Buffer, at: number, z: number): number {
 }
 
 const plain = (v: Bytes): v is Buffer | string | null | undefined => v == null || typeof v === 'string' || Buffer.isBuffer(v);
-const asBytes = (v: Buffer | string | null | undefined): Buffer | string | null => v ?? null;
 const byteLength = (v: Buffer | string | null): number => (v === null ? -1 : typeof v === 'string' ? Buffer.byteLength(v, 'utf8') : v.length);
 
 function writeBytes(buf: Buffer, at: number, v: Buffer | string | null, len: number): number {
@@ -118,8 +114,8 @@ export function leanRecord({ offsetDelta = 0, timestampDelta = 0, key, value, he
   if (headers && Object.keys(headers).length > 0) return null;
   if (!leanLong(timestampDelta)) return null;
   if (!plain(key) || !plain(value)) return null;
-  const k = asBytes(key);
-  const v = asBytes(value);
+  const k = key ?? null;
+  const v = value ?? null;
   const kLen = byteLength(k);
   const vLen = byteLength(v);
   const ts = zigzag64(timestampDelta);

@@ -288,6 +288,8 @@ export type GroupOffsets = Partial<Record<TopicId, number[]>>;
 export class FileLog extends EventEmitter {
   private readonly logs = new Map<TopicId, PartitionLog[]>();
   private readonly groups = new Map<string, GroupOffsets>();
+  /** Each group's journal stays open for appending: opening and closing it for every turn's commits cost more than the write. */
+  private readonly journals = new Map<string, number>();
   readonly partitions: number;
 
   constructor(private readonly opts: FileLogOptions) {
@@ -430,9 +432,6 @@ export class FileLog extends EventEmitter {
     }
     this.pendingGroups.clear();
   }
-
-  /** Each group's journal stays open for appending: opening and closing it for every turn's commits cost more than the write. */
-  private readonly journals = new Map<string, number>();
 
   private journalFd(group: string): number {
     let fd = this.journals.get(group);
