@@ -11,6 +11,8 @@ export interface BenchArgs {
   latencies: number[];
   /** Seconds each contender crawls. */
   secs: number;
+  /** Seconds after the first page that the sustained figures leave out (the crawl's start). */
+  warmupSecs: number;
   maxPages?: number;
   /** Fetches in flight for the peer (matches kcrawl's default fetch concurrency). */
   concurrency: number;
@@ -26,6 +28,19 @@ export interface BenchArgs {
 export const STAGE_NAMES = ['seen-test', 'frontier', 'fetch', 'parse', 'handoff'] as const;
 /** How Kafka mode is deployed in the bench unless --kafka-procs says otherwise. */
 export const DEFAULT_KAFKA_PROCS = 'parse,handoff,seen-test/frontier,fetch';
+
+export const USAGE = `usage: npm run bench -- [flags]   (or node dist/bench/run.js [flags])
+  --only embedded,kafka,peer   contenders to run (all three by default; kafka needs the stack's env)
+  --hosts N                    hosts of the synthetic web (5000)
+  --latency MS[,MS…]           response times to run at (0,200)
+  --secs S                     seconds each contender crawls (20)
+  --warmup S                   seconds after the first page left out of the sustained figures (15)
+  --max-pages N                stop a contender after N pages
+  --concurrency N              the peer's fetches in flight (256)
+  --profile DIR                write node --cpu-prof profiles of kcrawl's processes to DIR
+  --json FILE                  also write the results as JSON
+  --kafka-procs SPEC           Kafka mode's processes, e.g. ${DEFAULT_KAFKA_PROCS}
+  --node-flags "FLAGS"         Node/V8 flags added to every kcrawl process`;
 
 /** "a,b/c,d" -> [[a, b], [c, d]]: every stage exactly once. */
 export function parseKafkaProcs(v: string): string[][] {
@@ -46,7 +61,7 @@ const wholeNumber = (flag: string, v: string | undefined, min: number): number =
 };
 
 export function parseBenchArgs(argv: readonly string[]): BenchArgs {
-  const a: BenchArgs = { only: [...PARTS], hosts: 5000, latencies: [0, 200], secs: 20, concurrency: 256, kafkaProcs: parseKafkaProcs(DEFAULT_KAFKA_PROCS), nodeFlags: [] };
+  const a: BenchArgs = { only: [...PARTS], hosts: 5000, latencies: [0, 200], secs: 20, warmupSecs: 15, concurrency: 256, kafkaProcs: parseKafkaProcs(DEFAULT_KAFKA_PROCS), nodeFlags: [] };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
     const v = argv[i + 1];
@@ -66,6 +81,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
         a.latencies = (v ?? '').split(',').map((s) => wholeNumber(flag, s, 0));
         break;
       case '--secs': a.secs = wholeNumber(flag, v, 1); break;
+      case '--warmup': a.warmupSecs = wholeNumber(flag, v, 0); break;
       case '--max-pages': a.maxPages = wholeNumber(flag, v, 1); break;
       case '--concurrency': a.concurrency = wholeNumber(flag, v, 1); break;
       case '--profile': a.profile = v; break;
@@ -77,7 +93,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
         a.nodeFlags = flags;
         break;
       }
-      default: throw new Error(`unknown flag ${flag}: --only, --hosts, --latency, --secs, --max-pages, --concurrency, --profile, --json, --kafka-procs, --node-flags`);
+      default: throw new Error(`unknown flag ${flag}\n${USAGE}`);
     }
   }
   return a;

@@ -3,6 +3,7 @@
  * the benchmark counts, crawler children and, in Kafka mode, the services.
  */
 import { readFileSync } from 'node:fs';
+import { growthBetween } from './sustained';
 
 /** Clock ticks per second of /proc/<pid>/stat times (USER_HZ: 100 on every Linux we run). */
 export const CLOCK_TICKS = 100;
@@ -53,14 +54,36 @@ export function sample(pid: number): ProcSample | null {
   }
 }
 
+/** CPU used so far (ms, from when it was added) by each watched process, at one poll. */
+export interface CpuPoint {
+  at: number;
+  cpuMs: ReadonlyMap<number, number>;
+}
+
+/**
+ * CPU the given processes used between two moments, read off a series of polls by linear
+ * interpolation (polls 100 ms apart). Moments outside the series are clamped to its ends; a
+ * process absent from some polls (added later) counts from the polls that have it.
+ */
+export function cpuMsBetween(series: readonly CpuPoint[], pids: readonly number[], from: number, to: number): number {
+  let sum = 0;
+  for (const pid of pids) {
+    const points = series.filter((p) => p.cpuMs.has(pid)).map((p) => ({ at: p.at, value: p.cpuMs.get(pid)! }));
+    sum += growthBetween(points, from, to);
+  }
+  return sum;
+}
+
 /**
  * Follows processes while they run, keeping each one's last sample (a process's numbers
- * vanish with it, so the last poll before exit is the figure; polls are 100 ms apart).
+ * vanish with it, so the last poll before exit is the figure; polls are 100 ms apart), and
+ * the CPU series of every poll (for CPU within a part of the run: cpuMsBetween).
  */
 export class ProcWatch {
   private readonly last = new Map<number, ProcSample>();
   private readonly base = new Map<number, number>();
   private timer: NodeJS.Timeout | null = null;
+  readonly series: CpuPoint[] = [];
 
   /** Count a process from now on; `fromNow` subtracts the CPU it has already used (services). */
   add(pid: number, fromNow = false): void {
@@ -77,6 +100,12 @@ export class ProcWatch {
       // An exiting process (a zombie) shows no VmHWM: keep the peak seen while it lived.
       if (s) this.last.set(pid, { cpuMs: Math.max(s.cpuMs, this.last.get(pid)!.cpuMs), peakRssBytes: Math.max(s.peakRssBytes, this.last.get(pid)!.peakRssBytes) });
     }
+    this.series.push({ at: Date.now(), cpuMs: new Map([...this.last].map(([pid, s]) => [pid, s.cpuMs - this.base.get(pid)!])) });
+  }
+
+  /** CPU the given processes used between two moments (Date.now() times) of the watch. */
+  cpuMsBetween(pids: readonly number[], from: number, to: number): number {
+    return cpuMsBetween(this.series, pids, from, to);
   }
 
   stop(): void {

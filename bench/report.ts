@@ -2,6 +2,7 @@
  * Benchmark results as a markdown table, each contender also as a ratio against the peer
  * crawler measured on the same web at the same latency. Pure, so it is unit-tested.
  */
+import { sustainedCpuMsPerPage, sustainedPagesPerSec, type SustainedWindow } from './sustained';
 
 export interface RunResult {
   contender: 'embedded' | 'kafka' | 'peer';
@@ -17,6 +18,8 @@ export interface RunResult {
   parsedInWindow?: number;
   /** Server-side window from the first page request to the last. */
   windowSecs: number;
+  /** Pages the servers served in each whole second of the window (the run's ramp-up and steady state). */
+  pagesBySecond?: number[];
   /** user + sys of every counted process (crawler processes; services in Kafka mode). */
   cpuMs: number;
   /** Of cpuMs, what the services used (Kafka mode). */
@@ -40,6 +43,8 @@ export interface RunResult {
    */
   parserFloorMs?: number;
   note?: string;
+  /** The same run after its warm-up, to its stop (bench/sustained.ts); unset when too short. */
+  sustained?: SustainedWindow;
 }
 
 /** Pages served that were also parsed: a page fetched but never parsed has not cost its full CPU yet. */
@@ -121,6 +126,34 @@ export function markdownTable(results: readonly RunResult[], cores = 2): string 
     return (
       `| ${name}${r.note ? ` (${r.note})` : ''} | ${r.latencyMs} ms | ${r.hosts} | ${r.pages} | ${r.parsed ?? r.pages}${r.parsedInWindow !== undefined ? ` (${r.parsedInWindow} by stop)` : ''} | ${r.handedOff} | ${fmt(pps)} | ${ppsRatio} | ${fmt(cpp, 2)} | ${floor === null ? '–' : `${fmt(floor, 2)}×`} | ${cpuRatio} | ${web === null ? '–' : fmt(web, 2)} | ` +
       `${fmt(r.peakRssBytes / 1024 / 1024, 0)} | ${r.gapViolations} | ${r.concurrencyViolations} | ${r.minGapMs ?? '–'} | ${ofLimit} | ${ofMachine} | ${ofOwn} |`
+    );
+  });
+  return [head, ...rows].join('\n');
+}
+
+/**
+ * The sustained part of each run (after the warm-up, to the stop): pages/s and CPU per page in
+ * it, against the peer's sustained figures at the same latency, the parser's floor, the limit
+ * at this CPU per page, and the machine (crawler and web server CPU per page together).
+ */
+export function sustainedTable(results: readonly RunResult[], cores = 2): string {
+  const head =
+    '| contender | latency | window | pages in it | pages/s | vs peer | CPU ms/page | × parser floor | vs peer | web server CPU ms/page | % of limit | % of machine |\n' +
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|';
+  const rows = results.map((r) => {
+    const name = r.contender === 'peer' ? 'Crawlee CheerioCrawler' : r.contender === 'kafka' ? 'kcrawl Kafka mode' : 'kcrawl embedded';
+    const w = r.sustained;
+    if (!w || w.pages <= 0) return `| ${name} | ${r.latencyMs} ms | – | – | – | | – | – | | – | – | – |`;
+    const peer = results.find((p) => p.contender === 'peer' && p.latencyMs === r.latencyMs)?.sustained;
+    const pps = sustainedPagesPerSec(w);
+    const cpp = sustainedCpuMsPerPage(w);
+    const others = r.contender !== 'peer' && peer && peer.pages > 0;
+    const web = w.webCpuMs / w.pages;
+    const machine = pps / ((cores * 1000) / (cpp + web));
+    return (
+      `| ${name} | ${r.latencyMs} ms | ${fmt(w.fromSec, 0)}–${fmt(w.fromSec + w.secs, 0)} s | ${Math.round(w.pages)} | ${fmt(pps)} | ${others ? ratio(pps, sustainedPagesPerSec(peer)) : ''} | ` +
+      `${fmt(cpp, 2)} | ${r.parserFloorMs ? `${fmt(cpp / r.parserFloorMs, 2)}×` : '–'} | ${others ? ratio(sustainedCpuMsPerPage(peer), cpp) : ''} | ${fmt(web, 2)} | ` +
+      `${w.limitPagesPerSec ? `${fmt((100 * pps) / w.limitPagesPerSec, 0)}%` : '–'} | ${fmt(100 * machine, 0)}% |`
     );
   });
   return [head, ...rows].join('\n');

@@ -7,6 +7,11 @@
  *   npm run bench -- [--only embedded,kafka,peer] [--hosts 5000] [--latency 0,200] [--secs 20]
  *                    [--max-pages N] [--concurrency 256] [--profile DIR] [--json FILE]
  *                    [--kafka-procs parse,handoff,seen-test/frontier,fetch] [--node-flags "--flag …"]
+ *                    [--warmup 15] [--help]
+ *
+ * Besides the whole window (first page served to last), each run is also measured sustained:
+ * from --warmup seconds after its first page to its stop (bench/sustained.ts), pages done and
+ * CPU used in that part only, printed as a second table.
  *
  * Kafka mode runs as the processes --kafka-procs lists (by default two: `crawl process parse
  * handoff seen-test` and `crawl process frontier fetch`) and needs the local stack
@@ -19,11 +24,12 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseBenchArgs, launcherNodeFlags, type BenchArgs } from './args';
+import { parseBenchArgs, launcherNodeFlags, USAGE, type BenchArgs } from './args';
 import { connectKafka, groupBacklog, type Admin } from '../connectors/kafka';
 import { topics, type TopicId } from '../topologies/crawl';
 import { ProcWatch, reapedChildrenCpuMs, sample } from './proc-stat';
-import { cpuMsPerPage, kcrawlHostPeriodMs, markdownTable, throughputLimit, type RunResult } from './report';
+import { cpuMsPerPage, kcrawlHostPeriodMs, markdownTable, sustainedTable, throughputLimit, type RunResult } from './report';
+import { growthBetween, pagesBetweenSeconds, sustainedBounds, sustainedCpuMsPerPage, type Point, type SustainedWindow } from './sustained';
 import { parserFloorMs } from './parser-floor';
 import { fillerHtml, hostAddress, hostName, pageHtml, PAGE_BYTES, type PolitenessSummary } from './synthetic-web';
 
@@ -79,11 +85,11 @@ async function measureChild(child: ChildProcess, cpuBefore: number, watch: ProcW
   return { cpuMs: reapedChildrenCpuMs() - cpuBefore, peakRssBytes, stdout };
 }
 
-function fromStats(s: PolitenessSummary | undefined): Pick<RunResult, 'pages' | 'windowSecs' | 'gapViolations' | 'concurrencyViolations' | 'minGapMs' | 'connections'> {
+function fromStats(s: PolitenessSummary | undefined): Pick<RunResult, 'pages' | 'windowSecs' | 'gapViolations' | 'concurrencyViolations' | 'minGapMs' | 'connections' | 'pagesBySecond'> {
   if (!s) return { pages: 0, windowSecs: 0, gapViolations: 0, concurrencyViolations: 0, minGapMs: null };
   return {
     pages: s.pages, windowSecs: (s.lastPageAt - s.firstPageAt) / 1000, gapViolations: s.gapViolations,
-    concurrencyViolations: s.concurrencyViolations, minGapMs: s.minGapMs, connections: s.connections,
+    concurrencyViolations: s.concurrencyViolations, minGapMs: s.minGapMs, connections: s.connections, pagesBySecond: s.pagesBySecond,
   };
 }
 
@@ -94,6 +100,20 @@ function seedsFile(dir: string, hosts: number, port: number, byName = false): st
   return file;
 }
 
+/** The sustained window's figures: `pages` done in it, CPU of `pids` and of the web server in it. */
+function sustainedWindow(bounds: { from: number; to: number }, pages: number, watch: ProcWatch, pids: readonly number[], web: Web, firstPageAt: number): SustainedWindow {
+  return {
+    fromSec: (bounds.from - firstPageAt) / 1000, secs: (bounds.to - bounds.from) / 1000, pages,
+    cpuMs: watch.cpuMsBetween(pids, bounds.from, bounds.to), webCpuMs: watch.cpuMsBetween([web.child.pid!], bounds.from, bounds.to),
+  };
+}
+
+/** Records of a topic written before `at` (by their timestamps: the producer's clock, this machine's). */
+async function recordsBefore(admin: Admin, topic: string, at: number): Promise<number> {
+  const [low, upTo] = await Promise.all([admin.fetchTopicOffsets(topic), admin.fetchTopicOffsetsByTimestamp(topic, at)]);
+  return upTo.reduce((sum, o) => sum + Number(o.offset) - Number(low.find((l) => l.partition === o.partition)?.low ?? 0), 0);
+}
+
 async function runEmbedded(a: BenchArgs, web: Web, latencyMs: number, dir: string): Promise<RunResult> {
   const out = join(dir, `embedded-${latencyMs}`);
   const nodeArgs = crawlerNodeArgs(a);
@@ -101,18 +121,34 @@ async function runEmbedded(a: BenchArgs, web: Web, latencyMs: number, dir: strin
   if (a.maxPages) args.push('--max-pages', String(a.maxPages));
   web.reset();
   const watch = new ProcWatch();
+  watch.add(web.child.pid!, true);
   const before = reapedChildrenCpuMs();
-  const child = spawn(process.execPath, args, { env: { ...process.env, CRAWL_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'ignore'] });
+  const child = spawn(process.execPath, args, { env: { ...process.env, CRAWL_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // `crawl run`'s progress line (stderr, once a second) says how many pages it has parsed.
+  const parsedSoFar: Point[] = [];
+  let pending = '';
+  child.stderr!.on('data', (d: Buffer) => {
+    const lines = (pending + d.toString()).split('\n');
+    pending = lines.pop()!;
+    for (const line of lines) {
+      const n = /, parsed (\d+),/.exec(line)?.[1];
+      if (n !== undefined) parsedSoFar.push({ at: Date.now(), value: Number(n) });
+    }
+  });
   const m = await measureChild(child, before, watch, (a.secs + 30) * 1000);
   watch.stop();
   const s = (await web.stats()).kcrawl;
+  // The window ends at the last progress line (at most a second before the stop), where the
+  // count of pages parsed is known exactly.
+  const bounds = s && parsedSoFar.length > 1 ? sustainedBounds(s.firstPageAt, Math.min(s.lastPageAt, parsedSoFar[parsedSoFar.length - 1].at), a.warmupSecs) : null;
+  const sustained = bounds ? sustainedWindow(bounds, growthBetween(parsedSoFar, bounds.from, bounds.to), watch, [child.pid!], web, s!.firstPageAt) : undefined;
   rmSync(out, { recursive: true, force: true });
   const handedOff = Number(/(\d+) handoff events/.exec(m.stdout)?.[1] ?? 0);
   const parsed = Number(/(\d+) parsed/.exec(m.stdout)?.[1] ?? 0);
   // Pages parse finished only while the crawl was stopping do not count in pages/s (as in Kafka mode).
   const byStop = /(\d+) before stopping/.exec(m.stdout)?.[1];
   const parsedInWindow = byStop === undefined ? undefined : Number(byStop);
-  return { contender: 'embedded', latencyMs, hosts: a.hosts, ...fromStats(s), handedOff, parsed, parsedInWindow, cpuMs: m.cpuMs, serviceCpuMs: 0, peakRssBytes: m.peakRssBytes, limitPagesPerSec: null };
+  return { contender: 'embedded', latencyMs, hosts: a.hosts, ...fromStats(s), handedOff, parsed, parsedInWindow, cpuMs: m.cpuMs, serviceCpuMs: 0, peakRssBytes: m.peakRssBytes, limitPagesPerSec: null, sustained };
 }
 
 function servicePids(): number[] {
@@ -143,6 +179,7 @@ async function runKafka(a: BenchArgs, web: Web, latencyMs: number, dir: string):
   }
   web.reset();
   const watch = new ProcWatch();
+  watch.add(web.child.pid!, true);
   const services = servicePids();
   for (const pid of services) watch.add(pid, true);
   const before = reapedChildrenCpuMs();
@@ -174,9 +211,15 @@ async function runKafka(a: BenchArgs, web: Web, latencyMs: number, dir: string):
   watch.stop();
   const serviceCpuMs = watch.cpuMs(services);
   const s = (await web.stats()).kcrawl;
+  const bounds = s ? sustainedBounds(s.firstPageAt, s.lastPageAt, a.warmupSecs) : null;
+  // Pages parse finished in the window: crawl.parsed records by their timestamps.
+  const parsedIn = bounds
+    ? await withAdmin(async (admin) => (await recordsBefore(admin, prefix + topics.parsed.name, bounds.to)) - (await recordsBefore(admin, prefix + topics.parsed.name, bounds.from))).catch(() => undefined)
+    : undefined;
+  const sustained = bounds && parsedIn !== undefined ? sustainedWindow(bounds, parsedIn, watch, [child.pid!, ...others.map((o) => o.pid!), ...services], web, s!.firstPageAt) : undefined;
   return {
     contender: 'kafka', latencyMs, hosts: a.hosts, ...fromStats(s), ...(await topologyCounts(prefix)), parsedInWindow, cpuMs: m.cpuMs + serviceCpuMs, serviceCpuMs,
-    peakRssBytes: m.peakRssBytes, limitPagesPerSec: null, note: `services ${(serviceCpuMs / 1000).toFixed(1)} s CPU`,
+    peakRssBytes: m.peakRssBytes, limitPagesPerSec: null, note: `services ${(serviceCpuMs / 1000).toFixed(1)} s CPU`, sustained,
   };
 }
 
@@ -226,6 +269,7 @@ async function topologyCounts(prefix: string): Promise<{ parsed: number; handedO
 async function runPeer(a: BenchArgs, web: Web, latencyMs: number, dir: string): Promise<RunResult> {
   web.reset();
   const watch = new ProcWatch();
+  watch.add(web.child.pid!, true);
   const before = reapedChildrenCpuMs();
   const args = [join(__dirname, 'peer-crawlee.js'), seedsFile(dir, a.hosts, web.port, true), String(a.concurrency), String(a.secs), String(a.maxPages ?? 1e9)];
   const child = spawn(process.execPath, args, {
@@ -235,10 +279,16 @@ async function runPeer(a: BenchArgs, web: Web, latencyMs: number, dir: string): 
   watch.stop();
   const s = (await web.stats()).peer;
   // Crawlee parses each page inside its request handler: every page fetched is a page processed.
-  return { contender: 'peer', latencyMs, hosts: a.hosts, ...fromStats(s), handedOff: s?.pages ?? 0, cpuMs: m.cpuMs, serviceCpuMs: 0, peakRssBytes: m.peakRssBytes, limitPagesPerSec: null };
+  const bounds = s ? sustainedBounds(s.firstPageAt, s.lastPageAt, a.warmupSecs) : null;
+  const sustained = bounds ? sustainedWindow(bounds, pagesBetweenSeconds(s!.pagesBySecond, (bounds.from - s!.firstPageAt) / 1000, (bounds.to - s!.firstPageAt) / 1000), watch, [child.pid!], web, s!.firstPageAt) : undefined;
+  return { contender: 'peer', latencyMs, hosts: a.hosts, ...fromStats(s), handedOff: s?.pages ?? 0, cpuMs: m.cpuMs, serviceCpuMs: 0, peakRssBytes: m.peakRssBytes, limitPagesPerSec: null, sustained };
 }
 
 async function main(): Promise<void> {
+  if (process.argv.includes('--help') || process.argv.includes('-h')) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
   const a = parseBenchArgs(process.argv.slice(2));
   const dir = join(tmpdir(), `kcrawl-bench-${process.pid}`);
   mkdirSync(dir, { recursive: true });
@@ -267,6 +317,7 @@ async function main(): Promise<void> {
         // The CPU limit from this run's own CPU per page; the politeness limit from its own rule.
         const period = r.contender === 'peer' ? latencyMs + 1000 : kcrawlHostPeriodMs(latencyMs);
         r.limitPagesPerSec = throughputLimit(cpuMsPerPage(r), CORES, a.hosts, period);
+        if (r.sustained) r.sustained.limitPagesPerSec = throughputLimit(sustainedCpuMsPerPage(r.sustained), CORES, a.hosts, period);
         results.push(r);
         process.stderr.write(`  ${JSON.stringify(r)}\n`);
       }
@@ -281,7 +332,7 @@ async function main(): Promise<void> {
   const floorLine = floors.length
     ? `parser floor (CPU time of a bare parse5 SAX pass over one ${(Buffer.byteLength(floorPage) / 1024).toFixed(1)} KiB page of this web, before and after each contender): ${Math.min(...floors).toFixed(3)}–${Math.max(...floors).toFixed(3)} ms`
     : 'parser floor: not measured (no contender ran)';
-  process.stdout.write(`\n${markdownTable(results, CORES)}\n\n${floorLine}\nnode ${process.version}, ${CORES} cores; reproduce: \`${cmd}\`\n`);
+  process.stdout.write(`\n${markdownTable(results, CORES)}\n\nSustained: from ${a.warmupSecs} s after each run's first page to its stop.\n\n${sustainedTable(results, CORES)}\n\n${floorLine}\nnode ${process.version}, ${CORES} cores; reproduce: \`${cmd}\`\n`);
 }
 
 void main().catch((err: unknown) => {

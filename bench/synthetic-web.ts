@@ -93,6 +93,8 @@ export class PolitenessTracker {
   minGapMs = Infinity;
   firstAt = 0;
   lastAt = 0;
+  /** Pages that arrived in each whole second since the first page (ramp-up and steady state). */
+  readonly pagesBySecond: number[] = [];
 
   constructor(private readonly minGapMs_ = 1000, private readonly toleranceMs = 5) {}
 
@@ -103,6 +105,9 @@ export class PolitenessTracker {
       this.pages++;
       if (this.firstAt === 0) this.firstAt = at;
       this.lastAt = at;
+      const sec = Math.floor((at - this.firstAt) / 1000);
+      while (this.pagesBySecond.length <= sec) this.pagesBySecond.push(0);
+      this.pagesBySecond[sec]++;
     }
     const prev = this.last.get(host);
     if (prev !== undefined) {
@@ -130,7 +135,7 @@ export class PolitenessTracker {
     return {
       requests: this.requests, pages: this.pages, hosts: this.hosts, gapViolations: this.gapViolations,
       concurrencyViolations: this.concurrencyViolations, minGapMs: Number.isFinite(this.minGapMs) ? this.minGapMs : null,
-      firstPageAt: this.firstAt, lastPageAt: this.lastAt,
+      firstPageAt: this.firstAt, lastPageAt: this.lastAt, pagesBySecond: [...this.pagesBySecond],
     };
   }
 }
@@ -146,4 +151,6 @@ export interface PolitenessSummary {
   connections?: number;
   firstPageAt: number;
   lastPageAt: number;
+  /** Pages that arrived in each whole second since the first one. */
+  pagesBySecond: number[];
 }

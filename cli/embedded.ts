@@ -160,7 +160,7 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   for (;;) {
     await new Promise((r) => setTimeout(r, 200));
     const st = frontier.state.stats();
-    progress?.update(counts.fetches, `queued ${st.queued}, in flight ${st.leased}, hosts ${st.hosts}, handoff ${counts.pages}`);
+    progress?.update(counts.fetches, `queued ${st.queued}, in flight ${st.leased}, hosts ${st.hosts}, parsed ${parsedEnd() - parsedAtStart}, handoff ${counts.pages}`);
     if (signal?.aborted) { stoppedBy = 'signal'; break; }
     if (opts.maxPages !== undefined && counts.fetches >= opts.maxPages) { stoppedBy = 'max-pages'; break; }
     if (opts.maxSecs !== undefined && Date.now() - started >= opts.maxSecs * 1000) { stoppedBy = 'max-secs'; break; }

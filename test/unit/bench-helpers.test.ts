@@ -7,9 +7,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseBenchArgs, launcherNodeFlags } from '../../bench/args';
-import { parsePeakRssBytes, parseStatChildrenCpuMs, parseStatCpuMs } from '../../bench/proc-stat';
+import { cpuMsBetween, parsePeakRssBytes, parseStatChildrenCpuMs, parseStatCpuMs } from '../../bench/proc-stat';
 import { barePass, median, parserFloorMs, processCpuMs } from '../../bench/parser-floor';
-import { cpuMsPerPage, floorMultiple, kcrawlHostPeriodMs, machineShare, markdownTable, shareOfOwnZeroLatency, throughputLimit, webCpuMsPerPage, type RunResult } from '../../bench/report';
+import { cpuMsPerPage, floorMultiple, kcrawlHostPeriodMs, machineShare, markdownTable, shareOfOwnZeroLatency, sustainedTable, throughputLimit, webCpuMsPerPage, type RunResult } from '../../bench/report';
+import { growthBetween, pagesBetweenSeconds, sustainedBounds, valueAt } from '../../bench/sustained';
 import { fillerHtml, hostAddress, hostIndexOfName, hostName, LINKS_PER_PAGE, PAGE_BYTES, pageHtml, pageLinks, PolitenessTracker } from '../../bench/synthetic-web';
 import { chunkByBytes, type RawRecord } from '../../connectors/kafka';
 
@@ -57,6 +58,81 @@ describe('PolitenessTracker', () => {
     open();
     const s = t.summary();
     expect(s).toMatchObject({ requests: 5, pages: 4, hosts: 2, gapViolations: 1, concurrencyViolations: 1, minGapMs: 504, firstPageAt: 10, lastPageAt: 2600 });
+    // Pages per whole second from the first page (10 ms): [10, 1010) has two, [1010, 2010) one, [2010, 3010) one.
+    expect(s.pagesBySecond).toEqual([2, 1, 1]);
+  });
+
+  it('counts pages per second since the first page, seconds without any as 0', () => {
+    const t = new PolitenessTracker(1000, 5);
+    for (const at of [5000, 5100, 5999, 8000, 8001]) t.arrive(`h${at}`, at, true)();
+    t.arrive('robots', 9500, false)();
+    expect(t.summary().pagesBySecond).toEqual([3, 0, 0, 2]);
+  });
+});
+
+describe('sustained window', () => {
+  const pts = [{ at: 1000, value: 0 }, { at: 2000, value: 100 }, { at: 4000, value: 500 }];
+  it('reads a running count between samples by linear interpolation, clamped at the ends', () => {
+    expect(valueAt(pts, 500)).toBe(0);
+    expect(valueAt(pts, 1500)).toBe(50);
+    expect(valueAt(pts, 3000)).toBe(300);
+    expect(valueAt(pts, 9000)).toBe(500);
+    expect(valueAt([], 1)).toBe(0);
+    expect(growthBetween(pts, 1500, 3000)).toBe(250);
+  });
+
+  it('counts pages per second between offsets, partly covered seconds in proportion', () => {
+    const bySecond = [10, 20, 30, 40];
+    expect(pagesBetweenSeconds(bySecond, 0, 4)).toBe(100);
+    expect(pagesBetweenSeconds(bySecond, 1, 3)).toBe(50);
+    expect(pagesBetweenSeconds(bySecond, 0.5, 2.5)).toBe(5 + 20 + 15);
+    expect(pagesBetweenSeconds(bySecond, 3.5, 10)).toBe(20);
+  });
+
+  it('starts after the warm-up and ends at the last page; none for a run under twice the warm-up', () => {
+    expect(sustainedBounds(10_000, 70_000, 15)).toEqual({ from: 25_000, to: 70_000 });
+    expect(sustainedBounds(10_000, 39_000, 15)).toBeNull();
+    expect(sustainedBounds(0, 70_000, 15)).toBeNull();
+  });
+
+  it('reads each process\'s CPU in a window off the polls, processes added later from their first poll', () => {
+    const series = [
+      { at: 0, cpuMs: new Map([[1, 0]]) },
+      { at: 100, cpuMs: new Map([[1, 50], [2, 0]]) },
+      { at: 200, cpuMs: new Map([[1, 150], [2, 100]]) },
+    ];
+    // pid 1: 25 -> 100 (75); pid 2: 0 (clamped to its first poll) -> 50.
+    expect(cpuMsBetween(series, [1], 50, 150)).toBe(75);
+    expect(cpuMsBetween(series, [2], 50, 150)).toBe(50);
+    expect(cpuMsBetween(series, [1, 2], 50, 150)).toBe(125);
+    expect(cpuMsBetween(series, [3], 0, 200)).toBe(0);
+  });
+
+  it('prints sustained pages/s and CPU per page against the peer, the limit and the machine', () => {
+    const base: RunResult = {
+      contender: 'peer', latencyMs: 0, hosts: 10, pages: 100, handedOff: 100, windowSecs: 10, cpuMs: 1000, serviceCpuMs: 0, peakRssBytes: 0,
+      gapViolations: 0, concurrencyViolations: 0, minGapMs: 1000, limitPagesPerSec: null,
+      sustained: { fromSec: 15, secs: 40, pages: 400, cpuMs: 4000, webCpuMs: 400, limitPagesPerSec: 200 },
+    };
+    const ours: RunResult = {
+      ...base, contender: 'embedded', parserFloorMs: 1,
+      sustained: { fromSec: 15, secs: 40, pages: 32_000, cpuMs: 64_000, webCpuMs: 6_400, limitPagesPerSec: 1000 },
+    };
+    const short: RunResult = { ...base, contender: 'kafka', sustained: undefined };
+    const rows = sustainedTable([ours, base, short], 2).split('\n');
+    const head = rows[0]!.split('|').map((c) => c.trim());
+    const row = rows[2]!.split('|').map((c) => c.trim());
+    const cell = (name: string, col: string[] = row): string => col[head.indexOf(name)]!;
+    expect(cell('window')).toBe('15–55 s');
+    expect(cell('pages/s')).toBe('800.0');
+    expect(rows[2]!.split('|')[6]!.trim()).toBe('80.00×'); // pages/s against the peer's 10
+    expect(cell('CPU ms/page')).toBe('2.00');
+    expect(cell('× parser floor')).toBe('2.00×');
+    expect(cell('web server CPU ms/page')).toBe('0.20');
+    expect(cell('% of limit')).toBe('80%');
+    // 2 cores / (2.0 + 0.2 ms) = 909 pages/s at most: 800 is 88%.
+    expect(cell('% of machine')).toBe('88%');
+    expect(rows[4]).toBe('| kcrawl Kafka mode | 0 ms | – | – | – | | – | – | | – | – | – |');
   });
 });
 
@@ -81,7 +157,10 @@ describe('bench flags', () => {
     expect(parseBenchArgs(['--only', 'embedded', '--hosts', '100', '--latency', '0'])).toMatchObject({ only: ['embedded'], hosts: 100, latencies: [0] });
     expect(() => parseBenchArgs(['--only', 'scrapy'])).toThrow(/--only scrapy/);
     expect(() => parseBenchArgs(['--hosts', '0'])).toThrow(/--hosts/);
-    expect(() => parseBenchArgs(['--fast'])).toThrow(/unknown flag/);
+    expect(() => parseBenchArgs(['--fast'])).toThrow(/unknown flag --fast\n.*--warmup S/s);
+    expect(parseBenchArgs([]).warmupSecs).toBe(15);
+    expect(parseBenchArgs(['--warmup', '0']).warmupSecs).toBe(0);
+    expect(() => parseBenchArgs(['--warmup', '-1'])).toThrow(/--warmup/);
     expect(parseBenchArgs([]).kafkaProcs).toEqual([['parse', 'handoff', 'seen-test'], ['frontier', 'fetch']]);
     expect(parseBenchArgs(['--kafka-procs', 'parse,seen-test/frontier,fetch,handoff']).kafkaProcs).toEqual([['parse', 'seen-test'], ['frontier', 'fetch', 'handoff']]);
     expect(() => parseBenchArgs(['--kafka-procs', 'parse/fetch'])).toThrow(/every stage exactly once/);
