@@ -151,11 +151,12 @@ async function runEmbedded(a: BenchArgs, web: Web, latencyMs: number, dir: strin
   return { contender: 'embedded', latencyMs, hosts: a.hosts, ...fromStats(s), handedOff, parsed, parsedInWindow, cpuMs: m.cpuMs, serviceCpuMs: 0, peakRssBytes: m.peakRssBytes, limitPagesPerSec: null, sustained };
 }
 
-function servicePids(): number[] {
-  const pids: number[] = [];
+/** The local stack's services that are running, by name, with their process ids. */
+function servicePids(): Array<{ name: string; pid: number }> {
+  const pids: Array<{ name: string; pid: number }> = [];
   for (const name of ['kafka', 'redis', 's3', 'registry']) {
     try {
-      pids.push(Number(readFileSync(join(ROOT, '.stack', 'run', `${name}.pid`), 'utf8').trim()));
+      pids.push({ name, pid: Number(readFileSync(join(ROOT, '.stack', 'run', `${name}.pid`), 'utf8').trim()) });
     } catch {
       // a service the stack does not run
     }
@@ -180,7 +181,8 @@ async function runKafka(a: BenchArgs, web: Web, latencyMs: number, dir: string):
   web.reset();
   const watch = new ProcWatch();
   watch.add(web.child.pid!, true);
-  const services = servicePids();
+  const named = servicePids();
+  const services = named.map((n) => n.pid);
   for (const pid of services) watch.add(pid, true);
   const before = reapedChildrenCpuMs();
   const nodeArgs = crawlerNodeArgs(a);
@@ -210,6 +212,7 @@ async function runKafka(a: BenchArgs, web: Web, latencyMs: number, dir: string):
   m.peakRssBytes = watch.peakRssBytes([child.pid!, ...others.map((o) => o.pid!)]);
   watch.stop();
   const serviceCpuMs = watch.cpuMs(services);
+  process.stderr.write(`  services' CPU: ${named.map((n) => `${n.name} ${(watch.cpuMs([n.pid]) / 1000).toFixed(1)} s`).join(', ')}\n`);
   const s = (await web.stats()).kcrawl;
   const bounds = s ? sustainedBounds(s.firstPageAt, s.lastPageAt, a.warmupSecs) : null;
   // Pages parse finished in the window: crawl.parsed records by their timestamps.
