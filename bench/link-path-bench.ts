@@ -51,7 +51,7 @@ async function main(): Promise<void> {
   const input = pages();
   // What the worker posts back, serialised once; each handle deserialises its page's copy.
   const posted = new Map(input.map((p) => [p, serialize(analyzePage(p, { userAgent: DEFAULTS.userAgent }))]));
-  const analyzer: ParseAnalyzer = { threads: 1, analyze: async (p) => deserialize(posted.get(p)!), close: async () => undefined };
+  const analyzer: ParseAnalyzer = { threads: 1, analyze: async (p) => deserialize(posted.get(p)!), backlog: () => ({ bytes: 0, waiting: 0 }), close: async () => undefined };
   const parseUs: number[] = [];
   const seenUs: number[] = [];
   let links = 0;

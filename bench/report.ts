@@ -101,6 +101,7 @@ export function shareOfOwnZeroLatency(r: RunResult, results: readonly RunResult[
   return zero && pagesPerSec(zero) > 0 ? pagesPerSec(r) / pagesPerSec(zero) : null;
 }
 
+const contenderName = (r: RunResult): string => (r.contender === 'peer' ? 'Crawlee CheerioCrawler' : r.contender === 'kafka' ? 'kcrawl Kafka mode' : 'kcrawl embedded');
 const fmt = (n: number, digits = 1): string => (Number.isFinite(n) ? n.toFixed(digits) : '–');
 const ratio = (a: number, b: number): string => (b > 0 && a > 0 ? `${(a / b).toFixed(2)}×` : '–');
 
@@ -122,7 +123,7 @@ export function markdownTable(results: readonly RunResult[], cores = 2): string 
     const floor = floorMultiple(r);
     const own = shareOfOwnZeroLatency(r, results);
     const ofOwn = own === null ? '–' : `${fmt(100 * own, 0)}%`;
-    const name = r.contender === 'peer' ? 'Crawlee CheerioCrawler' : r.contender === 'kafka' ? 'kcrawl Kafka mode' : 'kcrawl embedded';
+    const name = contenderName(r);
     return (
       `| ${name}${r.note ? ` (${r.note})` : ''} | ${r.latencyMs} ms | ${r.hosts} | ${r.pages} | ${r.parsed ?? r.pages}${r.parsedInWindow !== undefined ? ` (${r.parsedInWindow} by stop)` : ''} | ${r.handedOff} | ${fmt(pps)} | ${ppsRatio} | ${fmt(cpp, 2)} | ${floor === null ? '–' : `${fmt(floor, 2)}×`} | ${cpuRatio} | ${web === null ? '–' : fmt(web, 2)} | ` +
       `${fmt(r.peakRssBytes / 1024 / 1024, 0)} | ${r.gapViolations} | ${r.concurrencyViolations} | ${r.minGapMs ?? '–'} | ${ofLimit} | ${ofMachine} | ${ofOwn} |`
@@ -141,18 +142,18 @@ export function sustainedTable(results: readonly RunResult[], cores = 2): string
     '| contender | latency | window | pages in it | pages/s | vs peer | CPU ms/page | × parser floor | vs peer | web server CPU ms/page | % of limit | % of machine |\n' +
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|';
   const rows = results.map((r) => {
-    const name = r.contender === 'peer' ? 'Crawlee CheerioCrawler' : r.contender === 'kafka' ? 'kcrawl Kafka mode' : 'kcrawl embedded';
+    const name = contenderName(r);
     const w = r.sustained;
     if (!w || w.pages <= 0) return `| ${name} | ${r.latencyMs} ms | – | – | – | | – | – | | – | – | – |`;
     const peer = results.find((p) => p.contender === 'peer' && p.latencyMs === r.latencyMs)?.sustained;
     const pps = sustainedPagesPerSec(w);
     const cpp = sustainedCpuMsPerPage(w);
-    const others = r.contender !== 'peer' && peer && peer.pages > 0;
+    const vsPeer = r.contender !== 'peer' && peer && peer.pages > 0;
     const web = w.webCpuMs / w.pages;
     const machine = pps / ((cores * 1000) / (cpp + web));
     return (
-      `| ${name} | ${r.latencyMs} ms | ${fmt(w.fromSec, 0)}–${fmt(w.fromSec + w.secs, 0)} s | ${Math.round(w.pages)} | ${fmt(pps)} | ${others ? ratio(pps, sustainedPagesPerSec(peer)) : ''} | ` +
-      `${fmt(cpp, 2)} | ${r.parserFloorMs ? `${fmt(cpp / r.parserFloorMs, 2)}×` : '–'} | ${others ? ratio(sustainedCpuMsPerPage(peer), cpp) : ''} | ${fmt(web, 2)} | ` +
+      `| ${name} | ${r.latencyMs} ms | ${fmt(w.fromSec, 0)}–${fmt(w.fromSec + w.secs, 0)} s | ${Math.round(w.pages)} | ${fmt(pps)} | ${vsPeer ? ratio(pps, sustainedPagesPerSec(peer)) : ''} | ` +
+      `${fmt(cpp, 2)} | ${r.parserFloorMs ? `${fmt(cpp / r.parserFloorMs, 2)}×` : '–'} | ${vsPeer ? ratio(sustainedCpuMsPerPage(peer), cpp) : ''} | ${fmt(web, 2)} | ` +
       `${w.limitPagesPerSec ? `${fmt((100 * pps) / w.limitPagesPerSec, 0)}%` : '–'} | ${fmt(100 * machine, 0)}% |`
     );
   });

@@ -10,6 +10,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Piscina } from 'piscina';
+import { ByteBudget } from '../lib/byte-budget';
 import type { FetchedPageMsg } from '../lib/messages';
 import { ANALYZER_CONCURRENCY, type PageAnalysis } from './parse';
 import type { ParseTask } from './parse-worker';
@@ -17,6 +18,8 @@ import type { ParseTask } from './parse-worker';
 export interface ParseAnalyzer {
   analyze(page: FetchedPageMsg): Promise<PageAnalysis>;
   readonly threads: number;
+  /** Bytes of the pages handed to the workers and not yet analysed, and pages waiting to be handed over. */
+  backlog(): { bytes: number; waiting: number };
   close(): Promise<void>;
 }
 
@@ -30,6 +33,9 @@ export interface ParseAnalyzer {
 export function ownBytes(b: Uint8Array): Uint8Array {
   return b.byteOffset === 0 && b.byteLength === b.buffer.byteLength ? b : new Uint8Array(b);
 }
+
+/** Bytes of pages (body and record) in the workers' queues at once, at most (one page may exceed it alone). */
+export const ANALYZER_MAX_BYTES = 64 * 1024 * 1024;
 
 /**
  * A pool of `threads` workers, or null when threads < 1 or the worker script is not compiled
@@ -50,21 +56,41 @@ export function createParseAnalyzer(threads: number, userAgent: string): ParseAn
   const pool = new Piscina<ParseTask, PageAnalysis>({
     filename, minThreads: threads, maxThreads: threads, idleTimeout: 60_000, atomics: 'disabled', concurrentTasksPerWorker: ANALYZER_CONCURRENCY,
   });
+  // Pages handed to the workers are copies: ANALYZER_CONCURRENCY pages of 50 KiB are 25 MiB,
+  // but as many 2 MiB pages would be a GiB. Past this many bytes in the workers, pages wait
+  // (in order) on this thread, where they are held anyway.
+  const budget = new ByteBudget(ANALYZER_MAX_BYTES);
   return {
     threads,
     analyze: (page) => {
-      // Copies made here belong to nobody else: handed over, not cloned a second time.
-      const transferList: ArrayBuffer[] = [];
-      const send = (b: Buffer): Buffer => {
-        const own = ownBytes(b);
-        if (own !== b) transferList.push(own.buffer as ArrayBuffer);
-        return own as Buffer;
+      const bytes = page.body.length + (page.record_gz?.length ?? 0);
+      const run = (): Promise<PageAnalysis> => {
+        try {
+          return send(page).finally(() => budget.release(bytes));
+        } catch (err) {
+          budget.release(bytes);
+          return Promise.reject(err);
+        }
       };
-      const sent = { ...page, body: send(page.body), record_gz: page.record_gz ? send(page.record_gz) : null };
-      return pool.run({ page: sent, userAgent }, transferList.length ? { transferList } : undefined);
+      // Handed over in this very call when there is room: a page that waited for a later turn
+      // of the event loop would not reach the worker while that loop is busy.
+      return budget.tryAcquire(bytes) ? run() : budget.acquire(bytes).then(run);
     },
+    backlog: () => ({ bytes: budget.heldBytes, waiting: budget.queued }),
     // Graceful: pages already handed to a worker are analysed first. destroy() failed them, so a
     // stopping crawl retried them and parsed them twice.
     close: () => pool.close(),
   };
+
+  function send(page: FetchedPageMsg): Promise<PageAnalysis> {
+    // Copies made here belong to nobody else: handed over, not cloned a second time.
+    const transferList: ArrayBuffer[] = [];
+    const own = (b: Buffer): Buffer => {
+      const bytes = ownBytes(b);
+      if (bytes !== b) transferList.push(bytes.buffer as ArrayBuffer);
+      return bytes as Buffer;
+    };
+    const sent = { ...page, body: own(page.body), record_gz: page.record_gz ? own(page.record_gz) : null };
+    return pool.run({ page: sent, userAgent }, transferList.length ? { transferList } : undefined);
+  }
 }

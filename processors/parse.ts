@@ -41,11 +41,12 @@ export interface ParseOptions {
 
 /**
  * Pages in flight to the analyzer at once: enough to keep its workers busy while the event loop
- * that feeds them is held up. That loop has tasks of 100-300 ms (storing a WARC file, a
- * scavenge, a burst of fetch results); with 64 pages queued (about 70 ms of parsing) the worker
- * ran dry behind them. In one-minute embedded runs with 200 ms responses (two rounds, taking
- * turns), the sustained share of the CPU limit went from 85% and 85% with 64 to 89% and 90%
- * with 256 and 91% and 92% with 512. At 50 KiB a page, 512 pages are about 25 MiB.
+ * that feeds them is held up. That loop is late by 100-300 ms at times (storing a WARC file,
+ * bursts of fetch results, scavenges between them); 64 pages queued are about 70 ms of parsing.
+ * In one-minute embedded runs with 200 ms responses (two rounds, taking turns), the sustained
+ * share of the CPU limit went from 85% and 85% with 64 to 89% and 90% with 256 and 91% and 92%
+ * with 512. At 50 KiB a page, 512 pages are about 25 MiB; bigger pages are bounded by bytes
+ * (ANALYZER_MAX_BYTES, processors/parse-pool.ts).
  */
 export const ANALYZER_CONCURRENCY = 512;
 

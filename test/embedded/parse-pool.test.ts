@@ -10,6 +10,8 @@
  * - The worker keeps parsing while the crawl's event loop is busy. With one page handed over at
  *   a time, each next page waited for that loop to take the last result: in `crawl run` the
  *   worker sat idle with 1,600 pages to parse while the loop was busy fetching.
+ * - Big pages do not pile up in the worker: its queue holds ANALYZER_MAX_BYTES of pages at most
+ *   (each page there is a copy), the rest wait their turn, in order, and all are analysed.
  */
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
@@ -73,6 +75,24 @@ const busyLoopScript = `${prelude}
 })().catch((e) => { process.stderr.write(String(e && e.stack || e)); process.exit(1); });
 `;
 
+const bigPagesScript = `${prelude}
+const { ANALYZER_MAX_BYTES } = require(${JSON.stringify(join(ROOT, 'dist', 'processors', 'parse-pool.js'))});
+(async () => {
+  // 2 MiB pages (the largest body fetch keeps): 36 of them are 72 MiB.
+  const big = (n) => { const p = page(n); p.body = Buffer.concat([p.body, Buffer.alloc(2 * 1024 * 1024 - p.body.length, 0x20)]); return p; };
+  const order = [];
+  const all = Array.from({ length: 36 }, (_, n) => pool.analyze(big(n)).then((a) => order.push(n) && a));
+  const backlog = pool.backlog();
+  const results = await Promise.all(all);
+  const after = pool.backlog();
+  await pool.close();
+  process.stdout.write(JSON.stringify({
+    max: ANALYZER_MAX_BYTES, bytes: backlog.bytes, waiting: backlog.waiting, after,
+    links: results.every((a) => a.linkUrls.length === 25), inOrder: order.every((n, i) => n === i),
+  }));
+})().catch((e) => { process.stderr.write(String(e && e.stack || e)); process.exit(1); });
+`;
+
 const viewsScript = `${prelude}
 const { gzipSync } = require('node:zlib');
 const { exchangeRecords } = require(${JSON.stringify(join(ROOT, 'dist', 'lib', 'warc', 'record.js'))});
@@ -112,6 +132,18 @@ describe('parse on a worker thread', () => {
     // 20 ms would have given a few (nearly 2 ms a page on the worker, one per hand-over).
     expect(doneSoonAfter).toBeGreaterThanOrEqual(60);
   }, 90_000);
+
+  test('holds at most ANALYZER_MAX_BYTES of pages in the worker; the rest wait in order', () => {
+    const r = spawnSync(process.execPath, ['-e', bigPagesScript], { encoding: 'utf8', timeout: 120_000 });
+    expect(r.stderr).toBe('');
+    const out = JSON.parse(r.stdout) as { max: number; bytes: number; waiting: number; after: { bytes: number; waiting: number }; links: boolean; inOrder: boolean };
+    const perPage = 2 * 1024 * 1024;
+    // As many 2 MiB pages as fit in the budget went to the worker at once; the others waited.
+    expect(out.bytes).toBe(Math.floor(out.max / perPage) * perPage);
+    expect(out.waiting).toBe(36 - Math.floor(out.max / perPage));
+    expect(out.after).toEqual({ bytes: 0, waiting: 0 });
+    expect(out).toMatchObject({ links: true, inOrder: true });
+  }, 150_000);
 
   test('keeps its memory flat over 4,000 pages', () => {
     const r = spawnSync(process.execPath, ['--expose-gc', '-e', memoryScript], { encoding: 'utf8', timeout: 120_000 });
