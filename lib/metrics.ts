@@ -121,6 +121,24 @@ export const metrics = {
     labelNames: ['group', 'topic'] as const,
     registers: [registry],
   }),
+  parseQueueBytes: new Gauge({
+    name: 'crawl_parse_worker_queue_bytes',
+    help: 'Bytes of pages handed to the parse workers and not yet analysed (bounded by ANALYZER_MAX_BYTES)',
+    registers: [registry],
+    collect() {
+      const s = sources.parseAnalyzer?.();
+      if (s) this.set(s.bytes);
+    },
+  }),
+  parseQueueWaiting: new Gauge({
+    name: 'crawl_parse_worker_waiting_pages',
+    help: 'Pages waiting for room in the parse workers\' queue',
+    registers: [registry],
+    collect() {
+      const s = sources.parseAnalyzer?.();
+      if (s) this.set(s.waiting);
+    },
+  }),
   costPerMillionPages: new Gauge({
     name: 'crawl_estimated_cost_per_million_pages_usd',
     help: 'Estimated cost of a million pages from this process: (process-hours x price + stored GB-months x price) / pages',
@@ -140,6 +158,8 @@ export interface MetricSources {
   /** The frontier's live numbers (frontier processes, the embedded run, crawl serve's URL view). */
   frontier?: () => { hostsInRotation: number; oldestDueAgeMs: number | null; byState: Partial<Record<string, number>> };
   warc?: () => { bytes: number; files: number };
+  /** The parse workers' queue (processes that parse on worker threads). */
+  parseAnalyzer?: () => { bytes: number; waiting: number };
   prices?: { processHourUsd: number; storedGbMonthUsd: number };
 }
 

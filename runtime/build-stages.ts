@@ -15,7 +15,7 @@ import { seenTestStage, type SeenSet } from '../processors/seen-test';
 import { MemoryBloom } from '../lib/bloom/memory';
 import { bloomParams } from '../lib/bloom/sizing';
 import { trapOptionsFrom } from '../lib/traps';
-import { metrics, recordFetchStatus, statusClass } from '../lib/metrics';
+import { metrics, recordFetchStatus, setMetricSources, statusClass } from '../lib/metrics';
 import { observeEmits } from './observe';
 import type { Stage } from './stage';
 
@@ -65,9 +65,11 @@ export function buildStages(names: readonly StageName[], deps: StageDeps): Stage
     },
     parse: () => {
       const text = deps.textWarc;
+      const analyzer = createParseAnalyzer(c.parseThreads, c.userAgent);
+      if (analyzer) setMetricSources({ parseAnalyzer: () => analyzer.backlog() });
       return parseStage({
         userAgent: c.userAgent, partitions: c.partitions, archiveText: text && ((e) => text.append(e)), flushText: text && (() => text.flush()),
-        analyzer: createParseAnalyzer(c.parseThreads, c.userAgent),
+        analyzer,
       });
     },
     handoff: () => handoffStage(deps.usage),

@@ -60,6 +60,30 @@ describe('crawl run with CRAWL_PARSE_THREADS=1', () => {
     expect(runs['1']).toHaveLength(runs['0']!.length);
   }, 180_000);
 
+  test('reports the workers\' queue as metrics: bytes handed over and pages waiting', async () => {
+    // The compiled modules throughout: one metrics registry, the one the pool reports to.
+    const { buildStages } = require('../../dist/runtime/build-stages') as typeof import('../../runtime/build-stages');
+    const { registry } = require('../../dist/lib/metrics') as typeof import('../../lib/metrics');
+    const { loadConfig } = require('../../dist/lib/config') as typeof import('../../lib/config');
+    const [parse] = buildStages(['parse'], { config: loadConfig({}, { parseThreads: 1 }), http: null as never, warc: null as never });
+    const pages: FetchedPageMsg[] = Array.from({ length: 3 }, (_, i) => ({
+      url: `http://a.test/${i}`, final_url: `http://a.test/${i}`, host: 'a.test', depth: 1, fetched_at: 1, http_status: 200,
+      content_type: 'text/html', body: Buffer.from(`<html><body><p>page ${i} ${'words '.repeat(2000)}</p></body></html>`),
+      truncated: false, sha256: `s${i}`, prev_sha256: null, warc: { uri: 'file:///w.warc.gz', offset: 0, length: 1 }, x_robots_tag: null,
+    }));
+    const ctx = { now: Date.now, log: require('pino')({ level: 'silent' }) };
+    const handled = pages.map((value, offset) => parse!.handle!({ topic: 'fetched', partition: 0, offset, key: 'a.test', value, timestamp: 1 }, ctx));
+    // Read before any worker reply can arrive (replies are events; this is the same turn).
+    const during = await registry.metrics();
+    await Promise.all(handled);
+    const after = await registry.metrics();
+    await parse!.close?.();
+    const bytes = pages.reduce((n, p) => n + p.body.length, 0);
+    expect(during).toMatch(new RegExp(`^crawl_parse_worker_queue_bytes ${bytes}$`, 'm'));
+    expect(during).toMatch(/^crawl_parse_worker_waiting_pages 0$/m);
+    expect(after).toMatch(/^crawl_parse_worker_queue_bytes 0$/m);
+  }, 60_000);
+
   test('closing the pool finishes the pages already submitted instead of failing them', async () => {
     // The compiled pool (the worker script exists only in dist/), as `crawl run` uses it.
     const { createParseAnalyzer } = require('../../dist/processors/parse-pool') as { createParseAnalyzer: (n: number, ua: string) => ParseAnalyzer | null };
