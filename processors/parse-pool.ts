@@ -60,6 +60,8 @@ export function createParseAnalyzer(threads: number, userAgent: string): ParseAn
   // but as many 2 MiB pages would be a GiB. Past this many bytes in the workers, pages wait
   // (in order) on this thread, where they are held anyway.
   const budget = new ByteBudget(ANALYZER_MAX_BYTES);
+  /** Analyses of pages that had to wait for room: close() lets them through first. */
+  const waiting = new Set<Promise<PageAnalysis>>();
   return {
     threads,
     analyze: (page) => {
@@ -74,12 +76,19 @@ export function createParseAnalyzer(threads: number, userAgent: string): ParseAn
       };
       // Handed over in this very call when there is room: a page that waited for a later turn
       // of the event loop would not reach the worker while that loop is busy.
-      return budget.tryAcquire(bytes) ? run() : budget.acquire(bytes).then(run);
+      if (budget.tryAcquire(bytes)) return run();
+      const later = budget.acquire(bytes).then(run);
+      waiting.add(later);
+      void later.finally(() => waiting.delete(later)).catch(() => undefined);
+      return later;
     },
     backlog: () => ({ bytes: budget.heldBytes, waiting: budget.queued }),
-    // Graceful: pages already handed to a worker are analysed first. destroy() failed them, so a
-    // stopping crawl retried them and parsed them twice.
-    close: () => pool.close(),
+    // Graceful: pages already submitted are analysed first, those still waiting for room
+    // included. destroy() failed them, so a stopping crawl retried them and parsed them twice.
+    close: async () => {
+      while (waiting.size > 0) await Promise.allSettled([...waiting]);
+      await pool.close();
+    },
   };
 
   function send(page: FetchedPageMsg): Promise<PageAnalysis> {

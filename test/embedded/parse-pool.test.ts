@@ -11,7 +11,8 @@
  *   a time, each next page waited for that loop to take the last result: in `crawl run` the
  *   worker sat idle with 1,600 pages to parse while the loop was busy fetching.
  * - Big pages do not pile up in the worker: its queue holds ANALYZER_MAX_BYTES of pages at most
- *   (each page there is a copy), the rest wait their turn, in order, and all are analysed.
+ *   (each page there is a copy), the rest wait their turn, in order, and all are analysed, also
+ *   when the pool is closed while they wait.
  */
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
@@ -83,9 +84,10 @@ const { ANALYZER_MAX_BYTES } = require(${JSON.stringify(join(ROOT, 'dist', 'proc
   const order = [];
   const all = Array.from({ length: 36 }, (_, n) => pool.analyze(big(n)).then((a) => order.push(n) && a));
   const backlog = pool.backlog();
+  // Closing at once: the pages still waiting for room are analysed too, none fails.
+  await pool.close();
   const results = await Promise.all(all);
   const after = pool.backlog();
-  await pool.close();
   process.stdout.write(JSON.stringify({
     max: ANALYZER_MAX_BYTES, bytes: backlog.bytes, waiting: backlog.waiting, after,
     links: results.every((a) => a.linkUrls.length === 25), inOrder: order.every((n, i) => n === i),
