@@ -23,6 +23,7 @@ import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { parseBenchArgs, launcherNodeFlags, USAGE, type BenchArgs } from './args';
 import { connectKafka, groupBacklog, type Admin } from '../connectors/kafka';
@@ -108,10 +109,10 @@ function sustainedWindow(bounds: { from: number; to: number }, pages: number, wa
   };
 }
 
-/** Records of a topic written before `at` (by their timestamps: the producer's clock, this machine's). */
-async function recordsBefore(admin: Admin, topic: string, at: number): Promise<number> {
-  const [low, upTo] = await Promise.all([admin.fetchTopicOffsets(topic), admin.fetchTopicOffsetsByTimestamp(topic, at)]);
-  return upTo.reduce((sum, o) => sum + Number(o.offset) - Number(low.find((l) => l.partition === o.partition)?.low ?? 0), 0);
+/** Records of a topic written from `from` to before `to` (by their timestamps: the producer's clock, this machine's). */
+async function recordsBetween(admin: Admin, topic: string, from: number, to: number): Promise<number> {
+  const [first, end] = await Promise.all([admin.fetchTopicOffsetsByTimestamp(topic, from), admin.fetchTopicOffsetsByTimestamp(topic, to)]);
+  return end.reduce((sum, o) => sum + Number(o.offset) - Number(first.find((f) => f.partition === o.partition)?.offset ?? o.offset), 0);
 }
 
 async function runEmbedded(a: BenchArgs, web: Web, latencyMs: number, dir: string): Promise<RunResult> {
@@ -126,14 +127,9 @@ async function runEmbedded(a: BenchArgs, web: Web, latencyMs: number, dir: strin
   const child = spawn(process.execPath, args, { env: { ...process.env, CRAWL_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
   // `crawl run`'s progress line (stderr, once a second) says how many pages it has parsed.
   const parsedSoFar: Point[] = [];
-  let pending = '';
-  child.stderr!.on('data', (d: Buffer) => {
-    const lines = (pending + d.toString()).split('\n');
-    pending = lines.pop()!;
-    for (const line of lines) {
-      const n = /, parsed (\d+),/.exec(line)?.[1];
-      if (n !== undefined) parsedSoFar.push({ at: Date.now(), value: Number(n) });
-    }
+  createInterface({ input: child.stderr! }).on('line', (line) => {
+    const n = /, parsed (\d+),/.exec(line)?.[1];
+    if (n !== undefined) parsedSoFar.push({ at: Date.now(), value: Number(n) });
   });
   const m = await measureChild(child, before, watch, (a.secs + 30) * 1000);
   watch.stop();
@@ -217,7 +213,7 @@ async function runKafka(a: BenchArgs, web: Web, latencyMs: number, dir: string):
   const bounds = s ? sustainedBounds(s.firstPageAt, s.lastPageAt, a.warmupSecs) : null;
   // Pages parse finished in the window: crawl.parsed records by their timestamps.
   const parsedIn = bounds
-    ? await withAdmin(async (admin) => (await recordsBefore(admin, prefix + topics.parsed.name, bounds.to)) - (await recordsBefore(admin, prefix + topics.parsed.name, bounds.from))).catch(() => undefined)
+    ? await withAdmin((admin) => recordsBetween(admin, prefix + topics.parsed.name, bounds.from, bounds.to)).catch(() => undefined)
     : undefined;
   const sustained = bounds && parsedIn !== undefined ? sustainedWindow(bounds, parsedIn, watch, [child.pid!, ...others.map((o) => o.pid!), ...services], web, s!.firstPageAt) : undefined;
   return {

@@ -66,14 +66,7 @@ export function createParseAnalyzer(threads: number, userAgent: string): ParseAn
     threads,
     analyze: (page) => {
       const bytes = page.body.length + (page.record_gz?.length ?? 0);
-      const run = (): Promise<PageAnalysis> => {
-        try {
-          return send(page).finally(() => budget.release(bytes));
-        } catch (err) {
-          budget.release(bytes);
-          return Promise.reject(err);
-        }
-      };
+      const run = (): Promise<PageAnalysis> => send(page).finally(() => budget.release(bytes));
       // Handed over in this very call when there is room: a page that waited for a later turn
       // of the event loop would not reach the worker while that loop is busy.
       if (budget.tryAcquire(bytes)) return run();
@@ -91,7 +84,9 @@ export function createParseAnalyzer(threads: number, userAgent: string): ParseAn
     },
   };
 
-  function send(page: FetchedPageMsg): Promise<PageAnalysis> {
+  // Async so that whatever fails here rejects (and releases the page's bytes); its body runs in
+  // the call itself, so the page still reaches the pool at once.
+  async function send(page: FetchedPageMsg): Promise<PageAnalysis> {
     // Copies made here belong to nobody else: handed over, not cloned a second time.
     const transferList: ArrayBuffer[] = [];
     const own = (b: Buffer): Buffer => {
