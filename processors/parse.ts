@@ -73,7 +73,8 @@ export interface PageAnalysis {
    * URLs cross the thread boundary instead of 25 objects that each repeat the page's URL.
    */
   linkUrls: string[];
-  text: string;
+  /** The visible text; from the parse worker, its UTF-8 bytes (the text record's block). */
+  text: string | Uint8Array;
 }
 
 /** The links a page gives to follow, one hop deeper than the page, at `priority` (null: unset). */

@@ -299,7 +299,8 @@ export function metadataRecord(o: MetadataOptions): WarcRecord {
 
 export interface ConversionOptions extends RecordContext {
   targetUri: string;
-  text: string;
+  /** The text, or its UTF-8 bytes as they are to be stored. */
+  text: string | Uint8Array;
   /** WARC-Record-ID of the response the text was extracted from. */
   refersTo: string;
 }
@@ -313,6 +314,6 @@ export function conversionRecord(o: ConversionOptions): WarcRecord {
     targetUri: o.targetUri,
     fields: [['WARC-Refers-To', o.refersTo], ['WARC-Warcinfo-ID', o.warcinfoId]],
     contentType: 'text/plain',
-    block: Buffer.from(o.text, 'utf8'),
+    block: typeof o.text === 'string' ? Buffer.from(o.text, 'utf8') : Buffer.from(o.text.buffer, o.text.byteOffset, o.text.byteLength),
   });
 }

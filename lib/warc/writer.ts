@@ -32,8 +32,8 @@ export type WarcEntry =
     }
   /** A page not stored (non-HTML, refused): what we know of it as `key: value` fields. */
   | { type: 'metadata'; targetUri: string; fields: Array<[string, string]>; concurrentTo?: string; date?: Date }
-  /** Extracted text of a stored response, whose WARC-Record-ID is `refersTo`. */
-  | { type: 'conversion'; targetUri: string; text: string; refersTo: string; date?: Date };
+  /** Extracted text (a string, or its UTF-8 bytes) of a stored response, whose WARC-Record-ID is `refersTo`. */
+  | { type: 'conversion'; targetUri: string; text: string | Uint8Array; refersTo: string; date?: Date };
 
 /** A RecordPointer to the entry's main record, plus that record's WARC-Record-ID. */
 export interface WarcPointer extends RecordPointer {

@@ -13,6 +13,8 @@
  * - Big pages do not pile up in the worker: its queue holds ANALYZER_MAX_BYTES of pages at most
  *   (each page there is a copy), the rest wait their turn, in order, and all are analysed, also
  *   when the pool is closed while they wait.
+ * - The text comes back as its UTF-8 bytes (the text record's block), not as a string on the
+ *   crawl's event-loop heap.
  */
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
@@ -118,11 +120,34 @@ const { exchangeRecords } = require(${JSON.stringify(join(ROOT, 'dist', 'lib', '
 })().catch((e) => { process.stderr.write(String(e && e.stack || e)); process.exit(1); });
 `;
 
+const textScript = `${prelude}
+const { analyzePage } = require(${JSON.stringify(join(ROOT, 'dist', 'processors', 'parse.js'))});
+(async () => {
+  const plain = page(2);
+  const body = Buffer.from(plain.body.toString('utf8').replace('<body>', '<body><p>Grüße aus Köln — 東京の天気</p>'));
+  const p = { ...plain, body };
+  const here = analyzePage(p, { userAgent: 'KCrawl/1.0 (+https://example.org/bot)' });
+  const a = await pool.analyze(p);
+  await pool.close();
+  process.stdout.write(JSON.stringify({
+    bytes: a.text instanceof Uint8Array, ownBuffer: a.text.byteOffset === 0 && a.text.buffer.byteLength === a.text.byteLength,
+    same: Buffer.from(a.text.buffer, a.text.byteOffset, a.text.byteLength).toString('utf8') === here.text, hasText: here.text.includes('東京の天気'),
+    rest: JSON.stringify({ ...a, text: null }) === JSON.stringify({ ...here, text: null }),
+  }));
+})().catch((e) => { process.stderr.write(String(e && e.stack || e)); process.exit(1); });
+`;
+
 describe('parse on a worker thread', () => {
   test('parses pages whose bytes are views into a larger buffer, and leaves the caller\'s bytes whole', () => {
     const r = spawnSync(process.execPath, ['-e', viewsScript], { encoding: 'utf8', timeout: 60_000 });
     expect(r.stderr).toBe('');
     expect(JSON.parse(r.stdout)).toEqual({ same: true, links: 25, intact: true });
+  }, 90_000);
+
+  test('returns the text as its UTF-8 bytes in a buffer of their own, the rest as parsed on this thread', () => {
+    const r = spawnSync(process.execPath, ['-e', textScript], { encoding: 'utf8', timeout: 60_000 });
+    expect(r.stderr).toBe('');
+    expect(JSON.parse(r.stdout)).toEqual({ bytes: true, ownBuffer: true, same: true, hasText: true, rest: true });
   }, 90_000);
 
   test('keeps parsing while the event loop is busy', () => {

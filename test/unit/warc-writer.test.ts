@@ -177,6 +177,26 @@ describe('WarcWriter', () => {
     expect(types).toEqual(['revisit', 'metadata', 'conversion']);
   });
 
+  test('a conversion entry given UTF-8 bytes stores the same block as one given the text', async () => {
+    const text = 'Grüße aus Köln — 東京の天気 😀\n'.repeat(40);
+    const w = writer({ prefix: 'text-bytes' });
+    // As bytes may arrive: a view at an offset into a larger buffer (here Node's shared pool).
+    const joined = Buffer.concat([Buffer.from('xx'), Buffer.from(text, 'utf8'), Buffer.from('yy')]);
+    const [asString, asBytes] = [
+      w.append({ type: 'conversion', targetUri: 'http://example.com/t', text, refersTo: '<urn:uuid:r>' }),
+      w.append({ type: 'conversion', targetUri: 'http://example.com/t', text: new Uint8Array(joined.buffer, joined.byteOffset + 2, joined.length - 4), refersTo: '<urn:uuid:r>' }),
+    ];
+    await w.close();
+    const blocks: string[] = [];
+    for (const p of await Promise.all([asString, asBytes])) {
+      const raw = gunzipSync(await store.read(p.uri, p.offset, p.length)).toString('utf8');
+      const head = raw.slice(0, raw.indexOf('\r\n\r\n'));
+      blocks.push(`${/Content-Length: (\d+)/.exec(head)?.[1]} ${/WARC-Block-Digest: (\S+)/.exec(head)?.[1]} ${raw.slice(head.length + 4, -4)}`);
+    }
+    expect(blocks[1]).toBe(blocks[0]);
+    expect(blocks[0]).toBe(`${Buffer.byteLength(text)} sha256:${createHash('sha256').update(text, 'utf8').digest('hex')} ${text}`);
+  });
+
   test('refuses appends after close, and bad settings at construction', async () => {
     const w = writer();
     await w.close();
