@@ -91,6 +91,23 @@ describe('isAddressAllowed', () => {
     }
   });
 
+  it('answers are kept per string and stay right after the kept answers are dropped (past 10,000)', () => {
+    const spell = (i: number, first: number) => `${first}.${(i >> 8) & 255}.${i & 255}.1`;
+    const check = (i: number) => {
+      expect(isAddressAllowed(spell(i, 10), closed)).toBe(false);
+      expect(isAddressAllowed(spell(i, 10), open)).toBe(true);
+      expect(isAddressAllowed(spell(i, 8), closed)).toBe(true);
+      expect(classifyAddress(`0x7f.${i}`)).toBe('loopback');
+      expect(parseHostLiteral(`ex${i}.example`)).toBeNull();
+    };
+    for (let i = 0; i < 12_000; i++) check(i);
+    for (let i = 0; i < 100; i++) check(i);
+    // A second check of a string gives the same answer as the first, for every policy.
+    expect(isAddressAllowed('169.254.169.254', open)).toBe(false);
+    expect(isAddressAllowed('169.254.169.254', { allowPrivateNetwork: true, allowCidrs: ['169.254.169.254/32'] })).toBe(true);
+    expect(isAddressAllowed('169.254.169.254', open)).toBe(false);
+  });
+
   it('allowCidrs opens exactly the listed ranges', () => {
     const p = { allowPrivateNetwork: false, allowCidrs: ['127.0.0.2/32', 'fd00::/8'] };
     expect(isAddressAllowed('127.0.0.2', p)).toBe(true);
