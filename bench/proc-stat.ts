@@ -37,6 +37,25 @@ export function parsePeakRssBytes(status: string): number {
   return m ? Number(m[1]) * 1024 : 0;
 }
 
+/**
+ * The machine's steal time in ms, summed over its CPUs, from the text of /proc/stat: time the
+ * hypervisor ran something else while this guest had work (the `cpu` line's 8th number). On a
+ * virtual machine it is CPU the crawl could not have, whatever it did.
+ */
+export function parseStealMs(procStat: string): number {
+  const fields = procStat.slice(0, procStat.indexOf('\n')).trim().split(/\s+/);
+  if (fields[0] !== 'cpu') return 0;
+  return (Number(fields[8] ?? 0) * 1000) / CLOCK_TICKS;
+}
+
+function readStealMs(): number {
+  try {
+    return parseStealMs(readFileSync('/proc/stat', 'utf8'));
+  } catch {
+    return 0;
+  }
+}
+
 export interface ProcSample {
   cpuMs: number;
   peakRssBytes: number;
@@ -58,6 +77,8 @@ export function sample(pid: number): ProcSample | null {
 export interface CpuPoint {
   at: number;
   cpuMs: ReadonlyMap<number, number>;
+  /** The machine's steal time so far (ms over all CPUs, parseStealMs); absent in older series. */
+  stealMs?: number;
 }
 
 /**
@@ -72,6 +93,12 @@ export function cpuMsBetween(series: readonly CpuPoint[], pids: readonly number[
     sum += growthBetween(points, from, to);
   }
   return sum;
+}
+
+/** The machine's steal time between two moments, off the same polls (0 where none has it). */
+export function stealMsBetween(series: readonly CpuPoint[], from: number, to: number): number {
+  const points = series.filter((p) => p.stealMs !== undefined).map((p) => ({ at: p.at, value: p.stealMs! }));
+  return growthBetween(points, from, to);
 }
 
 /**
@@ -100,7 +127,12 @@ export class ProcWatch {
       // An exiting process (a zombie) shows no VmHWM: keep the peak seen while it lived.
       if (s) this.last.set(pid, { cpuMs: Math.max(s.cpuMs, this.last.get(pid)!.cpuMs), peakRssBytes: Math.max(s.peakRssBytes, this.last.get(pid)!.peakRssBytes) });
     }
-    this.series.push({ at: Date.now(), cpuMs: new Map([...this.last].map(([pid, s]) => [pid, s.cpuMs - this.base.get(pid)!])) });
+    this.series.push({ at: Date.now(), cpuMs: new Map([...this.last].map(([pid, s]) => [pid, s.cpuMs - this.base.get(pid)!])), stealMs: readStealMs() });
+  }
+
+  /** The machine's steal time between two moments (Date.now() times) of the watch. */
+  stealMsBetween(from: number, to: number): number {
+    return stealMsBetween(this.series, from, to);
   }
 
   /** CPU the given processes used between two moments (Date.now() times) of the watch. */

@@ -2,7 +2,7 @@
  * Benchmark results as a markdown table, each contender also as a ratio against the peer
  * crawler measured on the same web at the same latency. Pure, so it is unit-tested.
  */
-import { sustainedCpuMsPerPage, sustainedPagesPerSec, type SustainedWindow } from './sustained';
+import { stealShare, sustainedCpuMsPerPage, sustainedPagesPerSec, type SustainedWindow } from './sustained';
 
 export interface RunResult {
   contender: 'embedded' | 'kafka' | 'peer';
@@ -139,22 +139,24 @@ export function markdownTable(results: readonly RunResult[], cores = 2): string 
  */
 export function sustainedTable(results: readonly RunResult[], cores = 2): string {
   const head =
-    '| contender | latency | window | pages in it | pages/s | vs peer | CPU ms/page | × parser floor | vs peer | web server CPU ms/page | % of limit | % of machine |\n' +
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|';
+    '| contender | latency | window | pages in it | pages/s | vs peer | CPU ms/page | × parser floor | vs peer | web server CPU ms/page | % of limit | % of machine | steal | % of limit, steal aside |\n' +
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|';
   const rows = results.map((r) => {
     const name = contenderName(r);
     const w = r.sustained;
-    if (!w || w.pages <= 0) return `| ${name} | ${r.latencyMs} ms | – | – | – | | – | – | | – | – | – |`;
+    if (!w || w.pages <= 0) return `| ${name} | ${r.latencyMs} ms | – | – | – | | – | – | | – | – | – | – | – |`;
     const peer = results.find((p) => p.contender === 'peer' && p.latencyMs === r.latencyMs)?.sustained;
     const pps = sustainedPagesPerSec(w);
     const cpp = sustainedCpuMsPerPage(w);
     const vsPeer = r.contender !== 'peer' && peer && peer.pages > 0;
     const web = w.webCpuMs / w.pages;
     const machine = pps / ((cores * 1000) / (cpp + web));
+    const steal = stealShare(w, cores);
     return (
       `| ${name} | ${r.latencyMs} ms | ${fmt(w.fromSec, 0)}–${fmt(w.fromSec + w.secs, 0)} s | ${Math.round(w.pages)} | ${fmt(pps)} | ${vsPeer ? ratio(pps, sustainedPagesPerSec(peer)) : ''} | ` +
       `${fmt(cpp, 2)} | ${r.parserFloorMs ? `${fmt(cpp / r.parserFloorMs, 2)}×` : '–'} | ${vsPeer ? ratio(sustainedCpuMsPerPage(peer), cpp) : ''} | ${fmt(web, 2)} | ` +
-      `${w.limitPagesPerSec ? `${fmt((100 * pps) / w.limitPagesPerSec, 0)}%` : '–'} | ${fmt(100 * machine, 0)}% |`
+      `${w.limitPagesPerSec ? `${fmt((100 * pps) / w.limitPagesPerSec, 0)}%` : '–'} | ${fmt(100 * machine, 0)}% | ` +
+      `${steal === null ? '–' : `${fmt(100 * steal, 0)}%`} | ${w.limitNetOfStealPagesPerSec ? `${fmt((100 * pps) / w.limitNetOfStealPagesPerSec, 0)}%` : '–'} |`
     );
   });
   return [head, ...rows].join('\n');

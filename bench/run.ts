@@ -30,7 +30,7 @@ import { connectKafka, groupBacklog, type Admin } from '../connectors/kafka';
 import { topics, type TopicId } from '../topologies/crawl';
 import { ProcWatch, reapedChildrenCpuMs, sample } from './proc-stat';
 import { cpuMsPerPage, kcrawlHostPeriodMs, markdownTable, sustainedTable, throughputLimit, type RunResult } from './report';
-import { growthBetween, pagesBetweenSeconds, sustainedBounds, sustainedCpuMsPerPage, type Point, type SustainedWindow } from './sustained';
+import { growthBetween, pagesBetweenSeconds, sustainedBounds, stealShare, sustainedCpuMsPerPage, type Point, type SustainedWindow } from './sustained';
 import { parserFloorMs } from './parser-floor';
 import { fillerHtml, hostAddress, hostName, pageHtml, PAGE_BYTES, type PolitenessSummary } from './synthetic-web';
 
@@ -106,6 +106,7 @@ function sustainedWindow(bounds: { from: number; to: number }, pages: number, wa
   return {
     fromSec: (bounds.from - firstPageAt) / 1000, secs: (bounds.to - bounds.from) / 1000, pages,
     cpuMs: watch.cpuMsBetween(pids, bounds.from, bounds.to), webCpuMs: watch.cpuMsBetween([web.child.pid!], bounds.from, bounds.to),
+    stealMs: watch.stealMsBetween(bounds.from, bounds.to),
   };
 }
 
@@ -316,7 +317,11 @@ async function main(): Promise<void> {
         // The CPU limit from this run's own CPU per page; the politeness limit from its own rule.
         const period = r.contender === 'peer' ? latencyMs + 1000 : kcrawlHostPeriodMs(latencyMs);
         r.limitPagesPerSec = throughputLimit(cpuMsPerPage(r), CORES, a.hosts, period);
-        if (r.sustained) r.sustained.limitPagesPerSec = throughputLimit(sustainedCpuMsPerPage(r.sustained), CORES, a.hosts, period);
+        if (r.sustained) {
+          r.sustained.limitPagesPerSec = throughputLimit(sustainedCpuMsPerPage(r.sustained), CORES, a.hosts, period);
+          const steal = stealShare(r.sustained, CORES);
+          if (steal !== null) r.sustained.limitNetOfStealPagesPerSec = throughputLimit(sustainedCpuMsPerPage(r.sustained), CORES * (1 - steal), a.hosts, period);
+        }
         results.push(r);
         process.stderr.write(`  ${JSON.stringify(r)}\n`);
       }

@@ -57,8 +57,12 @@ export interface SustainedWindow {
   cpuMs: number;
   /** The synthetic web server's CPU in it. */
   webCpuMs: number;
+  /** The machine's steal time in it, over all CPUs (/proc/stat); absent in older results. */
+  stealMs?: number;
   /** min(CPU limit, politeness limit) at this window's CPU per page. */
   limitPagesPerSec?: number | null;
+  /** The same limit with the CPU the hypervisor took (stealMs) left out of the cores' time. */
+  limitNetOfStealPagesPerSec?: number | null;
 }
 
 /**
@@ -72,3 +76,6 @@ export function sustainedBounds(firstPageAt: number, lastPageAt: number, warmupS
 
 export const sustainedPagesPerSec = (w: SustainedWindow): number => (w.secs > 0 ? w.pages / w.secs : 0);
 export const sustainedCpuMsPerPage = (w: SustainedWindow): number => (w.pages > 0 ? w.cpuMs / w.pages : 0);
+/** The share of the cores' time in the window that the hypervisor took; null where not measured. */
+export const stealShare = (w: SustainedWindow, cores: number): number | null =>
+  w.stealMs !== undefined && w.secs > 0 ? Math.min(1, w.stealMs / (cores * w.secs * 1000)) : null;

@@ -7,10 +7,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseBenchArgs, launcherNodeFlags } from '../../bench/args';
-import { cpuMsBetween, parsePeakRssBytes, parseStatChildrenCpuMs, parseStatCpuMs } from '../../bench/proc-stat';
+import { cpuMsBetween, parsePeakRssBytes, parseStatChildrenCpuMs, parseStatCpuMs, parseStealMs, stealMsBetween } from '../../bench/proc-stat';
 import { barePass, median, parserFloorMs, processCpuMs } from '../../bench/parser-floor';
 import { cpuMsPerPage, floorMultiple, kcrawlHostPeriodMs, machineShare, markdownTable, shareOfOwnZeroLatency, sustainedTable, throughputLimit, webCpuMsPerPage, type RunResult } from '../../bench/report';
-import { growthBetween, pagesBetweenSeconds, sustainedBounds, valueAt } from '../../bench/sustained';
+import { growthBetween, pagesBetweenSeconds, stealShare, sustainedBounds, valueAt } from '../../bench/sustained';
 import { fillerHtml, hostAddress, hostIndexOfName, hostName, LINKS_PER_PAGE, PAGE_BYTES, pageHtml, pageLinks, PolitenessTracker } from '../../bench/synthetic-web';
 import { chunkByBytes, type RawRecord } from '../../connectors/kafka';
 
@@ -108,6 +108,21 @@ describe('sustained window', () => {
     expect(cpuMsBetween(series, [3], 0, 200)).toBe(0);
   });
 
+  it('reads the machine\'s steal time off /proc/stat and the polls', () => {
+    const procStat = 'cpu  58807 0 5999 886268 789 0 958 17065 0 0\ncpu0 29000 0 3000 443000 400 0 479 8500 0 0\nintr 1\n';
+    expect(parseStealMs(procStat)).toBe(170_650);
+    expect(parseStealMs('intr 1\n')).toBe(0);
+    const series = [
+      { at: 0, cpuMs: new Map<number, number>(), stealMs: 1000 },
+      { at: 100, cpuMs: new Map<number, number>(), stealMs: 1020 },
+      { at: 200, cpuMs: new Map<number, number>(), stealMs: 1060 },
+    ];
+    expect(stealMsBetween(series, 50, 150)).toBe(30);
+    expect(stealMsBetween([{ at: 0, cpuMs: new Map<number, number>() }], 0, 100)).toBe(0);
+    expect(stealShare({ fromSec: 15, secs: 10, pages: 1, cpuMs: 1, webCpuMs: 0, stealMs: 2000 }, 2)).toBe(0.1);
+    expect(stealShare({ fromSec: 15, secs: 10, pages: 1, cpuMs: 1, webCpuMs: 0 }, 2)).toBeNull();
+  });
+
   it('prints sustained pages/s and CPU per page against the peer, the limit and the machine', () => {
     const base: RunResult = {
       contender: 'peer', latencyMs: 0, hosts: 10, pages: 100, handedOff: 100, windowSecs: 10, cpuMs: 1000, serviceCpuMs: 0, peakRssBytes: 0,
@@ -116,7 +131,8 @@ describe('sustained window', () => {
     };
     const ours: RunResult = {
       ...base, contender: 'embedded', parserFloorMs: 1,
-      sustained: { fromSec: 15, secs: 40, pages: 32_000, cpuMs: 64_000, webCpuMs: 6_400, limitPagesPerSec: 1000 },
+      // The hypervisor took 8 s of the window's 80 s of core time (10%).
+      sustained: { fromSec: 15, secs: 40, pages: 32_000, cpuMs: 64_000, webCpuMs: 6_400, limitPagesPerSec: 1000, stealMs: 8000, limitNetOfStealPagesPerSec: 900 },
     };
     const short: RunResult = { ...base, contender: 'kafka', sustained: undefined };
     const rows = sustainedTable([ours, base, short], 2).split('\n');
@@ -132,7 +148,11 @@ describe('sustained window', () => {
     expect(cell('% of limit')).toBe('80%');
     // 2 cores / (2.0 + 0.2 ms) = 909 pages/s at most: 800 is 88%.
     expect(cell('% of machine')).toBe('88%');
-    expect(rows[4]).toBe('| kcrawl Kafka mode | 0 ms | – | – | – | | – | – | | – | – | – |');
+    expect(cell('steal')).toBe('10%');
+    expect(cell('% of limit, steal aside')).toBe('89%');
+    // A result without steal figures (older JSON) shows none.
+    expect(sustainedTable([base], 2).split('\n')[2]!.split('|').map((c) => c.trim()).slice(-3, -1)).toEqual(['–', '–']);
+    expect(rows[4]).toBe('| kcrawl Kafka mode | 0 ms | – | – | – | | – | – | | – | – | – | – | – |');
   });
 });
 
