@@ -84,7 +84,7 @@ export function pageLinks(page: Pick<FetchedPageMsg, 'url' | 'depth' | 'fetched_
 }
 
 /** Pure: what one page says, before any comparison with other pages. */
-export function analyzePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'userAgent'>): PageAnalysis {
+export function analyzePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'userAgent'>): PageAnalysis & { text: string } {
   const { text: html } = decodeBody(fetchedBody(page), page.content_type);
   const ex = extract(html, page.final_url, { xRobotsTag: page.x_robots_tag, productToken: productToken(opts.userAgent) });
   const linkUrls: string[] = [];
