@@ -88,17 +88,23 @@ export interface CpuPoint {
  */
 export function cpuMsBetween(series: readonly CpuPoint[], pids: readonly number[], from: number, to: number): number {
   let sum = 0;
-  for (const pid of pids) {
-    const points = series.filter((p) => p.cpuMs.has(pid)).map((p) => ({ at: p.at, value: p.cpuMs.get(pid)! }));
-    sum += growthBetween(points, from, to);
-  }
+  for (const pid of pids) sum += growthOf(series, (p) => p.cpuMs.get(pid), from, to);
   return sum;
+}
+
+/** Growth between two moments of one value of the polls, from the polls that have it. */
+function growthOf(series: readonly CpuPoint[], value: (p: CpuPoint) => number | undefined, from: number, to: number): number {
+  const points: Array<{ at: number; value: number }> = [];
+  for (const p of series) {
+    const v = value(p);
+    if (v !== undefined) points.push({ at: p.at, value: v });
+  }
+  return growthBetween(points, from, to);
 }
 
 /** The machine's steal time between two moments, off the same polls (0 where none has it). */
 export function stealMsBetween(series: readonly CpuPoint[], from: number, to: number): number {
-  const points = series.filter((p) => p.stealMs !== undefined).map((p) => ({ at: p.at, value: p.stealMs! }));
-  return growthBetween(points, from, to);
+  return growthOf(series, (p) => p.stealMs, from, to);
 }
 
 /**

@@ -318,9 +318,10 @@ async function main(): Promise<void> {
         const period = r.contender === 'peer' ? latencyMs + 1000 : kcrawlHostPeriodMs(latencyMs);
         r.limitPagesPerSec = throughputLimit(cpuMsPerPage(r), CORES, a.hosts, period);
         if (r.sustained) {
-          r.sustained.limitPagesPerSec = throughputLimit(sustainedCpuMsPerPage(r.sustained), CORES, a.hosts, period);
+          const cpp = sustainedCpuMsPerPage(r.sustained);
           const steal = stealShare(r.sustained, CORES);
-          if (steal !== null) r.sustained.limitNetOfStealPagesPerSec = throughputLimit(sustainedCpuMsPerPage(r.sustained), CORES * (1 - steal), a.hosts, period);
+          r.sustained.limitPagesPerSec = throughputLimit(cpp, CORES, a.hosts, period);
+          if (steal !== null) r.sustained.limitNetOfStealPagesPerSec = throughputLimit(cpp, CORES * (1 - steal), a.hosts, period);
         }
         results.push(r);
         process.stderr.write(`  ${JSON.stringify(r)}\n`);
