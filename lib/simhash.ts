@@ -58,12 +58,17 @@ export function simhashOfFeatures(features: Iterable<[string, number]>): string 
 /**
  * SimHash of a text and how many shingles it has (the sum of the feature weights), equal to
  * simhashOfFeatures(shingles(text, width)) but without a string and a Map entry per shingle:
- * a text of Latin-1 characters only (U+0000-U+00FF, the common case) is shingled as packed
- * integers with cached feature hashes; any other text takes the string way, with cached hashes too.
+ * a text of Latin-1 characters only (U+0000-U+00FF, the common case) is shingled from its UTF-8
+ * bytes as packed integers with cached feature hashes; any other text takes the string way, with
+ * cached hashes too. `utf8`, when the caller has it, is the text's UTF-8 encoding (the parse
+ * worker encodes the text anyway); otherwise the text is encoded here.
  */
-export function simhashWithCount(text: string, width = SHINGLE_WIDTH): { simhash: string; shingles: number } {
-  const fast = width >= 1 && width <= 4 ? latin1Simhash(text, width) : null;
-  if (fast) return fast;
+export function simhashWithCount(text: string, width = SHINGLE_WIDTH, utf8?: Uint8Array): { simhash: string; shingles: number } {
+  if (width >= 1 && width <= 4) {
+    const bytes = utf8 ?? Buffer.from(text.length > MAX_SIMHASH_CHARS ? text.slice(0, MAX_SIMHASH_CHARS) : text, 'utf8');
+    const fast = latin1Simhash(bytes, width);
+    if (fast) return fast;
+  }
   const features = shingles(text, width);
   let n = 0;
   for (const w of features.values()) n += w;
@@ -75,7 +80,7 @@ export function simhash64(text: string, width = SHINGLE_WIDTH): string {
 }
 
 /** Bit i of the vote counts the digest's low 64 bits (hi: bytes 8..11, lo: 12..15, big-endian). */
-function addVotes(votes: Float64Array | Int32Array, hi: number, lo: number, w: number): void {
+function addVotes(votes: Float64Array, hi: number, lo: number, w: number): void {
   // Branch-free (w times +1 or -1, exact): hash bits are coin flips, so a branch per bit
   // mispredicts half the time, and this loop runs 32 times per distinct shingle.
   for (let i = 0; i < 32; i++) {
@@ -84,7 +89,7 @@ function addVotes(votes: Float64Array | Int32Array, hi: number, lo: number, w: n
   }
 }
 
-function fingerprintOf(votes: Float64Array | Int32Array): string {
+function fingerprintOf(votes: Float64Array): string {
   let hi = 0;
   let lo = 0;
   for (let i = 0; i < 32; i++) {
@@ -130,40 +135,41 @@ for (let c = 0; c < 256; c++) {
 
 /**
  * Open-addressing table from a packed shingle (up to 4 Latin-1 characters, 8 bits each, in an
- * int32) to the two halves of its feature hash. 0 marks an empty slot: no shingle packs to 0,
- * since NUL is no word character.
+ * int32) to the two halves of its feature hash, side by side: [key, hi, lo] per slot, so a probe
+ * touches one cache line rather than one in each of three arrays. 0 marks an empty slot: no
+ * shingle packs to 0, since NUL is no word character.
  */
 class HashCache {
-  readonly keys: Int32Array;
-  readonly hi: Int32Array;
-  readonly lo: Int32Array;
+  /** 3 int32s a slot: key, hash bytes 8..11, hash bytes 12..15. */
+  readonly slots: Int32Array;
   size = 0;
+  private readonly mask: number;
   private readonly shift: number;
   constructor(readonly bits: number) {
-    this.keys = new Int32Array(1 << bits);
-    this.hi = new Int32Array(1 << bits);
-    this.lo = new Int32Array(1 << bits);
+    this.slots = new Int32Array(3 << bits);
+    this.mask = (1 << bits) - 1;
     this.shift = 32 - bits;
   }
-  /** The slot holding key, after hashing and storing it if it was not there. */
-  slot(key: number, width: number): number {
-    const mask = this.keys.length - 1;
+  /** Where key's [key, hi, lo] start in `slots`, after hashing and storing it if it was not there. */
+  at(key: number, width: number): number {
+    const slots = this.slots;
     let i = Math.imul(key, 0x9e3779b1) >>> this.shift;
-    while (this.keys[i] !== 0 && this.keys[i] !== key) i = (i + 1) & mask;
-    if (this.keys[i] === 0) {
+    let k: number;
+    while ((k = slots[3 * i]) !== key && k !== 0) i = (i + 1) & this.mask;
+    if (k === 0) {
       // Emptied at half load: probes stay short, and memory is fixed (12 bytes a slot).
-      if (this.size >= mask >> 1) {
-        this.keys.fill(0);
+      if (this.size >= this.mask >> 1) {
+        slots.fill(0);
         this.size = 0;
-        return this.slot(key, width);
+        return this.at(key, width);
       }
       md5Low64Latin1(key, width, digest);
-      this.keys[i] = key;
-      this.hi[i] = digest[0];
-      this.lo[i] = digest[1];
+      slots[3 * i] = key;
+      slots[3 * i + 1] = digest[0];
+      slots[3 * i + 2] = digest[1];
       this.size++;
     }
-    return i;
+    return 3 * i;
   }
 }
 
@@ -206,8 +212,56 @@ function growCounts(bits: number, distinct: number): number {
   return nb;
 }
 
-function latin1Simhash(text: string, width: number): { simhash: string; shingles: number } | null {
-  const len = Math.min(text.length, MAX_SIMHASH_CHARS);
+/**
+ * The votes of the fast path, by nibble: nibbles[16 * p + v] is the weight of the features whose
+ * hash has value v in its nibble p (p 0-7: bits 0-31, the digest's bytes 12..15; 8-15: bits
+ * 32-63, bytes 8..11). 16 additions a distinct shingle instead of 64; the 64 bit sums come out
+ * of the 256 cells at the end (setBitsOfNibbles). Reused, zeroed after each call.
+ */
+const nibbles = new Int32Array(256);
+
+function addNibbles(hi: number, lo: number, w: number): void {
+  for (let p = 0; p < 8; p++) {
+    nibbles[(p << 4) | ((lo >>> (4 * p)) & 15)] += w;
+    nibbles[128 | (p << 4) | ((hi >>> (4 * p)) & 15)] += w;
+  }
+}
+
+/**
+ * The fingerprint from the nibble votes and the total weight: bit i is 1 when the weight of the
+ * features with bit i set is at least the weight of those without (votes >= 0, as addVotes).
+ */
+function fingerprintOfNibbles(total: number): string {
+  let hi = 0;
+  let lo = 0;
+  for (let p = 0; p < 16; p++) {
+    let b0 = 0;
+    let b1 = 0;
+    let b2 = 0;
+    let b3 = 0;
+    for (let v = 1; v < 16; v++) {
+      const n = nibbles[(p << 4) | v];
+      if ((v & 1) !== 0) b0 += n;
+      if ((v & 2) !== 0) b1 += n;
+      if ((v & 4) !== 0) b2 += n;
+      if ((v & 8) !== 0) b3 += n;
+    }
+    const bits = (2 * b0 >= total ? 1 : 0) | (2 * b1 >= total ? 2 : 0) | (2 * b2 >= total ? 4 : 0) | (2 * b3 >= total ? 8 : 0);
+    if (p < 8) lo |= bits << (4 * p);
+    else hi |= bits << (4 * (p - 8));
+  }
+  nibbles.fill(0);
+  return (hi >>> 0).toString(16).padStart(8, '0') + (lo >>> 0).toString(16).padStart(8, '0');
+}
+
+/**
+ * The fast path over the text's UTF-8 bytes: null when the text has a character above U+00FF
+ * (the string way handles every case) or is shorter than one shingle. A Latin-1 character is one
+ * byte (ASCII) or two (lead byte 0xC2/0xC3); MAX_SIMHASH_CHARS counts characters, as the string
+ * way counts UTF-16 units (the same thing for Latin-1).
+ */
+function latin1Simhash(utf8: Uint8Array, width: number): { simhash: string; shingles: number } | null {
+  const len = utf8.length;
   let bits = START_BITS;
   let table = counts;
   let slotMask = (1 << bits) - 1;
@@ -217,12 +271,22 @@ function latin1Simhash(text: string, width: number): { simhash: string; shingles
   let key = 0;
   let seen = 0;
   let distinct = 0;
+  let chars = 0;
   let fallBack = false;
-  // One pass: lower-case, keep word characters, count shingles. Any code unit above U+00FF
-  // (other scripts, surrogate pairs) sends the text the string way, which handles every case.
-  for (let i = 0; i < len; i++) {
-    const u = text.charCodeAt(i);
-    const c = u > 0xff ? -1 : LATIN1_WORD[u];
+  // One pass: decode, lower-case, keep word characters, count shingles.
+  for (let i = 0; i < len && chars < MAX_SIMHASH_CHARS; i++, chars++) {
+    let u = utf8[i];
+    if (u >= 0x80) {
+      // 0xC2 0x80..0xBF and 0xC3 0x80..0xBF are U+0080..U+00FF; anything else goes the string way.
+      const next = i + 1 < len ? utf8[i + 1] : 0;
+      if ((u !== 0xc2 && u !== 0xc3) || (next & 0xc0) !== 0x80) {
+        fallBack = true;
+        break;
+      }
+      u = ((u & 0x1f) << 6) | (next & 0x3f);
+      i++;
+    }
+    const c = LATIN1_WORD[u];
     if (c <= 0) {
       if (c === 0) continue;
       fallBack = true;
@@ -255,16 +319,16 @@ function latin1Simhash(text: string, width: number): { simhash: string; shingles
     return null;
   }
   const cache = (hashCaches[width] ??= new HashCache(HASH_CACHE_BITS));
-  // Int32: the votes are whole and bounded by the shingle count (at most MAX_SIMHASH_CHARS).
-  const votes = new Int32Array(BITS);
+  const slots = cache.slots;
   for (let j = 0; j < distinct; j++) {
     const s = used[j];
     const k = table[2 * s];
     table[2 * s] = 0;
-    const h = cache.slot(k, width);
-    addVotes(votes, cache.hi[h], cache.lo[h], table[2 * s + 1]);
+    const h = cache.at(k, width);
+    addNibbles(slots[h + 1], slots[h + 2], table[2 * s + 1]);
   }
-  return { simhash: fingerprintOf(votes), shingles: seen - width + 1 };
+  const total = seen - width + 1;
+  return { simhash: fingerprintOfNibbles(total), shingles: total };
 }
 
 function popcount32(x: number): number {

@@ -12,26 +12,19 @@ export interface ParseTask {
   userAgent: string;
 }
 
-/** A string's UTF-8 bytes in an ArrayBuffer of their own (one that can be transferred). */
-function ownUtf8(s: string): Uint8Array {
-  const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(s, 'utf8'));
-  bytes.write(s, 0, 'utf8');
-  return bytes;
-}
-
 export default function analyze(task: ParseTask): PageAnalysis {
   // A Buffer arrives as a plain Uint8Array (structured clone); the decoders want Buffer views.
   const asBuffer = (b: Uint8Array): Buffer => Buffer.from(b.buffer, b.byteOffset, b.byteLength);
   const gz = task.page.record_gz as Uint8Array | null | undefined;
   const page = { ...task.page, body: asBuffer(task.page.body), record_gz: gz ? asBuffer(gz) : null };
-  const a = analyzePage(page, { userAgent: task.userAgent });
-  // The text goes back as its UTF-8 bytes, moved rather than copied. As a string (about 45 KB a
-  // page of the benchmark's web) it was allocated on the event loop's heap, and much of it lived
-  // through two scavenges there: in `crawl run` (--trace-gc-nvp, 15 s on) that heap promoted
-  // 970 MB with text strings and 330 MB with bytes, and scavenged 137 times against 88. The
-  // bytes are the text record's block as it will be stored, outside the JavaScript heap.
-  const text = ownUtf8(a.text);
-  const result: PageAnalysis = { ...a, text };
+  // The text comes back as its UTF-8 bytes in a buffer of their own, moved rather than copied.
+  // As a string (about 45 KB a page of the benchmark's web) it was allocated on the event loop's
+  // heap, and much of it lived through two scavenges there: in `crawl run` (--trace-gc-nvp, 15 s
+  // on) that heap promoted 970 MB with text strings and 330 MB with bytes, and scavenged 137
+  // times against 88. The bytes are the text record's block as it will be stored, outside the
+  // JavaScript heap.
+  const result = analyzePage(page, { userAgent: task.userAgent, textAsUtf8: true });
+  const text = result.text;
   return move({
     get [transferableSymbol]() {
       return [text.buffer];

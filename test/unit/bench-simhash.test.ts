@@ -68,6 +68,22 @@ describe('simhashWithCount equals the reference shingling', () => {
     expect(simhash64(text)).toBe(fast.simhash);
   });
 
+  it('from the text\'s UTF-8 bytes as from the string, whichever path the text takes', () => {
+    const r = rng(11);
+    for (let t = 0; t < 200; t++) {
+      const text = randomText(r, Math.floor(r() * 300), LATIN1, t % 2 ? OTHER : []);
+      for (const width of [1, 3, 4]) expect(simhashWithCount(text, width, Buffer.from(text, 'utf8'))).toEqual(reference(text, width));
+    }
+  });
+
+  it('counts the limit in characters when Latin-1 letters take two UTF-8 bytes', () => {
+    // 'é' and 'ß' are two bytes each: a cut by bytes would stop at about half the characters.
+    const text = randomText(rng(12), MAX_SIMHASH_CHARS + 500, 'éßàöx ');
+    const expected = reference(text, 4);
+    expect(simhashWithCount(text)).toEqual(expected);
+    expect(simhashWithCount(text, 4, Buffer.from(text, 'utf8'))).toEqual(expected);
+  });
+
   it('repeated calls agree (the caches do not change results)', () => {
     const text = 'the quick brown fox jumps over the lazy dog '.repeat(30);
     const first = simhash64(text);
