@@ -95,7 +95,7 @@ function ownUtf8(s: string): Uint8Array {
  * Pure: what one page says, before any comparison with other pages. With `textAsUtf8` (the parse
  * worker) the text comes back as its UTF-8 bytes in an ArrayBuffer of their own, which the worker
  * moves to the stage's thread; SimHash reads those bytes rather than the string (a typed array
- * reads faster than charCodeAt: 203-206 -> 185 us of CPU a page of the benchmark's web, taking turns).
+ * reads faster than charCodeAt; lib/simhash.ts).
  */
 export function analyzePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'userAgent'>): PageAnalysis & { text: string };
 export function analyzePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'userAgent'> & { textAsUtf8: true }): PageAnalysis & { text: Uint8Array };
