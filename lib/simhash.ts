@@ -227,7 +227,7 @@ function growCounts(bits: number, distinct: number): number {
  * The votes of the fast path, by nibble: nibbles[16 * p + v] is the weight of the features whose
  * hash has value v in its nibble p (p 0-7: bits 0-31, the digest's bytes 12..15; 8-15: bits
  * 32-63, bytes 8..11). 16 additions a distinct shingle instead of 64; the 64 bit sums come out
- * of the 256 cells at the end (setBitsOfNibbles). Reused, zeroed after each call.
+ * of the 256 cells at the end (fingerprintOfNibbles). Reused, zeroed after each call.
  */
 const nibbles = new Int32Array(256);
 
