@@ -66,6 +66,8 @@ const CASES: Record<string, string> = {
   'comments and cdata': '<!-- c -- c --><!--><!---><p>a<![CDATA[not in html]]>b</p><svg><![CDATA[in svg <a>]]><title>svg t</title></svg><math><mi>x</mi></math>',
   'plaintext': 'before<plaintext>everything <a href=x> &amp; is text',
   'truncated': '<p>unfinished <a href="http://x',
+  'names in capitals and odd characters': '<DIV CLASS="a" Data-X=1 ID=b><SvG ViewBox="0 0 1 1"><foreignObject><P>x</P></foreignObject></SvG><a HREF=x hr"ef=y a<b=z c\'d=1 é=2 ÉLAN=3>y</A><Tëst-Ö attr\u0000x=1><h1\u0000x>z</H1><di\ud83d\ude00v>q</di\ud83d\ude00v><TITLE>T</Title><ScRiPt>a</sCrIpT>',
+  'names cut by the end of input': '<DIVISION CLASSNAME',
   'long text run across buffer waterline': `<p>${'word '.repeat(30_000)}</p><p>${'x'.repeat(70_000)}&amp;end</p>`,
 };
 
@@ -88,6 +90,7 @@ describe('FastTokenizer', () => {
       '<script>', '</script>', '<!--', '-->', '<style>', '</style>', '<title>', '</title>', '<textarea>', '</textarea>',
       '<pre>', '</pre>', '<svg>', '</svg>', '<![CDATA[', ']]>', '<math>', '</math>', '<noscript>', '</noscript>',
       '😀', '\ud83d', '\ude00', 'é', '中文', '<', '>', '"', "'", '=', '</', '<!', '<?x?>', '<plaintext>', '<iframe>', '</iframe>',
+      '<DIV ', '</DIV>', '<A HREF=', 'CLASS', ' Data-X=', 'foreignObject', '<SVG ', 'ViewBox', '<TÉST ', 'ÀB=', '/', ' ',
     ];
     let differing = 0;
     for (let doc = 0; doc < 3000; doc++) {
