@@ -89,6 +89,11 @@ function addVotes(votes: Float64Array, hi: number, lo: number, w: number): void 
   }
 }
 
+/** A fingerprint's two halves as its 16 lower-case hex digits (the `simhash64` fields). */
+function hex64(hi: number, lo: number): string {
+  return (hi >>> 0).toString(16).padStart(8, '0') + (lo >>> 0).toString(16).padStart(8, '0');
+}
+
 function fingerprintOf(votes: Float64Array): string {
   let hi = 0;
   let lo = 0;
@@ -96,7 +101,7 @@ function fingerprintOf(votes: Float64Array): string {
     if (votes[i] >= 0) lo |= 1 << i;
     if (votes[i + 32] >= 0) hi |= 1 << i;
   }
-  return (hi >>> 0).toString(16).padStart(8, '0') + (lo >>> 0).toString(16).padStart(8, '0');
+  return hex64(hi, lo);
 }
 
 /*
@@ -262,7 +267,7 @@ function fingerprintOfNibbles(total: number): string {
     else hi |= bits << (4 * (p - 8));
   }
   nibbles.fill(0);
-  return (hi >>> 0).toString(16).padStart(8, '0') + (lo >>> 0).toString(16).padStart(8, '0');
+  return hex64(hi, lo);
 }
 
 /**
