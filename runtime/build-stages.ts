@@ -54,7 +54,7 @@ export function buildStages(names: readonly StageName[], deps: StageDeps): Stage
       }),
     frontier: () => frontierStage(c, { partitions: c.partitions }),
     fetch: () => {
-      const stage = fetchStage({ http: deps.http, archive: (e) => deps.warc.append(e), config: c, onOutcome });
+      const stage = fetchStage({ http: deps.http, archive: (e, onBuilt) => deps.warc.append(e, onBuilt), config: c, onOutcome });
       // Closing the fetch stage stores the open WARC file so waiting fetches are announced.
       const observed = observeEmits(stage, (o) => {
         if (o.topic === 'fetchStatus') recordFetchStatus(o.value as FetchStatusMsg, c);

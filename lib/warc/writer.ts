@@ -123,14 +123,19 @@ export class WarcWriter {
     return { ...this.counters };
   }
 
-  append(entry: WarcEntry): Promise<WarcPointer> {
+  /**
+   * Add an entry's records to the open file; resolves with the main record's pointer once that
+   * file is stored. `onBuilt` is called as soon as the records are built and added (before the
+   * file is stored): the caller may drop the entry's bytes then.
+   */
+  append(entry: WarcEntry, onBuilt?: () => void): Promise<WarcPointer> {
     // No closure made here outlives the record's building: one that did (waiting for the file
     // to be stored, up to maxAgeMs) would share this call's scope, and with it `entry`, keeping
     // every page body of the open file alive until it is stored.
-    return this.exclusive(() => this.add(entry)).then(pointerOnceStored);
+    return this.exclusive(() => this.add(entry, onBuilt)).then(pointerOnceStored);
   }
 
-  private async add(entry: WarcEntry): Promise<Added> {
+  private async add(entry: WarcEntry, onBuilt?: () => void): Promise<Added> {
     if (this.closed) throw new Error('WarcWriter is closed');
     const file = this.current ?? (this.current = this.openFile());
     const { records, main } = entryRecords(entry, { warcinfoId: file.builder.warcinfoId, gzipLevel: this.opts.gzipLevel });
@@ -139,6 +144,7 @@ export class WarcWriter {
       const s = file.builder.add(record);
       if (record === main) span = s;
     }
+    onBuilt?.();
     const { recordCount, byteLength } = file.builder;
     if (recordCount - 1 >= this.limits.maxRecords || byteLength >= this.limits.maxBytes) await this.seal();
     return { stored: file.stored.promise, span, recordId: main.id, gz: main.gz };

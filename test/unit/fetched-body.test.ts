@@ -8,6 +8,8 @@ import { mkdtempSync, openSync, readSync, closeSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import pino from 'pino';
 import { LocalPageStore } from '../../connectors/page-store-local';
 import type { HttpCapture, HttpClient } from '../../connectors/types';
@@ -98,7 +100,7 @@ describe('fetch sends a stored page as its response record; parse reads it', () 
     };
     const warc = new WarcWriter({ store: new LocalPageStore(dir), prefix: 'test', maxRecords: 3 });
     let clock = 1_000_000;
-    const stage = fetchStage({ http, archive: (e) => warc.append(e), config: CFG, now: () => clock++, sleep: async (ms) => void (clock += ms) });
+    const stage = fetchStage({ http, archive: (e, onBuilt) => warc.append(e, onBuilt), config: CFG, now: () => clock++, sleep: async (ms) => void (clock += ms) });
     const req: FetchRequestMsg = {
       url: 'http://a.test/page', host: 'a.test', depth: 1, lease_id: 'lease-1', lease_expires_at: 2_000_000, attempt: 1, prev_sha256: null, etag: null,
       last_modified: null, redirects: 0, priority: null,
@@ -151,5 +153,81 @@ describe('fetch sends a stored page as its response record; parse reads it', () 
     expect(onDisk.record_gz).toBeNull();
     const back = fetchedWithoutBody.fromDisk(onDisk) as FetchedPageMsg;
     expect(back.body.toString()).toBe(HTML);
+  });
+
+  test('the body can be collected once its record is built, while the WARC file is not yet stored', async () => {
+    // A full collection on demand (V8's own gc function, exposed for this test only).
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    let body: WeakRef<Buffer> | null = null;
+    const http: HttpClient = {
+      async fetch(url: string): Promise<HttpCapture> {
+        if (url.endsWith('/robots.txt')) return capture(url, { headers: [['Content-Type', 'text/plain']], body: Buffer.from('User-agent: *\nAllow: /\n') });
+        // A body of its own ArrayBuffer, referenced by the capture alone.
+        const b = Buffer.from(new TextEncoder().encode(HTML).buffer);
+        body = new WeakRef(b);
+        return capture(url, { headers: [['Content-Type', 'text/html; charset=utf-8']], body: b });
+      },
+      async close() {},
+    };
+    // A store that holds every file until released: the page's pointer stays pending.
+    const local = new LocalPageStore(dir);
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const store = Object.assign(Object.create(local) as LocalPageStore, {
+      put: async (key: string, bytes: Buffer) => {
+        await gate;
+        return local.put(key, bytes);
+      },
+    });
+    const warc = new WarcWriter({ store, prefix: 'test', maxRecords: 1000 });
+    let clock = 1_000_000;
+    const stage = fetchStage({ http, archive: (e, onBuilt) => warc.append(e, onBuilt), config: CFG, now: () => clock++, sleep: async (ms) => void (clock += ms) });
+    const req: FetchRequestMsg = {
+      url: 'http://a.test/page', host: 'a.test', depth: 1, lease_id: 'lease-1', lease_expires_at: 2_000_000, attempt: 1, prev_sha256: null, etag: null,
+      last_modified: null, redirects: 0, priority: null,
+    };
+    const r = await stage.handle({ topic: 'fetch', partition: 0, offset: 0, key: req.host, value: req, timestamp: 0 }, ctx);
+    expect(Array.isArray(r)).toBe(false);
+    const pending = (r as { pending: Promise<OutRecord[]> }).pending;
+    let settled = false;
+    void pending.then(() => (settled = true));
+    const flushed = warc.flush();
+    // Turns of the event loop (a WeakRef's target is kept until the current job ends), then collect.
+    for (let i = 0; i < 3; i++) {
+      await new Promise((res) => setImmediate(res));
+      gc();
+    }
+    expect(settled).toBe(false);
+    expect(body).not.toBeNull();
+    expect(body!.deref()).toBeUndefined();
+    release();
+    await flushed;
+    const page = (await pending).find((o) => o.topic === 'fetched')!.value as FetchedPageMsg;
+    expect(fetchedBody(page).toString()).toBe(HTML);
+  });
+
+  test('an archive that hands back no record: the message carries the body itself', async () => {
+    const http: HttpClient = {
+      async fetch(url: string): Promise<HttpCapture> {
+        if (url.endsWith('/robots.txt')) return capture(url, { headers: [['Content-Type', 'text/plain']], body: Buffer.from('User-agent: *\nAllow: /\n') });
+        return capture(url, { headers: [['Content-Type', 'text/html; charset=utf-8']], body: Buffer.from(HTML) });
+      },
+      async close() {},
+    };
+    let n = 0;
+    const stage = fetchStage({
+      http, archive: async () => ({ uri: 'file:///w.warc.gz', offset: ++n, length: 10, recordId: `<urn:uuid:${n}>` }), config: CFG,
+      now: () => 1_000_000, sleep: async () => undefined,
+    });
+    const req: FetchRequestMsg = {
+      url: 'http://a.test/page', host: 'a.test', depth: 1, lease_id: 'lease-1', lease_expires_at: 2_000_000, attempt: 1, prev_sha256: null, etag: null,
+      last_modified: null, redirects: 0, priority: null,
+    };
+    const r = await stage.handle({ topic: 'fetch', partition: 0, offset: 0, key: req.host, value: req, timestamp: 0 }, ctx);
+    const outs = Array.isArray(r) ? r : await r.pending;
+    const page = outs.find((o) => o.topic === 'fetched')!.value as FetchedPageMsg;
+    expect(page.record_gz).toBeNull();
+    expect(page.body.toString()).toBe(HTML);
   });
 });
