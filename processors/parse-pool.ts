@@ -13,7 +13,8 @@ import { Piscina } from 'piscina';
 import { ByteBudget } from '../lib/byte-budget';
 import type { FetchedPageMsg } from '../lib/messages';
 import { ANALYZER_CONCURRENCY, type PageAnalysis } from './parse';
-import type { ParseTask } from './parse-worker';
+import type { ParseTask, WorkerAnalysis } from './parse-worker';
+import { createTextRings, TextRingReader } from './parse-text-ring';
 
 export interface ParseAnalyzer {
   analyze(page: FetchedPageMsg): Promise<PageAnalysis>;
@@ -53,8 +54,12 @@ export function createParseAnalyzer(threads: number, userAgent: string): ParseAn
   // analysis), so a worker starts the next one as soon as it has finished one. With piscina's default of one, every page waited for the
   // crawl's event loop to take the last result and post the next page, and while that loop was
   // busy fetching, the worker sat idle with 1,600 pages to parse.
-  const pool = new Piscina<ParseTask, PageAnalysis>({
+  // Texts come back through shared memory, a ring per worker (parse-text-ring.ts).
+  const textRings = createTextRings(threads);
+  const texts = new TextRingReader(textRings);
+  const pool = new Piscina<ParseTask, WorkerAnalysis>({
     filename, minThreads: threads, maxThreads: threads, idleTimeout: 60_000, atomics: 'disabled', concurrentTasksPerWorker: ANALYZER_CONCURRENCY,
+    workerData: { textRings },
   });
   // Pages handed to the workers are copies: ANALYZER_CONCURRENCY pages of 50 KiB are 25 MiB,
   // but as many 2 MiB pages would be a GiB. Past this many bytes in the workers, pages wait
@@ -95,6 +100,9 @@ export function createParseAnalyzer(threads: number, userAgent: string): ParseAn
       return bytes as Buffer;
     };
     const sent = { ...page, body: own(page.body), record_gz: page.record_gz ? own(page.record_gz) : null };
-    return pool.run({ page: sent, userAgent }, transferList.length ? { transferList } : undefined);
+    const a = await pool.run({ page: sent, userAgent }, transferList.length ? { transferList } : undefined);
+    const span = a.textSpan;
+    if (!span) return a;
+    return { parsed: a.parsed, linkUrls: a.linkUrls, text: texts.view(span), releaseText: () => texts.release(span) };
   }
 }

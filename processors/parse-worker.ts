@@ -3,21 +3,32 @@
  * per-page analysis (charset, one SAX pass, SimHash, language) of one fetched page. The
  * duplicate tables and every decision that depends on other pages stay on the stage's thread.
  */
-import { move, transferableSymbol, valueSymbol } from 'piscina';
+import { move, transferableSymbol, valueSymbol, workerData } from 'piscina';
 import type { FetchedPageMsg } from '../lib/messages';
 import { analyzePage, type PageAnalysis } from './parse';
+import { TextRingWriter, type TextRings, type TextSpan } from './parse-text-ring';
 
 export interface ParseTask {
   page: FetchedPageMsg;
   userAgent: string;
 }
 
-export default function analyze(task: ParseTask): PageAnalysis {
+/** What a worker returns: the text in its ring (textSpan, `text` then empty) or in its own buffer. */
+export interface WorkerAnalysis extends PageAnalysis {
+  textSpan?: TextSpan;
+}
+
+/** This worker's text ring (processors/parse-text-ring.ts), if the pool gave it one. */
+const ring = TextRingWriter.claim((workerData as { textRings?: TextRings } | undefined)?.textRings);
+const NO_TEXT = new Uint8Array(0);
+
+export default function analyze(task: ParseTask): WorkerAnalysis {
   // A Buffer arrives as a plain Uint8Array (structured clone); the decoders want Buffer views.
   const asBuffer = (b: Uint8Array): Buffer => Buffer.from(b.buffer, b.byteOffset, b.byteLength);
   const gz = task.page.record_gz as Uint8Array | null | undefined;
   const page = { ...task.page, body: asBuffer(task.page.body), record_gz: gz ? asBuffer(gz) : null };
-  // The text comes back as its UTF-8 bytes in a buffer of their own, moved rather than copied.
+  // The text comes back as its UTF-8 bytes: in this worker's ring of shared memory when it fits
+  // there (parse-text-ring.ts), otherwise in a buffer of their own, moved rather than copied.
   // As a string (about 45 KB a page of the benchmark's web) it was allocated on the event loop's
   // heap, and much of it lived through two scavenges there: in `crawl run` (--trace-gc-nvp, 15 s
   // on) that heap promoted 970 MB with text strings and 330 MB with bytes, and scavenged 137
@@ -25,6 +36,8 @@ export default function analyze(task: ParseTask): PageAnalysis {
   // JavaScript heap.
   const result = analyzePage(page, { userAgent: task.userAgent, textAsUtf8: true });
   const text = result.text;
+  const textSpan = ring?.put(text);
+  if (textSpan) return { ...result, text: NO_TEXT, textSpan };
   return move({
     get [transferableSymbol]() {
       return [text.buffer];
@@ -32,5 +45,5 @@ export default function analyze(task: ParseTask): PageAnalysis {
     get [valueSymbol]() {
       return result;
     },
-  }) as unknown as PageAnalysis;
+  }) as unknown as WorkerAnalysis;
 }

@@ -76,6 +76,11 @@ export interface PageAnalysis {
   linkUrls: string[];
   /** The visible text; from the parse worker, its UTF-8 bytes (the text record's block). */
   text: string | Uint8Array;
+  /**
+   * Set when `text` is a view of a parse worker's shared ring (processors/parse-text-ring.ts):
+   * valid until this is called, which the stage does once the page is decided.
+   */
+  releaseText?: () => void;
 }
 
 /** The links a page gives to follow, one hop deeper than the page, at `priority` (null: unset). */
@@ -161,7 +166,15 @@ export function parseStage(opts: ParseOptions): ParseStage {
   const dedup = new ParseDedup();
 
   function handle(page: FetchedPageMsg, ctx: StageContext): HandleResult | Promise<HandleResult> {
-    if (opts.analyzer) return opts.analyzer.analyze(page).then((a) => decide(page, a, ctx));
+    if (opts.analyzer) {
+      return opts.analyzer.analyze(page).then((a) => {
+        try {
+          return decide(page, a, ctx);
+        } finally {
+          a.releaseText?.();
+        }
+      });
+    }
     return decide(page, analyzePage(page, opts), ctx);
   }
 
@@ -178,7 +191,9 @@ export function parseStage(opts: ParseOptions): ParseStage {
     ];
     const parsedRecord = (p: ParsedPageMsg): OutRecord => ({ topic: 'parsed', key: page.host, host: page.host, value: p });
     if (!opts.archiveText || !page.record_id || !handedOff(parsed)) return [...early, parsedRecord(parsed)];
-    const entry: WarcEntry = { type: 'conversion', targetUri: page.url, text: a.text, refersTo: page.record_id, date: new Date(page.fetched_at) };
+    // A text in a worker's shared ring is copied out: the ring is written over once the page is decided.
+    const text = a.releaseText ? Buffer.from(a.text as Uint8Array) : a.text;
+    const entry: WarcEntry = { type: 'conversion', targetUri: page.url, text, refersTo: page.record_id, date: new Date(page.fetched_at) };
     // Throwing (the text file not stored) fails the record, which the runtime retries.
     const pending = opts.archiveText(entry).then((ptr) => [parsedRecord({ ...parsed, text: { uri: ptr.uri, offset: ptr.offset, length: ptr.length } })]);
     return { early, pending };

@@ -130,10 +130,38 @@ const { analyzePage } = require(${JSON.stringify(join(ROOT, 'dist', 'processors'
   const a = await pool.analyze(p);
   await pool.close();
   process.stdout.write(JSON.stringify({
-    bytes: a.text instanceof Uint8Array, ownBuffer: a.text.byteOffset === 0 && a.text.buffer.byteLength === a.text.byteLength,
+    bytes: a.text instanceof Uint8Array, shared: a.text.buffer instanceof SharedArrayBuffer, released: typeof a.releaseText === 'function',
     same: Buffer.from(a.text.buffer, a.text.byteOffset, a.text.byteLength).toString('utf8') === here.text, hasText: here.text.includes('東京の天気'),
     rest: JSON.stringify({ ...a, text: null }) === JSON.stringify({ ...here, text: null }),
   }));
+})().catch((e) => { process.stderr.write(String(e && e.stack || e)); process.exit(1); });
+`;
+
+const ringScript = `${prelude}
+const { analyzePage } = require(${JSON.stringify(join(ROOT, 'dist', 'processors', 'parse.js'))});
+const UA = 'KCrawl/1.0 (+https://example.org/bot)';
+async function run(from, count, release) {
+  const out = { shared: 0, own: 0, bad: 0, bytes: 0 };
+  for (let n = from; n < from + count; n += 32) {
+    const batch = [];
+    for (let k = n; k < Math.min(from + count, n + 32); k++) batch.push(pool.analyze(page(k)).then((a) => ({ a, k })));
+    // Checked while the whole batch is held, as parse holds pages until it has decided them.
+    for (const { a, k } of await Promise.all(batch)) {
+      const want = Buffer.from(analyzePage(page(k), { userAgent: UA }).text, 'utf8');
+      if (!Buffer.from(a.text.buffer, a.text.byteOffset, a.text.byteLength).equals(want)) out.bad++;
+      if (a.text.buffer instanceof SharedArrayBuffer) out.shared++;
+      else out.own++;
+      out.bytes += a.text.byteLength;
+      if (release && a.releaseText) a.releaseText();
+    }
+  }
+  return out;
+}
+(async () => {
+  const released = await run(0, 1500, true);
+  const kept = await run(1500, 1000, false);
+  await pool.close();
+  process.stdout.write(JSON.stringify({ released, kept }));
 })().catch((e) => { process.stderr.write(String(e && e.stack || e)); process.exit(1); });
 `;
 
@@ -144,11 +172,25 @@ describe('parse on a worker thread', () => {
     expect(JSON.parse(r.stdout)).toEqual({ same: true, links: 25, intact: true });
   }, 90_000);
 
-  test('returns the text as its UTF-8 bytes in a buffer of their own, the rest as parsed on this thread', () => {
+  test('returns the text as its UTF-8 bytes in the worker\'s shared ring, the rest as parsed on this thread', () => {
     const r = spawnSync(process.execPath, ['-e', textScript], { encoding: 'utf8', timeout: 60_000 });
     expect(r.stderr).toBe('');
-    expect(JSON.parse(r.stdout)).toEqual({ bytes: true, ownBuffer: true, same: true, hasText: true, rest: true });
+    expect(JSON.parse(r.stdout)).toEqual({ bytes: true, shared: true, released: true, same: true, hasText: true, rest: true });
   }, 90_000);
+
+  test('texts through the ring stay each page\'s own as the ring is written over; unreleased, they come in buffers of their own', () => {
+    const r = spawnSync(process.execPath, ['-e', ringScript], { encoding: 'utf8', timeout: 120_000 });
+    expect(r.stderr).toBe('');
+    const out = JSON.parse(r.stdout) as Record<string, { shared: number; own: number; bad: number; bytes: number }>;
+    // Released as decided: 1,500 pages, about 66 MB of text, go round the 32 MiB ring twice.
+    expect(out.released).toMatchObject({ shared: 1500, own: 0, bad: 0 });
+    expect(out.released.bytes).toBeGreaterThan(2 * 32 * 1024 * 1024);
+    // Never released: the ring fills, and later texts travel in their own buffers, intact.
+    expect(out.kept.bad).toBe(0);
+    expect(out.kept.shared).toBeGreaterThan(0);
+    expect(out.kept.own).toBeGreaterThan(0);
+    expect(out.kept.shared + out.kept.own).toBe(1000);
+  }, 150_000);
 
   test('keeps parsing while the event loop is busy', () => {
     const r = spawnSync(process.execPath, ['-e', busyLoopScript], { encoding: 'utf8', timeout: 60_000 });

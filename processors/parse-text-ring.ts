@@ -1,0 +1,122 @@
+/**
+ * A page's text from a parse worker to the event loop through shared memory rather than in a
+ * buffer of its own. Transferred, each page's text (about 45 KB on the benchmark's web) became
+ * an ArrayBuffer on the event loop's isolate, and V8 starts a full collection whenever such
+ * external memory grows by 64 MB: in `crawl run` over 5,000 hosts, 26-27 full collections in
+ * 23 s with the texts against 18-19 without them (--trace-gc-nvp). Yet the event loop needs a
+ * page's text only for the text record of a page it hands off, which a near-duplicate, an
+ * unchanged page or a noindex page is not.
+ *
+ * So each worker owns a ring in a SharedArrayBuffer and copies the text into it; the event loop
+ * reads it there, copies out only the texts it stores, and gives each span back once the page
+ * is decided. A worker's results reach the event loop in the order it finished them, so each
+ * ring is freed in order: the event loop records how far it has consumed, the worker writes
+ * only below that. A text that does not fit (the ring full, or larger than it) travels in its
+ * own buffer as before.
+ */
+
+/** Bytes of each worker's ring: about 700 pages of the benchmark's web. */
+export const TEXT_RING_BYTES = 32 * 1024 * 1024;
+
+/** What the pool hands its workers (piscina workerData): the rings and their bookkeeping. */
+export interface TextRings {
+  /** Int32: the next ring index a starting worker takes. */
+  claim: SharedArrayBuffer;
+  /** BigInt64 per ring: bytes the event loop has consumed (monotonic). */
+  consumed: SharedArrayBuffer;
+  rings: SharedArrayBuffer[];
+}
+
+/**
+ * Where a text sits: ring, offset and length; `start` and `end` are the ring's write positions
+ * before and after it (monotonic byte counts, a skipped end of the ring included).
+ */
+export interface TextSpan {
+  ring: number;
+  offset: number;
+  length: number;
+  start: number;
+  end: number;
+}
+
+export function createTextRings(count: number, bytes = TEXT_RING_BYTES): TextRings {
+  return {
+    claim: new SharedArrayBuffer(4),
+    consumed: new SharedArrayBuffer(8 * count),
+    rings: Array.from({ length: count }, () => new SharedArrayBuffer(bytes)),
+  };
+}
+
+/** A worker's side: its ring, or none when every ring is taken (a replaced worker). */
+export class TextRingWriter {
+  /** Bytes written since the start, the skipped end of the ring included (monotonic). */
+  private written = 0;
+  private readonly bytes: Uint8Array;
+  private readonly consumed: BigInt64Array;
+
+  private constructor(rings: TextRings, private readonly index: number) {
+    this.bytes = new Uint8Array(rings.rings[index]);
+    this.consumed = new BigInt64Array(rings.consumed);
+  }
+
+  static claim(rings: TextRings | undefined): TextRingWriter | null {
+    if (!rings) return null;
+    const index = Atomics.add(new Int32Array(rings.claim), 0, 1);
+    return index < rings.rings.length ? new TextRingWriter(rings, index) : null;
+  }
+
+  /** Copy `text` in; null when it does not fit (the caller sends the bytes themselves). */
+  put(text: Uint8Array): TextSpan | null {
+    const size = this.bytes.length;
+    const n = text.length;
+    if (n === 0 || n > size) return null;
+    const free = size - (this.written - Number(Atomics.load(this.consumed, this.index)));
+    const at = this.written % size;
+    // A text is never split: when the ring's end is too short, it starts over at 0.
+    const skip = at + n > size ? size - at : 0;
+    if (skip + n > free) return null;
+    const offset = skip ? 0 : at;
+    this.bytes.set(text, offset);
+    const start = this.written;
+    this.written += skip + n;
+    return { ring: this.index, offset, length: n, start, end: this.written };
+  }
+}
+
+/**
+ * The event loop's side: a span's bytes (a view, valid until released) and its release. Spans
+ * are released in the order they were written; one released early waits until those before it
+ * are, so it is never written over while an earlier one is still read.
+ */
+export class TextRingReader {
+  private readonly consumed: BigInt64Array;
+  /** Per ring: where it is consumed to, and released spans waiting for earlier ones (start -> end). */
+  private readonly upTo: number[];
+  private readonly early: Array<Map<number, number>>;
+
+  constructor(private readonly rings: TextRings) {
+    this.consumed = new BigInt64Array(rings.consumed);
+    this.upTo = rings.rings.map(() => 0);
+    this.early = rings.rings.map(() => new Map());
+  }
+
+  view(span: TextSpan): Uint8Array {
+    return new Uint8Array(this.rings.rings[span.ring], span.offset, span.length);
+  }
+
+  /** Done with the span: once every earlier span of its ring is too, the worker may write over it. */
+  release(span: TextSpan): void {
+    const r = span.ring;
+    if (span.start !== this.upTo[r]) {
+      if (span.start > this.upTo[r]) this.early[r].set(span.start, span.end);
+      return;
+    }
+    let end = span.end;
+    for (let next = this.early[r].get(end); next !== undefined; next = this.early[r].get(end)) {
+      this.early[r].delete(end);
+      end = next;
+    }
+    this.upTo[r] = end;
+    Atomics.store(this.consumed, r, BigInt(end));
+  }
+}

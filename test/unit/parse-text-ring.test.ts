@@ -1,0 +1,96 @@
+/**
+ * The parse workers' text rings (processors/parse-text-ring.ts), both sides on one thread: what
+ * is written can be read back until released, nothing is written over before its release (in
+ * write order, whatever the order of the releases), and a text that does not fit is refused.
+ */
+import { createTextRings, TextRingReader, TextRingWriter, type TextSpan } from '../../processors/parse-text-ring';
+
+const bytes = (n: number, fill: number): Uint8Array => new Uint8Array(n).fill(fill);
+const read = (r: TextRingReader, s: TextSpan): number[] => Array.from(r.view(s));
+
+describe('text rings', () => {
+  test('each worker claims its own ring; a worker past the last one gets none', () => {
+    const rings = createTextRings(2, 64);
+    const a = TextRingWriter.claim(rings)!;
+    const b = TextRingWriter.claim(rings)!;
+    expect(TextRingWriter.claim(rings)).toBeNull();
+    expect(TextRingWriter.claim(undefined)).toBeNull();
+    expect(a.put(bytes(4, 1))!.ring).toBe(0);
+    expect(b.put(bytes(4, 2))!.ring).toBe(1);
+  });
+
+  test('texts read back as written; a full ring refuses until the reader releases', () => {
+    const rings = createTextRings(1, 64);
+    const w = TextRingWriter.claim(rings)!;
+    const r = new TextRingReader(rings);
+    const s1 = w.put(bytes(30, 1))!;
+    const s2 = w.put(bytes(30, 2))!;
+    expect(w.put(bytes(10, 3))).toBeNull(); // 4 bytes left
+    expect(read(r, s1)).toEqual(Array(30).fill(1));
+    expect(read(r, s2)).toEqual(Array(30).fill(2));
+    r.release(s1);
+    // 34 bytes free, but not in one piece at the end: the text starts over at 0, the end skipped.
+    const s3 = w.put(bytes(20, 3))!;
+    expect(s3.offset).toBe(0);
+    expect(read(r, s2)).toEqual(Array(30).fill(2)); // not written over
+    expect(read(r, s3)).toEqual(Array(20).fill(3));
+    expect(w.put(bytes(11, 4))).toBeNull(); // 10 left before s2
+    expect(w.put(bytes(10, 4))!.offset).toBe(20);
+  });
+
+  test('a span released before an earlier one frees nothing until the earlier one is released', () => {
+    const rings = createTextRings(1, 40);
+    const w = TextRingWriter.claim(rings)!;
+    const r = new TextRingReader(rings);
+    const s1 = w.put(bytes(10, 1))!;
+    const s2 = w.put(bytes(10, 2))!;
+    const s3 = w.put(bytes(10, 3))!;
+    r.release(s3);
+    r.release(s2);
+    expect(w.put(bytes(20, 4))).toBeNull(); // only 10 free: s1 still held
+    expect(read(r, s1)).toEqual(Array(10).fill(1));
+    r.release(s1);
+    r.release(s1); // twice: no effect
+    // All three freed at once: 30 bytes fit, at the start (the 10 at the end are skipped).
+    const s4 = w.put(bytes(30, 4))!;
+    expect(s4.offset).toBe(0);
+    expect(read(r, s4)).toEqual(Array(30).fill(4));
+  });
+
+  test('an empty text or one larger than the ring is refused', () => {
+    const rings = createTextRings(1, 16);
+    const w = TextRingWriter.claim(rings)!;
+    expect(w.put(bytes(0, 0))).toBeNull();
+    expect(w.put(bytes(17, 1))).toBeNull();
+    expect(w.put(bytes(16, 1))).not.toBeNull();
+  });
+
+  test('over many laps with random sizes, every held text reads back intact', () => {
+    const rings = createTextRings(1, 1000);
+    const w = TextRingWriter.claim(rings)!;
+    const r = new TextRingReader(rings);
+    let seed = 7;
+    const rnd = (n: number): number => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) % n);
+    const held: Array<{ span: TextSpan; fill: number }> = [];
+    let written = 0;
+    let refused = 0;
+    for (let i = 0; i < 5000; i++) {
+      const fill = i & 255;
+      const span = w.put(bytes(1 + rnd(300), fill));
+      if (span) {
+        held.push({ span, fill });
+        written += span.length;
+      } else refused++;
+      // Release a few, sometimes out of order.
+      while (held.length > 0 && rnd(3) === 0) {
+        const k = held.length > 1 && rnd(4) === 0 ? 1 : 0;
+        const [h] = held.splice(k, 1);
+        expect(read(r, h.span)).toEqual(Array(h.span.length).fill(h.fill));
+        r.release(h.span);
+      }
+      for (const h of held) expect(r.view(h.span)[0]).toBe(h.fill);
+    }
+    expect(written).toBeGreaterThan(50 * 1000);
+    expect(refused).toBeGreaterThan(0);
+  });
+});
