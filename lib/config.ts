@@ -154,7 +154,7 @@ export const DEFAULTS: CrawlConfig = {
   // "Performance"). A single-core machine parses on the event loop, where a worker could only
   // take turns with it.
   parseThreads: availableParallelism() >= 2 ? 1 : 0,
-  parseBacklogMax: 2048,
+  parseBacklogMax: 4096,
   fetchConcurrencyMax: 4096,
   // An idle pool is a few KiB; 8192 covers the benchmark's 5,000 hosts in rotation.
   httpMaxPools: 8192,
