@@ -85,8 +85,9 @@ export class TextRingWriter {
 
 /**
  * The event loop's side: a span's bytes (a view, valid until released) and its release. Spans
- * are released in the order they were written; one released early waits until those before it
- * are, so it is never written over while an earlier one is still read.
+ * are freed in the order they were written; one released early waits until those before it
+ * are, so an earlier one is never written over while it is still read. A span never released
+ * leaves its ring full from then on: later texts travel in their own buffers.
  */
 export class TextRingReader {
   private readonly consumed: BigInt64Array;
