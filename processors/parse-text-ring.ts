@@ -91,13 +91,11 @@ export class TextRingWriter {
  */
 export class TextRingReader {
   private readonly consumed: BigInt64Array;
-  /** Per ring: where it is consumed to, and released spans waiting for earlier ones (start -> end). */
-  private readonly upTo: number[];
+  /** Per ring: released spans waiting for earlier ones (start -> end). */
   private readonly early: Array<Map<number, number>>;
 
   constructor(private readonly rings: TextRings) {
     this.consumed = new BigInt64Array(rings.consumed);
-    this.upTo = rings.rings.map(() => 0);
     this.early = rings.rings.map(() => new Map());
   }
 
@@ -108,8 +106,10 @@ export class TextRingReader {
   /** Done with the span: once every earlier span of its ring is too, the worker may write over it. */
   release(span: TextSpan): void {
     const r = span.ring;
-    if (span.start !== this.upTo[r]) {
-      if (span.start > this.upTo[r]) this.early[r].set(span.start, span.end);
+    // Only this thread writes `consumed`: it is where the ring is freed up to.
+    const upTo = Number(Atomics.load(this.consumed, r));
+    if (span.start !== upTo) {
+      if (span.start > upTo) this.early[r].set(span.start, span.end);
       return;
     }
     let end = span.end;
@@ -117,7 +117,6 @@ export class TextRingReader {
       this.early[r].delete(end);
       end = next;
     }
-    this.upTo[r] = end;
     Atomics.store(this.consumed, r, BigInt(end));
   }
 }

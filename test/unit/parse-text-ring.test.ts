@@ -7,6 +7,11 @@ import { createTextRings, TextRingReader, TextRingWriter, type TextSpan } from '
 
 const bytes = (n: number, fill: number): Uint8Array => new Uint8Array(n).fill(fill);
 const read = (r: TextRingReader, s: TextSpan): number[] => Array.from(r.view(s));
+/** One ring of `size` bytes: its writer (the one worker) and its reader (the event loop). */
+function oneRing(size: number): { w: TextRingWriter; r: TextRingReader } {
+  const rings = createTextRings(1, size);
+  return { w: TextRingWriter.claim(rings)!, r: new TextRingReader(rings) };
+}
 
 describe('text rings', () => {
   test('each worker claims its own ring; a worker past the last one gets none', () => {
@@ -20,9 +25,7 @@ describe('text rings', () => {
   });
 
   test('texts read back as written; a full ring refuses until the reader releases', () => {
-    const rings = createTextRings(1, 64);
-    const w = TextRingWriter.claim(rings)!;
-    const r = new TextRingReader(rings);
+    const { w, r } = oneRing(64);
     const s1 = w.put(bytes(30, 1))!;
     const s2 = w.put(bytes(30, 2))!;
     expect(w.put(bytes(10, 3))).toBeNull(); // 4 bytes left
@@ -39,9 +42,7 @@ describe('text rings', () => {
   });
 
   test('a span released before an earlier one frees nothing until the earlier one is released', () => {
-    const rings = createTextRings(1, 40);
-    const w = TextRingWriter.claim(rings)!;
-    const r = new TextRingReader(rings);
+    const { w, r } = oneRing(40);
     const s1 = w.put(bytes(10, 1))!;
     const s2 = w.put(bytes(10, 2))!;
     const s3 = w.put(bytes(10, 3))!;
@@ -58,17 +59,14 @@ describe('text rings', () => {
   });
 
   test('an empty text or one larger than the ring is refused', () => {
-    const rings = createTextRings(1, 16);
-    const w = TextRingWriter.claim(rings)!;
+    const { w } = oneRing(16);
     expect(w.put(bytes(0, 0))).toBeNull();
     expect(w.put(bytes(17, 1))).toBeNull();
     expect(w.put(bytes(16, 1))).not.toBeNull();
   });
 
   test('over many laps with random sizes, every held text reads back intact', () => {
-    const rings = createTextRings(1, 1000);
-    const w = TextRingWriter.claim(rings)!;
-    const r = new TextRingReader(rings);
+    const { w, r } = oneRing(1000);
     let seed = 7;
     const rnd = (n: number): number => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) % n);
     const held: Array<{ span: TextSpan; fill: number }> = [];
