@@ -7,7 +7,7 @@
 import type { Logger } from 'pino';
 import type { TopicId } from '../topologies/crawl';
 import { LittleConcurrency, type AutoConcurrencyOptions } from '../lib/concurrency';
-import { sliceSpent } from './time-slice';
+import { TimeSlice } from './time-slice';
 
 export interface InRecord<V = unknown> {
   topic: TopicId;
@@ -108,6 +108,8 @@ export class Dispatcher {
   private abandoned = false;
   private limit: number;
   private readonly auto: LittleConcurrency | null;
+  /** This stage's share of each turn of the event loop (runtime/time-slice.ts). */
+  private readonly slice = new TimeSlice();
 
   constructor(private readonly stage: Stage, private readonly ctx: StageContext) {
     this.limit = Math.max(1, stage.concurrency ?? 1);
@@ -123,12 +125,13 @@ export class Dispatcher {
   setLimit(n: number): void {
     this.limit = Math.max(1, Math.floor(n));
     // A woken waiter is handed its slot (counted here), so it never races a newcomer for it.
-    // A waiter woken late in a long turn starts in the next one, after sockets are read
-    // (runtime/time-slice.ts): a chain of CPU-heavy records must not hold the event loop.
+    // A waiter woken once this stage has had its slice of the turn starts in the next turn,
+    // after sockets are read (runtime/time-slice.ts): a chain of CPU-heavy records must not
+    // hold the event loop.
     while (this.inflight < this.limit && this.waiters.length > 0) {
       this.inflight++;
       const grant = this.waiters.shift()!;
-      if (sliceSpent()) setImmediate(grant, true);
+      if (this.slice.spent()) setImmediate(grant, true);
       else grant(true);
     }
   }
