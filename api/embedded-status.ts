@@ -6,7 +6,7 @@
  */
 import type { Logger } from 'pino';
 import type { FetchStatusMsg, UrlStateMsg } from '../lib/messages';
-import { setMetricSources } from '../lib/metrics';
+import { metrics, setMetricSources } from '../lib/metrics';
 import type { OutRecord, Stage } from '../runtime/stage';
 import { CrawlView } from './crawl-view';
 import { createApiServer, listen } from './server';
@@ -33,10 +33,40 @@ export function statusViewStage(view: CrawlView): Stage {
   };
 }
 
-/** Listen on 127.0.0.1:port (0 = a free port) and say where on stderr. */
-export async function startEmbeddedStatus(port: number, log: Logger, warcStats?: () => { bytes: number; files: number }): Promise<EmbeddedStatus> {
+/** Records a stage's consumer group has not committed yet on one of its input topics. */
+export interface GroupLag {
+  group: string;
+  /** The topic's name (`crawl.frontier`). */
+  topic: string;
+  records: number;
+}
+
+/** How often the embedded consumer lag is copied to crawl_consumer_lag_messages. */
+const LAG_METRIC_MS = 1000;
+
+/**
+ * Listen on 127.0.0.1:port (0 = a free port) and say where on stderr. `lags`, when given,
+ * feeds the consumer lag gauge and the page's "waiting in" rows, as the Kafka lag poll does
+ * for `crawl serve`.
+ */
+export async function startEmbeddedStatus(
+  port: number,
+  log: Logger,
+  warcStats?: () => { bytes: number; files: number },
+  lags?: () => GroupLag[],
+): Promise<EmbeddedStatus> {
   const view = new CrawlView();
-  const server = createApiServer({ view }, { token: null, log: log.child({ component: 'status' }), title: 'kcrawl run' });
+  const waiting = (): Record<string, number> => {
+    const byTopic: Record<string, number> = {};
+    for (const l of lags?.() ?? []) byTopic[l.topic] = Math.max(byTopic[l.topic] ?? 0, l.records);
+    return byTopic;
+  };
+  const lagTimer = lags
+    ? setInterval(() => {
+        for (const l of lags()) metrics.consumerLag.set({ group: l.group, topic: l.topic }, l.records);
+      }, LAG_METRIC_MS).unref()
+    : null;
+  const server = createApiServer({ view, ...(lags ? { lag: waiting } : {}) }, { token: null, log: log.child({ component: 'status' }), title: 'kcrawl run' });
   const bound = await listen(server, port, '127.0.0.1');
   setMetricSources({ frontier: () => view.frontierNumbers(Date.now()), warc: warcStats });
   process.stderr.write(`status page: http://127.0.0.1:${bound}/\n`);
@@ -45,6 +75,7 @@ export async function startEmbeddedStatus(port: number, log: Logger, warcStats?:
     stage: statusViewStage(view),
     port: bound,
     async stop() {
+      if (lagTimer) clearInterval(lagTimer);
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));
     },

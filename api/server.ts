@@ -27,7 +27,7 @@ export interface ApiBackend {
   send?: (outs: OutRecord[]) => Promise<void>;
   /** Where WARC files are, for GET /pages. */
   pages?: PageStore;
-  /** Records waiting per topic, where measured (Kafka mode). */
+  /** Records waiting per topic: consumer lag, where measured (Kafka mode; `crawl run` from its log). */
   lag?: () => Record<string, number>;
   now?: () => number;
 }

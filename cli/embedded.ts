@@ -20,6 +20,8 @@ import { EmbeddedRunner } from '../runtime/embedded-runner';
 import { fetchedWithoutBody } from '../runtime/fetched-disk-form';
 import { FileLog } from '../runtime/file-log';
 import type { OutRecord, Stage } from '../runtime/stage';
+import { topics } from '../topologies/crawl';
+import type { GroupLag } from '../api/embedded-status';
 import { Progress } from './progress';
 
 export interface RunOptions {
@@ -141,7 +143,10 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
       return [] as OutRecord[];
     },
   };
-  const status = opts.statusPort === undefined ? null : await (await import('../api/embedded-status')).startEmbeddedStatus(opts.statusPort, log, () => warc.stats);
+  // Consumer lag of every stage's group on each of its inputs: what waits in memory.
+  const lags = (): GroupLag[] =>
+    [...stages, sinkStage].flatMap((s) => s.inputs.map((t) => ({ group: `crawl.${s.id}`, topic: topics[t].name, records: fileLog.lag(`crawl.${s.id}`, t) })));
+  const status = opts.statusPort === undefined ? null : await (await import('../api/embedded-status')).startEmbeddedStatus(opts.statusPort, log, () => warc.stats, lags);
   // Fetch may run ahead of parse by CRAWL_PARSE_BACKLOG_MAX stored pages (4,096; each waits as its
   // compressed WARC record), no more: beyond, pages only wait in memory. A page reaches parse only
   // once its WARC file is stored (about 1,000 pages a file), so a smaller lead left parse waiting

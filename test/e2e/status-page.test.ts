@@ -99,6 +99,11 @@ describe('the live status page in headless Chromium', () => {
     expect(metrics).toMatch(/^crawl_politeness_delay_seconds_count [1-9]/m);
     expect(metrics).toMatch(/^crawl_hosts_in_rotation \d+/m);
     expect(metrics).toMatch(/^crawl_frontier_urls\{state="FETCHED"\} [1-9]/m);
+    // Consumer lag of each stage's group, from the embedded log (set every second).
+    expect(metrics).toMatch(/^crawl_consumer_lag_messages\{group="crawl.frontier",topic="crawl.frontier"\} \d+/m);
+    expect(metrics).toMatch(/^crawl_consumer_lag_messages\{group="crawl.handoff",topic="crawl.parsed"\} \d+/m);
+    const stats = (await (await fetch(new URL('/stats', url))).json()) as { queues: { lag: Record<string, number> } };
+    expect(typeof stats.queues.lag['crawl.fetched']).toBe('number');
 
     mkdirSync(ARTIFACTS, { recursive: true });
     const file = join(ARTIFACTS, 'status-page.png');
