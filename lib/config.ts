@@ -81,6 +81,12 @@ export interface CrawlConfig {
   parseThreads: number;
   /** Fetch waits while parse has more stored pages than this still to parse; 0 = never waits. */
   parseBacklogMax: number;
+  /**
+   * `crawl run` only: seen-test waits while the frontier has more crawl.frontier records than
+   * this still to take, and parse while seen-test has more crawl.links records; 0 = never waits.
+   * The embedded log holds unconsumed records in memory, so this bounds it (Kafka keeps them on disk).
+   */
+  stageBacklogMax: number;
   /** Cap on fetches in flight (sockets and buffered bodies); 0 = a fixed limit of fetchConcurrency. */
   fetchConcurrencyMax: number;
   /**
@@ -155,6 +161,10 @@ export const DEFAULTS: CrawlConfig = {
   // take turns with it.
   parseThreads: availableParallelism() >= 2 ? 1 : 0,
   parseBacklogMax: 4096,
+  // Records are groups of a page's links to one host (lib/link-groups): about 12 a page here,
+  // a few hundred bytes to a few KiB each. The frontier's lag peaked at 5,130 in a 50 s crawl of
+  // the benchmark's web at 1,000 pages/s, so this only acts when a stage cannot keep up.
+  stageBacklogMax: 20_000,
   fetchConcurrencyMax: 4096,
   // An idle pool is a few KiB; 8192 covers the benchmark's 5,000 hosts in rotation.
   httpMaxPools: 8192,

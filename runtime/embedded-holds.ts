@@ -1,0 +1,42 @@
+/**
+ * Backpressure of the embedded crawl (`crawl run`). Its log holds every record not yet consumed
+ * in memory, so a stage that produces faster than the next one consumes grows the process
+ * without bound. Each rule holds a stage (it starts no new record; runtime/embedded-runner.ts
+ * holdWhile) while the group reading its output has more than `max` records to go:
+ *
+ *   fetch     waits on parse     (crawl.fetched, CRAWL_PARSE_BACKLOG_MAX)
+ *   parse     waits on seen-test (crawl.links,   CRAWL_STAGE_BACKLOG_MAX)
+ *   seen-test waits on frontier  (crawl.frontier, CRAWL_STAGE_BACKLOG_MAX)
+ *
+ * The frontier itself is never held: it is where the chain drains, so holds cannot wait on each
+ * other in a circle. In Kafka mode backlogs wait on the brokers' disks; only fetch's rule
+ * applies there (cli/kafka-commands.ts).
+ */
+import type { CrawlConfig } from '../lib/config';
+import type { TopicId } from '../topologies/crawl';
+
+export interface HoldRule {
+  /** The stage held. */
+  stage: string;
+  /** The consumer group and topic whose lag holds it. */
+  group: string;
+  topic: TopicId;
+  max: number;
+}
+
+/** The rules for a config; a limit of 0 turns its rule off. */
+export function embeddedHoldRules(cfg: Pick<CrawlConfig, 'parseBacklogMax' | 'stageBacklogMax'>): HoldRule[] {
+  const rules: HoldRule[] = [
+    { stage: 'fetch', group: 'crawl.parse', topic: 'fetched', max: cfg.parseBacklogMax },
+    { stage: 'parse', group: 'crawl.seen-test', topic: 'links', max: cfg.stageBacklogMax },
+    { stage: 'seen-test', group: 'crawl.frontier', topic: 'frontier', max: cfg.stageBacklogMax },
+  ];
+  return rules.filter((r) => r.max > 0);
+}
+
+/** The runner's holdWhile map: stage id -> whether it must wait now, from a lag reader. */
+export function holdWhileOf(rules: readonly HoldRule[], lag: (group: string, topic: TopicId) => number): Record<string, () => boolean> {
+  const out: Record<string, () => boolean> = {};
+  for (const r of rules) out[r.stage] = () => lag(r.group, r.topic) > r.max;
+  return out;
+}

@@ -1,0 +1,105 @@
+/**
+ * Backpressure of `crawl run` (runtime/embedded-holds.ts): which stage waits on which, and, over
+ * a real FileLog and EmbeddedRunner, that a producer stops while its consumer lags so the
+ * unconsumed records (held in memory by the embedded log) stay bounded, then all go through
+ * once the consumer keeps up.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { loadConfig } from '../../lib/config';
+import type { CandidateMsg, LinkMsg } from '../../lib/messages';
+import { embeddedHoldRules, holdWhileOf } from '../../runtime/embedded-holds';
+import { EmbeddedRunner } from '../../runtime/embedded-runner';
+import { FileLog } from '../../runtime/file-log';
+import type { InRecord, OutRecord, Stage } from '../../runtime/stage';
+
+const silent = pino({ level: 'silent' });
+
+async function until(cond: () => boolean, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+describe('embeddedHoldRules', () => {
+  it('holds fetch on parse, parse on seen-test and seen-test on the frontier, which nothing holds', () => {
+    const rules = embeddedHoldRules(loadConfig({}));
+    expect(rules.map((r) => [r.stage, r.group, r.topic, r.max])).toEqual([
+      ['fetch', 'crawl.parse', 'fetched', 4096],
+      ['parse', 'crawl.seen-test', 'links', 20_000],
+      ['seen-test', 'crawl.frontier', 'frontier', 20_000],
+    ]);
+    // Each rule waits on the group of the next stage of the chain; the chain ends at the frontier.
+    expect(rules.some((r) => r.stage === 'frontier')).toBe(false);
+    expect(embeddedHoldRules({ parseBacklogMax: 0, stageBacklogMax: 0 })).toEqual([]);
+    expect(embeddedHoldRules(loadConfig({ CRAWL_STAGE_BACKLOG_MAX: '5' })).map((r) => r.max)).toEqual([4096, 5, 5]);
+  });
+
+  it('says hold exactly while the lag is above the limit', () => {
+    const lags: Record<string, number> = { 'crawl.parse fetched': 4096, 'crawl.seen-test links': 20_001, 'crawl.frontier frontier': 0 };
+    const hold = holdWhileOf(embeddedHoldRules(loadConfig({})), (g, t) => lags[`${g} ${t}`] ?? 0);
+    expect(hold.fetch()).toBe(false);
+    expect(hold.parse()).toBe(true);
+    expect(hold['seen-test']()).toBe(false);
+    lags['crawl.parse fetched'] = 4097;
+    expect(hold.fetch()).toBe(true);
+  });
+});
+
+describe('a producer held on a lagging consumer', () => {
+  let dir: string;
+  beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'holds-'))));
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('stops producing while the frontier lags past the limit, and every record goes through once it catches up', async () => {
+    const log = new FileLog({ dir, partitions: 2 });
+    const MAX = 10;
+    const READ_AHEAD = 4;
+    // seen-test's stand-in: one candidate per link.
+    const screen: Stage = {
+      id: 'seen-test', inputs: ['links'], outputs: ['frontier'],
+      handle: (rec: InRecord): OutRecord[] => {
+        const l = rec.value as LinkMsg;
+        const c: CandidateMsg = { url: l.url, host: rec.key, depth: 0, discovered_at: 1, source_url: null };
+        return [{ topic: 'frontier', key: rec.key, host: rec.key, value: c }];
+      },
+    };
+    // The frontier's stand-in takes nothing until `open`.
+    let open: () => void = () => undefined;
+    const gate = new Promise<void>((r) => (open = r));
+    let taken = 0;
+    const frontier: Stage = {
+      id: 'frontier', inputs: ['frontier'], outputs: [],
+      handle: async (): Promise<OutRecord[]> => {
+        await gate;
+        taken++;
+        return [];
+      },
+    };
+    const rules = embeddedHoldRules({ parseBacklogMax: 0, stageBacklogMax: MAX });
+    const runner = new EmbeddedRunner(log, [screen, frontier], silent, {
+      checkpointMs: 50, readAhead: READ_AHEAD, holdWhile: holdWhileOf(rules, (g, t) => log.lag(g, t)),
+    });
+    runner.start();
+    const links: OutRecord[] = Array.from({ length: 200 }, (_, i) => {
+      const host = `h${i % 7}.test`;
+      return { topic: 'links', key: host, host, value: { url: `http://${host}/${i}`, source_url: null, depth: 0, discovered_at: 1, is_seed: false } satisfies LinkMsg };
+    });
+    log.append(links);
+    await until(() => log.lag('crawl.frontier', 'frontier') > MAX);
+    // Give the producer time to run on if nothing held it.
+    await new Promise((r) => setTimeout(r, 300));
+    const lagWhileHeld = log.lag('crawl.frontier', 'frontier');
+    // At most one read-ahead past the limit: records dispatched before the hold was seen.
+    expect(lagWhileHeld).toBeLessThanOrEqual(MAX + READ_AHEAD);
+    expect(log.lag('crawl.seen-test', 'links')).toBeGreaterThanOrEqual(200 - MAX - READ_AHEAD);
+    open();
+    await until(() => taken === 200 && log.lag('crawl.seen-test', 'links') === 0 && log.lag('crawl.frontier', 'frontier') === 0);
+    await runner.stop();
+    log.close();
+  });
+});
