@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
+import { until } from '../support/until';
 import { loadConfig } from '../../lib/config';
 import type { CandidateMsg, LinkMsg } from '../../lib/messages';
 import { embeddedHoldRules, holdWhileOf } from '../../runtime/embedded-holds';
@@ -16,14 +17,6 @@ import { FileLog } from '../../runtime/file-log';
 import type { InRecord, OutRecord, Stage } from '../../runtime/stage';
 
 const silent = pino({ level: 'silent' });
-
-async function until(cond: () => boolean, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 describe('embeddedHoldRules', () => {
   it('holds fetch on parse, parse on seen-test and seen-test on the frontier, which nothing holds', () => {
@@ -90,7 +83,7 @@ describe('a producer held on a lagging consumer', () => {
       return { topic: 'links', key: host, host, value: { url: `http://${host}/${i}`, source_url: null, depth: 0, discovered_at: 1, is_seed: false } satisfies LinkMsg };
     });
     log.append(links);
-    await until(() => log.lag('crawl.frontier', 'frontier') > MAX);
+    await until(() => log.lag('crawl.frontier', 'frontier') > MAX, 10_000);
     // Give the producer time to run on if nothing held it.
     await new Promise((r) => setTimeout(r, 300));
     const lagWhileHeld = log.lag('crawl.frontier', 'frontier');
@@ -98,7 +91,7 @@ describe('a producer held on a lagging consumer', () => {
     expect(lagWhileHeld).toBeLessThanOrEqual(MAX + READ_AHEAD);
     expect(log.lag('crawl.seen-test', 'links')).toBeGreaterThanOrEqual(200 - MAX - READ_AHEAD);
     open();
-    await until(() => taken === 200 && log.lag('crawl.seen-test', 'links') === 0 && log.lag('crawl.frontier', 'frontier') === 0);
+    await until(() => taken === 200 && log.lag('crawl.seen-test', 'links') === 0 && log.lag('crawl.frontier', 'frontier') === 0, 10_000);
     await runner.stop();
     log.close();
   });

@@ -4,6 +4,7 @@ import { loadSchema, schemaBefore } from '../../lib/avro';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
+import { until } from '../support/until';
 import { FileLog } from '../../runtime/file-log';
 import { EmbeddedRunner } from '../../runtime/embedded-runner';
 import type { InRecord, OutRecord, Stage } from '../../runtime/stage';
@@ -30,14 +31,6 @@ function urlRow(url: string, state: UrlStateMsg['state']): UrlStateMsg {
 function segFiles(dir: string, topic: keyof typeof topics, p: number): string[] {
   const d = join(dir, 'topics', topics[topic].name, String(p));
   return readdirSync(d).filter((f) => f.endsWith('.seg')).map((f) => join(d, f));
-}
-/** Bounded wait on a condition (real time: the runner uses real timers). */
-async function until(cond: () => boolean, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 5));
-  }
 }
 
 describe('FileLog', () => {
