@@ -41,6 +41,13 @@ export interface GroupLag {
   records: number;
 }
 
+/** The status page's "waiting in" figure per topic: the most any group reading it has to go. */
+function waitingByTopic(lags: readonly GroupLag[]): Record<string, number> {
+  const byTopic: Record<string, number> = {};
+  for (const l of lags) byTopic[l.topic] = Math.max(byTopic[l.topic] ?? 0, l.records);
+  return byTopic;
+}
+
 /** How often the embedded consumer lag is copied to crawl_consumer_lag_messages. */
 const LAG_METRIC_MS = 1000;
 
@@ -56,17 +63,12 @@ export async function startEmbeddedStatus(
   lags?: () => GroupLag[],
 ): Promise<EmbeddedStatus> {
   const view = new CrawlView();
-  const waiting = (): Record<string, number> => {
-    const byTopic: Record<string, number> = {};
-    for (const l of lags?.() ?? []) byTopic[l.topic] = Math.max(byTopic[l.topic] ?? 0, l.records);
-    return byTopic;
-  };
   const lagTimer = lags
     ? setInterval(() => {
         for (const l of lags()) metrics.consumerLag.set({ group: l.group, topic: l.topic }, l.records);
       }, LAG_METRIC_MS).unref()
     : null;
-  const server = createApiServer({ view, ...(lags ? { lag: waiting } : {}) }, { token: null, log: log.child({ component: 'status' }), title: 'kcrawl run' });
+  const server = createApiServer({ view, ...(lags ? { lag: () => waitingByTopic(lags()) } : {}) }, { token: null, log: log.child({ component: 'status' }), title: 'kcrawl run' });
   const bound = await listen(server, port, '127.0.0.1');
   setMetricSources({ frontier: () => view.frontierNumbers(Date.now()), warc: warcStats });
   process.stderr.write(`status page: http://127.0.0.1:${bound}/\n`);
