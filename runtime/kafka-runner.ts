@@ -177,7 +177,7 @@ export async function runStageOnKafka(stage: Stage, rt: KafkaRuntime, opts: Kafk
     }
   };
 
-  const consumer = await runGroup(rt.kafka, `${rt.prefix}crawl.${stage.id}`, stage.inputs.map((t) => rt.prefix + topics[t].name), {
+  const { consumer, commits } = await runGroup(rt.kafka, `${rt.prefix}crawl.${stage.id}`, stage.inputs.map((t) => rt.prefix + topics[t].name), {
     onAssign(partitions) {
       const next = new Set(partitions);
       const gained = partitions.filter((p) => !owned.has(p));
@@ -233,6 +233,7 @@ export async function runStageOnKafka(stage: Stage, rt: KafkaRuntime, opts: Kafk
       // Results that waited on what close() flushed are produced and committed before leaving.
       const left = await pipeline.drained(10_000);
       if (left > 0) log.warn({ records: left }, 'stopped with records unfinished: left uncommitted for the next owner');
+      await commits.flush();
       await consumer.disconnect();
       for (const g of globals) await g.stop();
       await producer.disconnect();
