@@ -26,8 +26,11 @@ import type { ParseAnalyzer } from './parse-pool';
 
 export interface ParseOptions {
   userAgent: string;
-  /** Stores a WET-style conversion record; absent: no text records, `text` stays null. */
-  archiveText?: (entry: WarcEntry) => Promise<WarcPointer>;
+  /**
+   * Stores a WET-style conversion record; absent: no text records, `text` stays null. `onBuilt`,
+   * if given, is called once the record is built from the entry's text (WarcWriter.append).
+   */
+  archiveText?: (entry: WarcEntry, onBuilt?: () => void) => Promise<WarcPointer>;
   /** Stores the conversion records still buffered (called on close). */
   flushText?: () => Promise<void>;
   /** Partition count, to forget the duplicate tables of hosts moved elsewhere. */
@@ -78,7 +81,8 @@ export interface PageAnalysis {
   text: string | Uint8Array;
   /**
    * Set when `text` is a view of a parse worker's shared ring (processors/parse-text-ring.ts):
-   * valid until this is called, which the stage does once the page is decided.
+   * valid until this is called, which the stage does once the page is decided or, for a text it
+   * stores, once the text record is built.
    */
   releaseText?: () => void;
 }
@@ -153,6 +157,16 @@ export function parsePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'userAg
   return [...linkRecords(pageLinks(page, a.linkUrls, null)), { topic: 'parsed', key: page.host, host: page.host, value: a.parsed }];
 }
 
+/** `f` on its first call only. */
+function onceOnly(f: () => void): () => void {
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    f();
+  };
+}
+
 /** Will handoff turn this into an event? Only then is the text worth storing. */
 export function handedOff(p: ParsedPageMsg): boolean {
   return p.change !== 'UNCHANGED' && !p.noindex && !p.near_duplicate_of;
@@ -166,37 +180,41 @@ export function parseStage(opts: ParseOptions): ParseStage {
   const dedup = new ParseDedup();
 
   function handle(page: FetchedPageMsg, ctx: StageContext): HandleResult | Promise<HandleResult> {
-    if (opts.analyzer) {
-      return opts.analyzer.analyze(page).then((a) => {
-        try {
-          return decide(page, a, ctx);
-        } finally {
-          a.releaseText?.();
-        }
-      });
-    }
+    if (opts.analyzer) return opts.analyzer.analyze(page).then((a) => decide(page, a, ctx));
     return decide(page, analyzePage(page, opts), ctx);
   }
 
-  /** Everything that depends on other pages (duplicate tables) and the records to emit. */
+  /**
+   * Everything that depends on other pages (duplicate tables) and the records to emit. The page's
+   * text goes back to its ring (releaseText) when this returns, or, for a text it stores, once
+   * that record is built: the ring is read in place, not copied out.
+   */
   function decide(page: FetchedPageMsg, a: PageAnalysis, ctx: StageContext): HandleResult {
-    const d = dedup.decide(a.parsed, a.linkUrls.length, ctx.now());
-    const parsed: ParsedPageMsg = { ...a.parsed, near_duplicate_of: d.nearDuplicateOf };
-    if (d.kind) ctx.log.debug({ url: page.url, duplicate: d.kind, of: d.nearDuplicateOf }, 'duplicate: not handed off');
-    if (d.trap) ctx.log.info({ host: page.host, field: d.trap.field, url: page.url }, 'trap rule from near-duplicates');
-    const early = [
-      ...linkRecords(pageLinks(page, a.linkUrls, d.linkPriority)),
-      ...(d.content ? [contentRecord(d.content)] : []),
-      ...(d.trap ? [trapRecord(d.trap)] : []),
-    ];
-    const parsedRecord = (p: ParsedPageMsg): OutRecord => ({ topic: 'parsed', key: page.host, host: page.host, value: p });
-    if (!opts.archiveText || !page.record_id || !handedOff(parsed)) return [...early, parsedRecord(parsed)];
-    // A text in a worker's shared ring is copied out: the ring is written over once the page is decided.
-    const text = a.releaseText ? Buffer.from(a.text as Uint8Array) : a.text;
-    const entry: WarcEntry = { type: 'conversion', targetUri: page.url, text, refersTo: page.record_id, date: new Date(page.fetched_at) };
-    // Throwing (the text file not stored) fails the record, which the runtime retries.
-    const pending = opts.archiveText(entry).then((ptr) => [parsedRecord({ ...parsed, text: { uri: ptr.uri, offset: ptr.offset, length: ptr.length } })]);
-    return { early, pending };
+    let release = a.releaseText;
+    try {
+      const d = dedup.decide(a.parsed, a.linkUrls.length, ctx.now());
+      const parsed: ParsedPageMsg = { ...a.parsed, near_duplicate_of: d.nearDuplicateOf };
+      if (d.kind) ctx.log.debug({ url: page.url, duplicate: d.kind, of: d.nearDuplicateOf }, 'duplicate: not handed off');
+      if (d.trap) ctx.log.info({ host: page.host, field: d.trap.field, url: page.url }, 'trap rule from near-duplicates');
+      const early = [
+        ...linkRecords(pageLinks(page, a.linkUrls, d.linkPriority)),
+        ...(d.content ? [contentRecord(d.content)] : []),
+        ...(d.trap ? [trapRecord(d.trap)] : []),
+      ];
+      const parsedRecord = (p: ParsedPageMsg): OutRecord => ({ topic: 'parsed', key: page.host, host: page.host, value: p });
+      if (!opts.archiveText || !page.record_id || !handedOff(parsed)) return [...early, parsedRecord(parsed)];
+      const entry: WarcEntry = { type: 'conversion', targetUri: page.url, text: a.text, refersTo: page.record_id, date: new Date(page.fetched_at) };
+      // Given back once built (onBuilt), or once the store settles if it never is built.
+      const giveBack = release && onceOnly(release);
+      const stored = opts.archiveText(entry, giveBack);
+      if (giveBack) stored.then(giveBack, giveBack);
+      release = undefined;
+      // Throwing (the text file not stored) fails the record, which the runtime retries.
+      const pending = stored.then((ptr) => [parsedRecord({ ...parsed, text: { uri: ptr.uri, offset: ptr.offset, length: ptr.length } })]);
+      return { early, pending };
+    } finally {
+      release?.();
+    }
   }
 
   return {

@@ -68,7 +68,7 @@ export function buildStages(names: readonly StageName[], deps: StageDeps): Stage
       const analyzer = createParseAnalyzer(c.parseThreads, c.userAgent);
       if (analyzer) setMetricSources({ parseAnalyzer: () => analyzer.backlog() });
       return parseStage({
-        userAgent: c.userAgent, partitions: c.partitions, archiveText: text && ((e) => text.append(e)), flushText: text && (() => text.flush()),
+        userAgent: c.userAgent, partitions: c.partitions, archiveText: text && ((e, onBuilt) => text.append(e, onBuilt)), flushText: text && (() => text.flush()),
         analyzer,
       });
     },

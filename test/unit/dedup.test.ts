@@ -12,7 +12,8 @@ import type { ContentMsg, FetchedPageMsg, HostPolicyMsg, LinkMsg, ParsedPageMsg 
 import { simhash64 } from '../../lib/simhash';
 import type { WarcEntry, WarcPointer } from '../../lib/warc/writer';
 import { DUPLICATE_LINK_FACTOR, linkShare, MIN_LINK_PRIORITY, ParseDedup } from '../../processors/parse-dedup';
-import { handedOff, parseStage, textSimhash } from '../../processors/parse';
+import { analyzePage, handedOff, parseStage, textSimhash } from '../../processors/parse';
+import type { ParseAnalyzer } from '../../processors/parse-pool';
 import type { InRecord, OutRecord, StageContext } from '../../runtime/stage';
 import { topics } from '../../topologies/crawl';
 
@@ -263,6 +264,53 @@ describe('parse stage: WET-style text', () => {
     store({ uri: 'file:///t.warc.gz', offset: 7, length: 8, recordId: '<urn:uuid:x>' });
     const outs = await pending;
     expect(parsedOf(outs).text).toEqual({ uri: 'file:///t.warc.gz', offset: 7, length: 8 });
+  });
+
+  it('a text in a worker\'s ring is stored from the ring and given back once its record is built, or once its store fails', async () => {
+    // A stand-in for the parse worker (processors/parse-pool.ts): the page analysed here, its text
+    // in a shared buffer standing for the ring, each release counted.
+    let released = 0;
+    const ring = new Uint8Array(new SharedArrayBuffer(1 << 16));
+    const analyzer: ParseAnalyzer = {
+      threads: 1,
+      analyze: async (p) => {
+        const a = analyzePage(p, { userAgent: 'kcrawl', textAsUtf8: true });
+        ring.set(a.text);
+        return { ...a, text: ring.subarray(0, a.text.length), releaseText: () => void released++ };
+      },
+      backlog: () => ({ bytes: 0, waiting: 0 }),
+      close: async () => undefined,
+    };
+    let built: (() => void) | undefined;
+    let store!: (ptr: WarcPointer) => void;
+    let fail!: (err: Error) => void;
+    const texts: string[] = [];
+    const stage = parseStage({
+      userAgent: 'kcrawl',
+      analyzer,
+      archiveText: (e, onBuilt) => {
+        texts.push(Buffer.from((e as { text: Uint8Array }).text).toString('utf8'));
+        built = onBuilt;
+        return new Promise<WarcPointer>((resolve, reject) => ((store = resolve), (fail = reject)));
+      },
+    });
+    const first = (await stage.handle(rec(page('http://a.test/r/1', LONG('rowing'))), ctx)) as { pending: Promise<OutRecord[]> };
+    expect(texts[0]).toContain('rowing sentence 0');
+    expect(released).toBe(0); // the record is not built yet: the ring still holds the text
+    built!();
+    expect(released).toBe(1);
+    store({ uri: 'file:///t.warc.gz', offset: 1, length: 2, recordId: '<urn:uuid:y>' });
+    await first.pending;
+    expect(released).toBe(1); // given back once only
+    // A store that fails before the record is built still gives the text back.
+    const second = (await stage.handle(rec(page('http://a.test/r/2', LONG('fencing'))), ctx)) as { pending: Promise<OutRecord[]> };
+    expect(released).toBe(1);
+    fail(new Error('disk full'));
+    await expect(second.pending).rejects.toThrow('disk full');
+    expect(released).toBe(2);
+    // A page whose text is not stored (a duplicate) gives it back at once.
+    await run(stage, page('http://a.test/r/3', LONG('fencing')));
+    expect(released).toBe(3);
   });
 
   it('duplicates, unchanged and noindex pages get no text record', async () => {
