@@ -20,11 +20,11 @@ export function gate(host: string, now: number, policy: HostPolicyTable, optout:
  * When a fetch process may first contact a host. A fetcher that starts, or takes over a
  * partition from a fetcher that died, replays leases whose request the dead process may just
  * have sent, so it waits one full gap of the host (the longest its frontier-written
- * `backoff.gap_ms` allows, at least minHostDelayMs) from the moment it got the host's partition
- * (`since`).
+ * `backoff.gap_ms` allows, or minHostDelayMs allows while none is written) from the moment it
+ * got the host's partition (`since`).
  */
 export function firstContactAt(host: string, since: number, minHostDelayMs: number, policy: HostPolicyTable): number {
-  return since + Math.max(minHostDelayMs, gapInForceAtMost(policy.get(host, 'backoff')?.gap_ms ?? 0));
+  return since + gapInForceAtMost(Math.max(minHostDelayMs, policy.get(host, 'backoff')?.gap_ms ?? 0));
 }
 
 /** When each partition was taken on by this process (for firstContactAt). */

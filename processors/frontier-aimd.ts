@@ -110,8 +110,9 @@ export function sameBackoff(a: HostBackoff, b: HostBackoff): boolean {
 }
 
 /**
- * A host's gap is written to crawl.host-policy again only when it moved by more than this share
- * of the last value written, so the gap in force may be up to this much longer than `gap_ms`.
+ * A host's gap is written to crawl.host-policy again only when it grows past the last value
+ * written by more than this share (frontier-hosts.ts applyAnswer), so the gap in force may be up
+ * to this much longer than `gap_ms`, or than minHostDelayMs before any row is written.
  */
 export const GAP_REWRITE_SHARE = 0.2;
 

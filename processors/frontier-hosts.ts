@@ -4,7 +4,7 @@
  * Pure helpers; FrontierState (frontier-state.ts) owns the hosts and the heap.
  */
 import type { FetchStatusMsg, HostPolicyMsg } from '../lib/messages';
-import { backoffRecord, GAP_REWRITE_SHARE, loadSignal, nextBackoff, NO_BACKOFF, sameBackoff, type AimdPolicy, type HostBackoff } from './frontier-aimd';
+import { backoffRecord, gapInForceAtMost, loadSignal, nextBackoff, NO_BACKOFF, sameBackoff, type AimdPolicy, type HostBackoff } from './frontier-aimd';
 
 export interface HostState {
   host: string;
@@ -22,7 +22,7 @@ export interface HostState {
   /** Crawl-delay last reported by the fetcher. */
   crawlDelayMs: number;
   backoff: HostBackoff;
-  /** The gap last written to crawl.host-policy (a restart waits this long). */
+  /** The gap last written to crawl.host-policy (minHostDelayMs until one is); the gap in force is at most gapInForceAtMost of it. */
   persistedGap: number;
   /** Fetches released this cycle, against hostBudgetPerCycle. */
   fetches: number;
@@ -63,8 +63,11 @@ export interface PacePolicy extends AimdPolicy {
  * Apply a fetch answer to the host's pace: the next allowed time is finish + gap, gap =
  * max(minHostDelayMs, Crawl-delay, factor x response time, the operator's ceiling, the adapted
  * AIMD gap), and never inside a Retry-After/pause window or an operator block. Returns the
- * crawl.host-policy `backoff` row to write when the back-off changed or the gap moved by
- * more than 20% since the last one written.
+ * crawl.host-policy `backoff` row to write when the back-off changed or the gap grew past what
+ * the last row written allows (gapInForceAtMost: a frontier or fetcher taking the host over
+ * waits that long). A gap that shrinks is not written: a restart then waits longer than needed
+ * once. On a busy machine the 10x-response rule moved most hosts' gaps up and down by more than
+ * 20% from one page to the next, and every such row went to every stage's copy of the table.
  */
 export function applyAnswer(
   h: HostState, s: FetchStatusMsg, now: number, p: PacePolicy, ceilingMs: number | null, blockUntil: number | null,
@@ -76,7 +79,7 @@ export function applyAnswer(
   // The gap is the host's steady pace; a Retry-After is a one-off window on top of it.
   const gap = Math.max(base, backoff.delayMs);
   h.nextAt = Math.max(h.nextAt, s.finished_at + gap, s.finished_at + (s.retry_after_ms ?? 0), backoff.notBefore, blockUntil ?? 0, now);
-  const changed = !sameBackoff(backoff, h.backoff) || Math.abs(gap - h.persistedGap) > GAP_REWRITE_SHARE * h.persistedGap;
+  const changed = !sameBackoff(backoff, h.backoff) || gap > gapInForceAtMost(h.persistedGap);
   h.backoff = backoff;
   if (!changed) return null;
   h.persistedGap = gap;

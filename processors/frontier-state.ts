@@ -177,12 +177,14 @@ export class FrontierState {
    * Rebuild from a URL-table row (after a crash or rebalance). A LEASED row keeps its lease and
    * counts as a request in flight: a live fetcher may still be working on it, and re-issuing it
    * now could hit the host twice at once. Restored hosts wait one full delay, since when they
-   * were last fetched is unknown here (restoreBackoff makes that the host's persisted gap).
+   * were last fetched is unknown here: the longest gap they can have been given without a row in
+   * crawl.host-policy, gapInForceAtMost(minHostDelayMs) (restoreBackoff makes it that of the
+   * host's persisted gap).
    */
   restore(row: UrlStateMsg, now: number): void {
     const h = this.hostState(row.host, now);
     this.rows.set(row, h.host);
-    h.nextAt = Math.max(h.nextAt, now + this.policy.minHostDelayMs);
+    h.nextAt = Math.max(h.nextAt, now + gapInForceAtMost(this.policy.minHostDelayMs));
     if (row.state === 'QUEUED') this.enqueue(h, row);
     else if (row.state === 'LEASED' && row.lease_id) {
       this.lease(row.url, row.lease_id, row.lease_expires_at ?? now);
@@ -203,7 +205,7 @@ export class FrontierState {
     const h = this.hostState(rec.host, now);
     h.backoff = backoff;
     h.persistedGap = gapMs;
-    h.nextAt = Math.max(h.nextAt, backoff.notBefore, now + Math.max(this.policy.minHostDelayMs, gapInForceAtMost(gapMs)));
+    h.nextAt = Math.max(h.nextAt, backoff.notBefore, now + gapInForceAtMost(Math.max(this.policy.minHostDelayMs, gapMs)));
   }
 
   private lease(url: string, id: string, expiresAt: number): void {

@@ -116,11 +116,12 @@ describe('gate (pure)', () => {
 
   it('firstContactAt: a host gap from the frontier (backoff.gap_ms) wins over the minimum', () => {
     const policy = new HostPolicyTable();
-    expect(firstContactAt('a.test', 1000, 1000, policy)).toBe(2000);
+    // No row: the host's gap is at most 20% above the minimum (a smaller one is never written).
+    expect(firstContactAt('a.test', 1000, 1000, policy)).toBe(2200);
     policy.apply('a.test|backoff', policyRow('a.test', 'backoff', { gap_ms: 30_000 }).value);
     // The gap in force may be up to 20% above the one written (rows are rewritten past 20%).
     expect(firstContactAt('a.test', 1000, 1000, policy)).toBe(37_000);
-    expect(firstContactAt('b.test', 1000, 1000, policy)).toBe(2000);
+    expect(firstContactAt('b.test', 1000, 1000, policy)).toBe(2200);
   });
 });
 

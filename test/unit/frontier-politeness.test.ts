@@ -239,6 +239,36 @@ describe('FrontierState: durable back-off (crash and restart)', () => {
     expect(firstRelease(again, 5000, 20_000, 1)!.at).toBeGreaterThanOrEqual(5000 + 2530);
   });
 
+  it('a gap is written when it grows past what the last row allows, not when it shrinks', () => {
+    // 10x the response time: 1,300 ms, then 1,000, 1,300, 1,000 (a busy machine's noise), then 2,000.
+    const fs = withUrls('a.test', 6);
+    let t = 0;
+    const written: Array<number | null> = [];
+    for (const ms of [130, 100, 130, 100, 130, 200]) {
+      const f = firstRelease(fs, t, 10_000)!;
+      t = f.at + 5;
+      written.push(fs.onStatus(status(f.fetch, { finished_at: t, response_ms: ms }), t).policies?.[0]?.gap_ms ?? null);
+    }
+    // 1,300 > 1.2 x 1,000 (nothing written yet); 2,000 > 1.2 x 1,300. The old rule (a move of
+    // more than 20% either way) wrote all six.
+    expect(written).toEqual([1300, null, null, null, null, 2000]);
+  });
+
+  it('a host whose gap was never written (within 20% of the minimum) still waits it after a hand-over', () => {
+    const fs = withUrls('a.test', 2);
+    const f = fs.tick(0).fetches[0];
+    const rows = new Map<string, UrlStateMsg>();
+    // A 115 ms response calls for 1,150 ms: within 20% of the 1 s minimum, so no row.
+    const e = fs.onStatus(status(f, { finished_at: 3000, response_ms: 115 }), 3000);
+    expect(e.policies).toBeUndefined();
+    for (const r of e.rows) rows.set(r.url, r);
+    // The host moves to another frontier at once; it has the URL table and no host-policy row.
+    const again = new FrontierState(POLICY, ids());
+    again.restore(rows.get('http://a.test/0')!, 3000);
+    again.restore({ ...rows.get('http://a.test/0')!, url: 'http://a.test/1', state: 'QUEUED', fetched_at: null }, 3000);
+    expect(firstRelease(again, 3000, 5000)!.at).toBeGreaterThanOrEqual(3000 + 1150);
+  });
+
   it('the stage writes backoff rows to crawl.host-policy and restores them from it', () => {
     let clock = 0;
     const stage = frontierStage(POLICY, { partitions: 1, now: () => clock });
