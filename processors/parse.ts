@@ -102,13 +102,14 @@ function ownUtf8(s: string): Uint8Array {
 
 /**
  * Pure: what one page says, before any comparison with other pages. With `textAsUtf8` (the parse
- * worker) the text comes back as its UTF-8 bytes in an ArrayBuffer of their own, which the worker
- * moves to the stage's thread; SimHash reads those bytes rather than the string (a typed array
- * reads faster than charCodeAt; lib/simhash.ts).
+ * worker) the text comes back as its UTF-8 bytes: where the function given encodes them (the
+ * worker's shared ring), or in an ArrayBuffer of their own, which the worker moves to the stage's
+ * thread; SimHash reads those bytes rather than the string (a typed array reads faster than
+ * charCodeAt; lib/simhash.ts).
  */
 export function analyzePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'userAgent'>): PageAnalysis & { text: string };
-export function analyzePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'userAgent'> & { textAsUtf8: true }): PageAnalysis & { text: Uint8Array };
-export function analyzePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'userAgent'> & { textAsUtf8?: boolean }): PageAnalysis {
+export function analyzePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'userAgent'> & { textAsUtf8: true | ((text: string) => Uint8Array | null) }): PageAnalysis & { text: Uint8Array };
+export function analyzePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'userAgent'> & { textAsUtf8?: true | ((text: string) => Uint8Array | null) }): PageAnalysis {
   const { text: html } = decodeBody(fetchedBody(page), page.content_type);
   const ex = extract(html, page.final_url, { xRobotsTag: page.x_robots_tag, productToken: productToken(opts.userAgent) });
   const linkUrls: string[] = [];
@@ -119,7 +120,10 @@ export function analyzePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'user
     if (ex.metaRefresh) linkUrls.push(ex.metaRefresh);
   }
   const canonical = ex.canonical ? normalizeUrl(ex.canonical) : null;
-  const utf8 = opts.textAsUtf8 ? ownUtf8(ex.text) : undefined;
+  // A function encodes the text where the caller wants it (the parse worker: its shared ring),
+  // or says null (no room there): then the bytes get a buffer of their own.
+  const encode = opts.textAsUtf8;
+  const utf8 = encode ? (encode === true ? null : encode(ex.text)) ?? ownUtf8(ex.text) : undefined;
   const parsed: ParsedPageMsg = {
     url: page.url,
     canonical_url: canonical?.ok ? canonical.url : null,

@@ -138,6 +138,26 @@ describe('extract: text', () => {
     expect(extract(html, PAGE).text).toBe(expected);
   });
 
+  test('maxTextBytes keeps the longest whole-character prefix of the text, whatever the cap', () => {
+    // ASCII, two- and three-byte characters in runs of their own, so the cap falls everywhere:
+    // before and after the collector starts counting bytes exactly (it counts 3 a character
+    // until that bound could reach the cap).
+    const runs = ['plain ascii words here', 'é'.repeat(7), '€uro €€ signs', 'ascii again and more of it', 'ñandú ü', 'end'];
+    const page = doc('', runs.map((r) => `<p>${r}</p>`).join(''));
+    const full = extract(page, PAGE).text;
+    const total = Buffer.byteLength(full);
+    expect(full.split('\n')).toEqual(runs);
+    for (let cap = 1; cap <= total + 2; cap++) {
+      const text = extract(page, PAGE, { maxTextBytes: cap }).text;
+      let prefix = '';
+      for (const ch of full) {
+        if (Buffer.byteLength(prefix + ch) > cap) break;
+        prefix += ch;
+      }
+      expect([cap, text]).toEqual([cap, prefix]);
+    }
+  });
+
   test('maxTextBytes bounds the text without splitting a character', () => {
     const r = extract(doc('', '<p>' + 'é'.repeat(100) + '</p><p>more</p>'), PAGE, { maxTextBytes: 11 });
     expect(r.text).toBe('é'.repeat(5));
