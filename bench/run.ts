@@ -19,7 +19,7 @@
  * set (`eval "$(bash stack/stack.sh env)"`). kcrawl's processes get the Node flags of
  * bin/crawl.js's launcher line (as on this machine), then --node-flags.
  */
-import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -32,7 +32,8 @@ import { ProcWatch, reapedChildrenCpuMs, sample } from './proc-stat';
 import { cpuMsPerPage, kcrawlHostPeriodMs, markdownTable, sustainedTable, throughputLimit, type RunResult } from './report';
 import { growthBetween, pagesBetweenSeconds, sustainedBounds, stealShare, sustainedCpuMsPerPage, type Point, type SustainedWindow } from './sustained';
 import { parserFloorMs } from './parser-floor';
-import { fillerHtml, hostAddress, hostName, pageHtml, PAGE_BYTES, type PolitenessSummary } from './synthetic-web';
+import { fillerHtml, pageHtml, PAGE_BYTES, type PolitenessSummary } from './synthetic-web';
+import { exited, seedsFile, startWeb, type Web } from './web-process';
 
 const ROOT = join(__dirname, '..', '..');
 const CLI = join(ROOT, 'bin', 'crawl.js');
@@ -44,33 +45,6 @@ function crawlerNodeArgs(a: BenchArgs): string[] {
   return [...CLI_FLAGS, ...a.nodeFlags, ...(a.profile ? ['--cpu-prof', `--cpu-prof-dir=${a.profile}`] : [])];
 }
 const CORES = 2;
-
-interface Web {
-  child: ChildProcess;
-  port: number;
-  stats(): Promise<Record<string, PolitenessSummary>>;
-  reset(): void;
-}
-
-async function startWeb(hosts: number, latencyMs: number): Promise<Web> {
-  const child = fork(join(__dirname, 'web-server.js'), [String(hosts), String(latencyMs)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const port = await new Promise<number>((resolve, reject) => {
-    child.once('message', (m: { ready?: boolean; port?: number }) => (m.ready ? resolve(m.port!) : reject(new Error('web server failed'))));
-    child.once('exit', (code) => reject(new Error(`web server exited with ${code}`)));
-  });
-  return {
-    child, port,
-    stats: () => new Promise((resolve) => {
-      child.once('message', (m: { stats: Record<string, PolitenessSummary> }) => resolve(m.stats));
-      child.send({ cmd: 'stats' });
-    }),
-    reset: () => child.send({ cmd: 'reset' }),
-  };
-}
-
-function exited(child: ChildProcess): Promise<number | null> {
-  return new Promise((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', (c) => resolve(c))));
-}
 
 /** Run a crawler child to its end; its CPU is exact (reaped children's times), its peak RSS polled. */
 async function measureChild(child: ChildProcess, cpuBefore: number, watch: ProcWatch, stopAfterMs?: number, beforeStop?: () => Promise<void>): Promise<{ cpuMs: number; peakRssBytes: number; stdout: string }> {
@@ -92,13 +66,6 @@ function fromStats(s: PolitenessSummary | undefined): Pick<RunResult, 'pages' | 
     pages: s.pages, windowSecs: (s.lastPageAt - s.firstPageAt) / 1000, gapViolations: s.gapViolations,
     concurrencyViolations: s.concurrencyViolations, minGapMs: s.minGapMs, connections: s.connections, pagesBySecond: s.pagesBySecond,
   };
-}
-
-/** Root pages of every host, by address (kcrawl) or by name (the peer: see peer-crawlee.ts). */
-function seedsFile(dir: string, hosts: number, port: number, byName = false): string {
-  const file = join(dir, byName ? 'seeds-by-name.txt' : 'seeds.txt');
-  writeFileSync(file, Array.from({ length: hosts }, (_, h) => `http://${byName ? hostName(h) : hostAddress(h)}:${port}/`).join('\n') + '\n');
-  return file;
 }
 
 /** The sustained window's figures: `pages` done in it, CPU of `pids` and of the web server in it. */

@@ -6,7 +6,7 @@
  */
 import type { HostPolicyTable } from '../lib/host-policy';
 import type { OptOutRegistry } from '../lib/optout-registry';
-import { gapInForceAtMost } from './frontier-aimd';
+import { handOverWaitMs } from './frontier-aimd';
 
 export type GateRefusal = 'blocked' | 'opted-out';
 
@@ -24,7 +24,7 @@ export function gate(host: string, now: number, policy: HostPolicyTable, optout:
  * got the host's partition (`since`).
  */
 export function firstContactAt(host: string, since: number, minHostDelayMs: number, policy: HostPolicyTable): number {
-  return since + gapInForceAtMost(Math.max(minHostDelayMs, policy.get(host, 'backoff')?.gap_ms ?? 0));
+  return since + handOverWaitMs(minHostDelayMs, policy.get(host, 'backoff')?.gap_ms ?? 0);
 }
 
 /** When each partition was taken on by this process (for firstContactAt). */

@@ -126,6 +126,15 @@ export function gapInForceAtMost(gapMs: number): number {
 }
 
 /**
+ * How long a frontier restoring a host, or a fetcher taking its partition, waits before its
+ * first request: the longest gap the host can have been given, from its `gap_ms` row, or from
+ * minHostDelayMs while it has none (`gapMs` 0).
+ */
+export function handOverWaitMs(minHostDelayMs: number, gapMs = 0): number {
+  return gapInForceAtMost(Math.max(minHostDelayMs, gapMs));
+}
+
+/**
  * The frontier's row for a host in crawl.host-policy (field `backoff`, written only by the
  * host's owning frontier): the adapted gap, the no-request window, and `gap_ms`, the host's
  * whole current gap, so a restarted frontier waits that long before its first request.

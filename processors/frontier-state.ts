@@ -20,7 +20,7 @@ import type { CandidateMsg, FetchRequestMsg, FetchStatusMsg, HostPolicyMsg, UrlS
 import { DEFAULTS, type CrawlConfig } from '../lib/config';
 import { routingKey } from '../lib/partitioner';
 import { redirectField } from '../lib/redirect-hops';
-import { AIMD_DEFAULTS, backoffFromRecord, gapInForceAtMost, type AimdPolicy, type HostBackoff } from './frontier-aimd';
+import { AIMD_DEFAULTS, backoffFromRecord, handOverWaitMs, type AimdPolicy, type HostBackoff } from './frontier-aimd';
 import { applyAnswer, newHost, pushUrl, takeUrl, type HostState } from './frontier-hosts';
 import { LayerGroups } from './frontier-layers';
 import { UrlTable } from './frontier-urls';
@@ -178,13 +178,12 @@ export class FrontierState {
    * counts as a request in flight: a live fetcher may still be working on it, and re-issuing it
    * now could hit the host twice at once. Restored hosts wait one full delay, since when they
    * were last fetched is unknown here: the longest gap they can have been given without a row in
-   * crawl.host-policy, gapInForceAtMost(minHostDelayMs) (restoreBackoff makes it that of the
-   * host's persisted gap).
+   * crawl.host-policy (handOverWaitMs; restoreBackoff makes it that of the host's persisted gap).
    */
   restore(row: UrlStateMsg, now: number): void {
     const h = this.hostState(row.host, now);
     this.rows.set(row, h.host);
-    h.nextAt = Math.max(h.nextAt, now + gapInForceAtMost(this.policy.minHostDelayMs));
+    h.nextAt = Math.max(h.nextAt, now + handOverWaitMs(this.policy.minHostDelayMs));
     if (row.state === 'QUEUED') this.enqueue(h, row);
     else if (row.state === 'LEASED' && row.lease_id) {
       this.lease(row.url, row.lease_id, row.lease_expires_at ?? now);
@@ -205,7 +204,7 @@ export class FrontierState {
     const h = this.hostState(rec.host, now);
     h.backoff = backoff;
     h.persistedGap = gapMs;
-    h.nextAt = Math.max(h.nextAt, backoff.notBefore, now + gapInForceAtMost(Math.max(this.policy.minHostDelayMs, gapMs)));
+    h.nextAt = Math.max(h.nextAt, backoff.notBefore, now + handOverWaitMs(this.policy.minHostDelayMs, gapMs));
   }
 
   private lease(url: string, id: string, expiresAt: number): void {

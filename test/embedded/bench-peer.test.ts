@@ -6,45 +6,33 @@
  * 20 s of that, and with the benchmark's 5,000 hosts it fetched no page at all in a 60 s run.
  * Built code (dist/), like the other suites of this project.
  */
-import { fork, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { fork } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { hostName } from '../../bench/synthetic-web';
+import { exited, seedsFile, startWeb, type Web } from '../../bench/web-process';
 
 const DIST = join(__dirname, '../../dist/bench');
 const HOSTS = 100;
 const LATENCY_MS = 200;
 const PEER_SECS = 8;
 
-interface PeerStats { requests: number; pages: number; hosts: number }
-
-function exited(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', () => resolve())));
-}
-
 describe('benchmark peer', () => {
-  let web: ChildProcess | undefined;
+  let web: Web | undefined;
   let dir = '';
 
   afterEach(async () => {
-    if (web && web.exitCode === null) {
-      web.kill();
-      await exited(web);
+    if (web && web.child.exitCode === null) {
+      web.child.kill();
+      await exited(web.child);
     }
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   it('crawls a slow web within seconds and still reads robots.txt before a host\'s pages', async () => {
     dir = mkdtempSync(join(tmpdir(), 'bench-peer-'));
-    web = fork(join(DIST, 'web-server.js'), [String(HOSTS), String(LATENCY_MS)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    const server = web;
-    const port = await new Promise<number>((resolve, reject) => {
-      server.once('message', (m: { ready?: boolean; port?: number }) => (m.ready ? resolve(m.port!) : reject(new Error('web server failed'))));
-      server.once('exit', (code) => reject(new Error(`web server exited with ${code}`)));
-    });
-    const seeds = join(dir, 'seeds.txt');
-    writeFileSync(seeds, Array.from({ length: HOSTS }, (_, h) => `http://${hostName(h)}:${port}/`).join('\n') + '\n');
+    web = await startWeb(HOSTS, LATENCY_MS, join(DIST, 'web-server.js'));
+    const seeds = seedsFile(dir, HOSTS, web.port, true);
 
     const peer = fork(join(DIST, 'peer-crawlee.js'), [seeds, '256', String(PEER_SECS), '1000000000'], { stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
     let out = '';
@@ -54,11 +42,7 @@ describe('benchmark peer', () => {
     clearTimeout(killer);
     const reported = JSON.parse(out.trim().split('\n').pop()!) as { pages: number };
 
-    const stats = await new Promise<Record<string, PeerStats>>((resolve) => {
-      server.once('message', (m: { stats: Record<string, PeerStats> }) => resolve(m.stats));
-      server.send({ cmd: 'stats' });
-    });
-    const s = stats.peer;
+    const s = (await web.stats()).peer;
     // Sequential robots.txt checks of 100 seeds would take 20 s, past the 8 s run.
     expect(reported.pages).toBeGreaterThan(0);
     expect(s?.pages).toBe(reported.pages);
