@@ -8,6 +8,9 @@ const common = {
     '^.+\\.[tj]s$': ['ts-jest', { tsconfig: { allowJs: true } }],
   },
   transformIgnorePatterns: ['/node_modules/(?!parse5-sax-parser/)'],
+  // A cache of this checkout's own: Jest's default (/tmp/jest_<uid>) is shared by every clone on
+  // the machine, and a stale entry from another clone once failed ts-jest on lib/ sources.
+  cacheDirectory: '<rootDir>/node_modules/.cache/jest',
 };
 
 module.exports = {
