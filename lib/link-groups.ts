@@ -19,7 +19,7 @@ function sameLinkFields(a: LinkMsg, b: LinkMsg): boolean {
   );
 }
 
-function sameCandidateFields(a: CandidateMsg, b: CandidateMsg): boolean {
+export function sameCandidateFields(a: CandidateMsg, b: CandidateMsg): boolean {
   return (
     a.host === b.host && a.source_url === b.source_url && a.depth === b.depth && a.discovered_at === b.discovered_at &&
     (a.redirects ?? 0) === (b.redirects ?? 0) && (a.priority ?? null) === (b.priority ?? null)

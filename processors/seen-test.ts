@@ -13,7 +13,7 @@
 import type { SeenSet } from '../lib/bloom/types';
 import { HostPolicyTable } from '../lib/host-policy';
 import type { CandidateMsg, HostPolicyMsg, LinkMsg } from '../lib/messages';
-import { expandLink, groupCandidates, urlsOf } from '../lib/link-groups';
+import { sameCandidateFields } from '../lib/link-groups';
 import { redirectField } from '../lib/redirect-hops';
 import { TrapScreen, type TrapOptions } from '../lib/traps';
 import { normalizeUrl } from '../lib/url-normalize';
@@ -62,75 +62,122 @@ export type SeenDecision = { forward: CandidateMsg } | { drop: string };
  */
 export const SEED_PRIORITY = 1;
 
-/** What to do with one link, before the seen check. Pure save the trap screen's bounded memory. */
-export function screenLink(link: LinkMsg, opts: SeenTestOptions): SeenDecision {
-  if (link.depth > opts.maxDepth) return { drop: 'too-deep' };
-  const n = normalizeUrl(link.url);
-  if (!n.ok) return { drop: n.reason };
+type Normalized = Extract<ReturnType<typeof normalizeUrl>, { ok: true }>;
+
+/**
+ * One URL of a link (its `url` or one of its `more_urls`): the reason it is dropped, or the URL
+ * normalised. Pure save the trap screen's bounded memory.
+ */
+function screenUrl(url: string, link: LinkMsg, opts: SeenTestOptions): string | Normalized {
+  if (link.depth > opts.maxDepth) return 'too-deep';
+  const n = normalizeUrl(url);
+  if (!n.ok) return n.reason;
   if (opts.scope.size > 0 && !opts.scope.has(n.host) && !(n.registeredDomain && opts.scope.has(n.registeredDomain))) {
-    return { drop: 'out-of-scope' };
+    return 'out-of-scope';
   }
   // Seeds are the operator's explicit choice: they skip trap rules as they skip the seen set.
   // normalizeUrl's host, path and query are what parsing n.url again would give (its test).
   const trap = link.is_seed ? null : opts.traps?.screenParts(n.host, n.path, n.query, (opts.now ?? Date.now)());
-  if (trap) return { drop: trap };
+  return trap || n;
+}
+
+/** The candidate for a normalised URL of a link: the link's fields, the URL's host. */
+function candidateOf(url: string, host: string, link: LinkMsg): CandidateMsg {
   return {
-    forward: {
-      url: n.url, host: n.host, depth: link.depth, discovered_at: link.discovered_at, source_url: link.source_url,
-      priority: link.priority ?? (link.is_seed ? SEED_PRIORITY : null), ...redirectField(link.redirects),
-    },
+    url, host, depth: link.depth, discovered_at: link.discovered_at, source_url: link.source_url,
+    priority: link.priority ?? (link.is_seed ? SEED_PRIORITY : null), ...redirectField(link.redirects),
   };
 }
 
+/** What to do with one link (its `url`; `more_urls` aside), before the seen check. */
+export function screenLink(link: LinkMsg, opts: SeenTestOptions): SeenDecision {
+  const n = screenUrl(link.url, link, opts);
+  return typeof n === 'string' ? { drop: n } : { forward: candidateOf(n.url, n.host, link) };
+}
+
+/**
+ * A batch's URLs that passed screening, distinct, in order: each with its host and the link
+ * record it came from (whose fields its candidate takes). No object per URL: a batch of the
+ * benchmark's web is a few thousand URLs, and an expanded link, a decision and a candidate
+ * each were most of seen-test's allocations.
+ */
 interface Screened {
-  candidates: CandidateMsg[];
+  urls: string[];
+  hosts: string[];
+  from: LinkMsg[];
   seeds: boolean[];
 }
 
 /** Screen a batch, dropping (as 'seen') repeats of a URL within the batch itself. */
 function screenBatch(links: readonly LinkMsg[], opts: SeenTestOptions): Screened {
-  const out: Screened = { candidates: [], seeds: [] };
+  const out: Screened = { urls: [], hosts: [], from: [], seeds: [] };
   const inBatch = new Map<string, number>();
-  for (const link of links.flatMap(expandLink)) {
-    const d = screenLink(link, opts);
-    if ('drop' in d) {
-      opts.onReject?.(d.drop, link.url);
-      continue;
+  for (const link of links) {
+    const more = link.more_urls;
+    const n = more ? more.length : 0;
+    for (let i = -1; i < n; i++) {
+      const raw = i < 0 ? link.url : more![i];
+      const d = screenUrl(raw, link, opts);
+      if (typeof d === 'string') {
+        opts.onReject?.(d, raw);
+        continue;
+      }
+      const first = inBatch.get(d.url);
+      if (first !== undefined) {
+        // Forwarded once; a seed among the repeats makes that one bypass the set.
+        if (link.is_seed) out.seeds[first] = true;
+        opts.onReject?.('seen', d.url);
+        continue;
+      }
+      inBatch.set(d.url, out.urls.length);
+      out.urls.push(d.url);
+      out.hosts.push(d.host);
+      out.from.push(link);
+      out.seeds.push(link.is_seed);
     }
-    const first = inBatch.get(d.forward.url);
-    if (first !== undefined) {
-      // Forwarded once; a seed among the repeats makes that one bypass the set.
-      if (link.is_seed) out.seeds[first] = true;
-      opts.onReject?.('seen', d.forward.url);
-      continue;
-    }
-    inBatch.set(d.forward.url, out.candidates.length);
-    out.candidates.push(d.forward);
-    out.seeds.push(link.is_seed);
   }
   return out;
 }
 
-/** The new candidates, one crawl.frontier record per host and shared fields (lib/link-groups). */
+/**
+ * The new candidates, one crawl.frontier record per host and shared fields (lib/link-groups):
+ * the groups groupCandidates makes of the candidates one at a time, built without them.
+ */
 function emit(s: Screened, known: readonly boolean[], opts: SeenTestOptions): OutRecord[] {
-  const forward: CandidateMsg[] = [];
-  s.candidates.forEach((c, i) => {
-    if (known[i] && !s.seeds[i]) opts.onReject?.('seen', c.url);
-    else forward.push(c);
-  });
-  return groupCandidates(forward).map((c) => ({ topic: 'frontier', key: c.host, host: c.host, value: c }));
+  const out: OutRecord[] = [];
+  // The open group of each host, and the link record that opened it.
+  const open = new Map<string, { head: CandidateMsg; from: LinkMsg }>();
+  for (let i = 0; i < s.urls.length; i++) {
+    const url = s.urls[i];
+    if (known[i] && !s.seeds[i]) {
+      opts.onReject?.('seen', url);
+      continue;
+    }
+    const host = s.hosts[i];
+    const link = s.from[i];
+    const g = open.get(host);
+    if (g && (g.from === link || sameCandidateFields(g.head, candidateOf(url, host, link)))) {
+      g.head.more_urls!.push(url);
+      continue;
+    }
+    const head = candidateOf(url, host, link);
+    head.more_urls = [];
+    open.set(host, { head, from: link });
+    out.push({ topic: 'frontier', key: host, host, value: head });
+  }
+  return out;
 }
 
 /** The pure, synchronous form over a check-and-add set (tests and tools). */
 export function seenTest(links: readonly LinkMsg[], seen: Pick<ExactSeenSet, 'checkAndAdd'>, opts: SeenTestOptions): OutRecord[] {
   const s = screenBatch(links, opts);
-  return emit(s, seen.checkAndAdd(s.candidates.map((c) => c.url)), opts);
+  return emit(s, seen.checkAndAdd(s.urls), opts);
 }
 
 /** A batch against an async set: one check for the whole batch; nothing is added here. */
 export async function seenTestBatch(links: readonly LinkMsg[], seen: SeenSet, opts: SeenTestOptions): Promise<OutRecord[]> {
   const s = screenBatch(links, opts);
-  const ask = s.candidates.filter((_, i) => !s.seeds[i]).map((c) => c.url);
+  const ask = s.urls.filter((_, i) => !s.seeds[i]);
   const answers = ask.length ? await seen.check(ask) : [];
   let j = 0;
   const known = s.seeds.map((seed) => (seed ? false : answers[j++]));
@@ -139,7 +186,14 @@ export async function seenTestBatch(links: readonly LinkMsg[], seen: SeenSet, op
 
 /** The URLs of a batch's frontier emits: what `produced` adds to the set. */
 export function producedUrls(outs: readonly OutRecord[]): string[] {
-  return outs.filter((o) => o.topic === 'frontier').flatMap((o) => urlsOf(o.value as CandidateMsg));
+  const urls: string[] = [];
+  for (const o of outs) {
+    if (o.topic !== 'frontier') continue;
+    const c = o.value as CandidateMsg;
+    urls.push(c.url);
+    if (c.more_urls) for (const u of c.more_urls) urls.push(u);
+  }
+  return urls;
 }
 
 export interface SeenTestStageOptions extends SeenTestOptions {

@@ -2,10 +2,11 @@ import pino from 'pino';
 import { bloomParams } from '../../lib/bloom/sizing';
 import { MemoryBloom } from '../../lib/bloom/memory';
 import type { SeenSet } from '../../lib/bloom/types';
-import { hostPolicyKey } from '../../lib/host-policy';
-import { urlsOf as urlsInRecord } from '../../lib/link-groups';
+import { HostPolicyTable, hostPolicyKey } from '../../lib/host-policy';
+import { expandLink, groupCandidates, urlsOf as urlsInRecord } from '../../lib/link-groups';
+import { TrapScreen } from '../../lib/traps';
 import type { CandidateMsg, HostPolicyMsg, LinkMsg } from '../../lib/messages';
-import { ExactSeenSet, seenTestStage } from '../../processors/seen-test';
+import { ExactSeenSet, screenLink, seenTest, seenTestStage, type SeenTestOptions } from '../../processors/seen-test';
 import type { InRecord, OutRecord, Stage, StageContext } from '../../runtime/stage';
 
 const ctx: StageContext = { now: () => 1_000, log: pino({ level: 'silent' }) };
@@ -111,5 +112,86 @@ describe('seen-test stage over an async set', () => {
     const b = recs([link('https://a.example/x')]);
     await s.produced!(await s.handleBatch!(b, ctx));
     expect(await s.handleBatch!(b, ctx)).toHaveLength(1);
+  });
+});
+
+describe('seen-test over a batch of link groups', () => {
+  /**
+   * The reference: every URL of every group as a link of its own, screened by screenLink,
+   * repeats in the batch dropped as seen, checked and added one at a time, and the forwarded
+   * candidates grouped by groupCandidates. The batch path builds the same groups without a
+   * link, a decision or a candidate object per URL.
+   */
+  function reference(links: readonly LinkMsg[], seen: ExactSeenSet, opts: SeenTestOptions): OutRecord[] {
+    const cands: CandidateMsg[] = [];
+    const seeds: boolean[] = [];
+    const inBatch = new Map<string, number>();
+    for (const l of links.flatMap(expandLink)) {
+      const d = screenLink(l, opts);
+      if ('drop' in d) {
+        opts.onReject?.(d.drop, l.url);
+        continue;
+      }
+      const first = inBatch.get(d.forward.url);
+      if (first !== undefined) {
+        if (l.is_seed) seeds[first] = true;
+        opts.onReject?.('seen', d.forward.url);
+        continue;
+      }
+      inBatch.set(d.forward.url, cands.length);
+      cands.push(d.forward);
+      seeds.push(l.is_seed);
+    }
+    const known = seen.checkAndAdd(cands.map((c) => c.url));
+    const forward = cands.filter((c, i) => {
+      if (known[i] && !seeds[i]) opts.onReject?.('seen', c.url);
+      return !known[i] || seeds[i];
+    });
+    return groupCandidates(forward).map((c) => ({ topic: 'frontier', key: c.host, host: c.host, value: c }));
+  }
+
+  /** A deterministic generator (mulberry32), so a failure names its seed. */
+  function rng(seed: number): () => number {
+    let a = seed >>> 0;
+    return () => {
+      a = (a + 0x6d2b79f5) >>> 0;
+      let t = Math.imul(a ^ (a >>> 15), 1 | a);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+  }
+
+  function batch(r: () => number): LinkMsg[] {
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
+    const url = (): string =>
+      pick([
+        () => `https://${pick(['a', 'b', 'c'])}.example/p/${Math.floor(r() * 6)}`,
+        () => `HTTPS://${pick(['A', 'b'])}.example:443/p/${Math.floor(r() * 6)}#f`,
+        () => 'https://a.example/x/x/x/x',
+        () => 'ftp://a.example/',
+        () => 'http://[oops/',
+        () => 'https://out.test/q',
+      ])();
+    return Array.from({ length: 1 + Math.floor(r() * 12) }, () => {
+      const more = Array.from({ length: Math.floor(r() * 5) }, url);
+      return {
+        url: url(), source_url: pick(['https://s1.example/', 'https://s2.example/', null]), depth: pick([0, 1, 2, 17]),
+        discovered_at: pick([5, 6]), is_seed: r() < 0.15, ...(r() < 0.2 ? { redirects: 1 } : {}),
+        ...(r() < 0.3 ? { priority: pick([0.25, 0.5, null]) } : {}), ...(more.length > 0 || r() < 0.5 ? { more_urls: more } : {}),
+      };
+    });
+  }
+
+  it('gives the groups, checks and rejections of screening each URL alone, on 500 random batches', () => {
+    for (let seed = 1; seed <= 500; seed++) {
+      const r = rng(seed);
+      const scope = r() < 0.3 ? new Set(['a.example', 'b.example']) : new Set<string>();
+      const [got, want] = [[], []].map((rejects: Array<[string, string]>) => ({ rejects, seen: new ExactSeenSet(), opts: { maxDepth: 16, scope, onReject: (why: string, u: string) => rejects.push([why, u]), traps: new TrapScreen(new HostPolicyTable()), now: () => 1_000 } }));
+      for (let round = 0; round < 3; round++) {
+        const links = batch(r);
+        expect({ seed, round, outs: seenTest(links, got.seen, got.opts) }).toEqual({ seed, round, outs: reference(links, want.seen, want.opts) });
+        expect({ seed, round, rejects: got.rejects }).toEqual({ seed, round, rejects: want.rejects });
+      }
+    }
   });
 });
