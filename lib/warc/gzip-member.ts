@@ -13,20 +13,11 @@
  * The bytes are those of gzipSync at the same level: deflateReset leaves the state deflateInit
  * makes (test/unit/gzip-member.test.ts compares them). The stream is driven through zlib's own
  * handle (`_handle.writeSync`, `_writeState`), which Node has kept since v10 but does not
- * document; where it is missing, gzipSync is used.
+ * document (lib/warc/zlib-raw.ts); where it is missing, gzipSync is used.
  */
 import { types } from 'node:util';
 import * as zlib from 'node:zlib';
-
-interface ZlibHandle {
-  writeSync(flush: number, input: Uint8Array, inOff: number, inLen: number, out: Uint8Array, outOff: number, outLen: number): void;
-  reset(): void;
-}
-
-interface RawGzip extends zlib.Gzip {
-  _handle?: ZlibHandle | null;
-  _writeState?: Uint32Array;
-}
+import { RawZlib } from './zlib-raw';
 
 const { Z_NO_FLUSH, Z_FINISH } = zlib.constants;
 const START_SCRATCH = 64 * 1024;
@@ -34,30 +25,11 @@ const START_SCRATCH = 64 * 1024;
 const KEEP_SCRATCH = 1024 * 1024;
 
 class ReusedGzip {
-  private readonly z: RawGzip;
-  private readonly state: Uint32Array;
-  private error: Error | null = null;
+  private readonly z: RawZlib;
   private scratch = Buffer.allocUnsafe(START_SCRATCH);
 
   constructor(level: number) {
-    this.z = zlib.createGzip({ level }) as RawGzip;
-    if (!this.z._handle || typeof this.z._handle.writeSync !== 'function' || !types.isUint32Array(this.z._writeState)) {
-      throw new Error('zlib handle not available');
-    }
-    this.state = this.z._writeState;
-    // zlib reports a failed deflate() through the stream's 'error' event, synchronously, and
-    // then closes the handle (its _handle becomes null).
-    this.z.on('error', (err: Error) => (this.error = err));
-  }
-
-  /**
-   * The live handle. Node aborts the process on a write to a closed one, so each use checks:
-   * a stream that failed once is never written again (gzipMember drops it).
-   */
-  private handle(): ZlibHandle {
-    const h = this.z._handle;
-    if (this.error || !h) throw this.error ?? new Error('zlib handle closed');
-    return h;
+    this.z = new RawZlib(zlib.createGzip({ level }));
   }
 
   /** One gzip member of the parts, as a Buffer of its own. */
@@ -70,11 +42,9 @@ class ReusedGzip {
       let inLen = part.length;
       for (;;) {
         const outLen = this.scratch.length - outOff;
-        this.handle().writeSync(flush, part, inOff, inLen, this.scratch, outOff, outLen);
-        // A failed deflate() reported itself (and closed the handle) during the write.
-        if (this.error) throw this.error;
-        const availOut = this.state[0];
-        const availIn = this.state[1];
+        this.z.write(flush, part, inOff, inLen, this.scratch, outOff, outLen);
+        const availOut = this.z.availOut;
+        const availIn = this.z.availIn;
         outOff += outLen - availOut;
         inOff += inLen - availIn;
         inLen = availIn;
@@ -86,7 +56,7 @@ class ReusedGzip {
       }
     }
     // deflateReset: the next member starts from the state deflateInit gives.
-    this.handle().reset();
+    this.z.reset();
     const gz = Buffer.from(this.scratch.subarray(0, outOff));
     if (this.scratch.length > KEEP_SCRATCH) this.scratch = Buffer.allocUnsafe(START_SCRATCH);
     return gz;
