@@ -17,7 +17,7 @@ import type { FrontierStage } from '../processors/frontier';
 import { AvroFileSink } from '../runtime/avro-file-sink';
 import { buildStages, STAGE_NAMES } from '../runtime/build-stages';
 import { EmbeddedRunner } from '../runtime/embedded-runner';
-import { embeddedHoldRules, holdWhileOf } from '../runtime/embedded-holds';
+import { embeddedHoldRules, holdWhileOf } from '../runtime/backlog-holds';
 import { fetchedWithoutBody } from '../runtime/fetched-disk-form';
 import { FileLog } from '../runtime/file-log';
 import type { OutRecord, Stage } from '../runtime/stage';
@@ -152,7 +152,7 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   // compressed WARC record), no more: beyond, pages only wait in memory. A page reaches parse only
   // once its WARC file is stored (about 1,000 pages a file), so a smaller lead left parse waiting
   // after each hold: 2,048 read 935 and 978 pages/s with 200 ms responses against 1,007 and 1,009.
-  // Parse and seen-test wait likewise on the stage after them (runtime/embedded-holds.ts).
+  // Parse and seen-test wait likewise on the stage after them (runtime/backlog-holds.ts).
   const runner = new EmbeddedRunner(fileLog, [...stages, sinkStage, ...(status ? [status.stage] : [])], log, {
     holdWhile: holdWhileOf(embeddedHoldRules(config), (group, topic) => fileLog.lag(group, topic)),
   });

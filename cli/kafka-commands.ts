@@ -9,7 +9,7 @@
  * plus the CRAWL_* settings of lib/config.ts.
  */
 import { createHttpClient } from '../connectors/http-undici';
-import { connectKafka, createProducer, ensureTopics, partitionCounts, produce, watchGroupLag, type Kafka } from '../connectors/kafka';
+import { connectKafka, createProducer, ensureTopics, partitionCounts, produce, watchGroupLag, type GroupLag, type Kafka } from '../connectors/kafka';
 import { createPageStore, pageStoreConfigFromEnv } from '../connectors/page-store';
 import { AvroRegistry, subjectFor } from '../connectors/registry';
 import { loadSchema } from '../lib/avro';
@@ -17,6 +17,7 @@ import { loadConfig, type CrawlConfig } from '../lib/config';
 import { createLogger, type Logger } from '../lib/logger';
 import { WarcWriter } from '../lib/warc/writer';
 import { buildStages, STAGE_NAMES, type StageName } from '../runtime/build-stages';
+import { holdWhileOf, kafkaHoldRules } from '../runtime/backlog-holds';
 import { encodeRecords, runStageOnKafka, type KafkaRuntime, type RunningStage } from '../runtime/kafka-runner';
 import { allTopics, topics, type TopicId } from '../topologies/crawl';
 import { seedLinks } from './embedded';
@@ -94,14 +95,18 @@ export async function processes(names: string[], o: { allowPrivateNetwork: boole
   const running: RunningStage[] = [];
   // With CRAWL_REDIS_URL, seen-test shares Bloom generations in Redis; without it, each uses process memory.
   const seen = wanted.includes('seen-test') ? await redisSeenFromEnv(process.env, env.prefix, config, log) : undefined;
-  // Fetch waits while parse (in any process) is far behind: pages fetched faster than they are
-  // parsed only grow a backlog, and in one process they take the CPU parse needs.
-  const parseLag = wanted.includes('fetch') && config.parseBacklogMax > 0
-    ? await watchGroupLag(rt.kafka, `${env.prefix}crawl.parse`, env.prefix + topics.fetched.name, 1000, (err) => log.debug({ err }, 'parse backlog not read'))
-    : null;
+  // Fetch waits while parse (in any process) is far behind; each rule's lag is watched on the
+  // brokers, whichever process consumes it.
+  const rules = kafkaHoldRules(config).filter((r) => wanted.includes(r.stage as StageName));
+  const lags = new Map<string, GroupLag>();
+  for (const r of rules) {
+    const group = env.prefix + r.group;
+    const topic = env.prefix + topics[r.topic].name;
+    lags.set(`${r.group} ${r.topic}`, await watchGroupLag(rt.kafka, group, topic, 1000, (err) => log.debug({ err, group, topic }, 'backlog not read')));
+  }
+  const holdWhile = holdWhileOf(rules, (group, topic) => lags.get(`${group} ${topic}`)?.lag() ?? 0);
   for (const stage of buildStages(wanted, { config, http, warc, textWarc, seen })) {
-    const holdWhile = stage.id === 'fetch' && parseLag ? () => parseLag.lag() > config.parseBacklogMax : undefined;
-    running.push(await runStageOnKafka(stage, rt, { holdWhile }));
+    running.push(await runStageOnKafka(stage, rt, { holdWhile: holdWhile[stage.id] }));
   }
   const stopMetrics = await (await import('../api/metrics-server')).startProcessMetrics(config, () => warc.stats, log);
   log.info({ processors: wanted, pid: process.pid }, 'processors running');
@@ -111,7 +116,7 @@ export async function processes(names: string[], o: { allowPrivateNetwork: boole
   });
   log.info('stopping');
   for (const r of running) await r.stop();
-  await parseLag?.stop();
+  for (const l of lags.values()) await l.stop();
   await seen?.close();
   await warc.close();
   await textWarc.close();

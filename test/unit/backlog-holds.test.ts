@@ -1,5 +1,5 @@
 /**
- * Backpressure of `crawl run` (runtime/embedded-holds.ts): which stage waits on which, and, over
+ * Backpressure of `crawl run` and Kafka mode (runtime/backlog-holds.ts): which stage waits on which, and, over
  * a real FileLog and EmbeddedRunner, that a producer stops while its consumer lags so the
  * unconsumed records (held in memory by the embedded log) stay bounded, then all go through
  * once the consumer keeps up.
@@ -11,7 +11,7 @@ import pino from 'pino';
 import { until } from '../support/until';
 import { loadConfig } from '../../lib/config';
 import type { CandidateMsg, LinkMsg } from '../../lib/messages';
-import { embeddedHoldRules, holdWhileOf } from '../../runtime/embedded-holds';
+import { embeddedHoldRules, holdWhileOf, kafkaHoldRules } from '../../runtime/backlog-holds';
 import { EmbeddedRunner } from '../../runtime/embedded-runner';
 import { FileLog } from '../../runtime/file-log';
 import type { InRecord, OutRecord, Stage } from '../../runtime/stage';
@@ -30,6 +30,14 @@ describe('embeddedHoldRules', () => {
     expect(rules.some((r) => r.stage === 'frontier')).toBe(false);
     expect(embeddedHoldRules({ parseBacklogMax: 0, stageBacklogMax: 0 })).toEqual([]);
     expect(embeddedHoldRules(loadConfig({ CRAWL_STAGE_BACKLOG_MAX: '5' })).map((r) => r.max)).toEqual([4096, 5, 5]);
+  });
+
+  it("keeps fetch's rule alone in Kafka mode, where other backlogs wait on the brokers' disks", () => {
+    expect(kafkaHoldRules(loadConfig({ CRAWL_PARSE_BACKLOG_MAX: '7' }))).toEqual([{ stage: 'fetch', group: 'crawl.parse', topic: 'fetched', max: 7 }]);
+    expect(kafkaHoldRules({ parseBacklogMax: 0, stageBacklogMax: 10 })).toEqual([]);
+    const hold = holdWhileOf(kafkaHoldRules(loadConfig({})), (g, t) => (g === 'crawl.parse' && t === 'fetched' ? 4097 : 0));
+    expect(Object.keys(hold)).toEqual(['fetch']);
+    expect(hold.fetch()).toBe(true);
   });
 
   it('says hold exactly while the lag is above the limit', () => {

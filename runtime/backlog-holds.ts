@@ -10,7 +10,7 @@
  *
  * The frontier itself is never held: it is where the chain drains, so holds cannot wait on each
  * other in a circle. In Kafka mode backlogs wait on the brokers' disks; only fetch's rule
- * applies there (cli/kafka-commands.ts).
+ * applies there (kafkaHoldRules, cli/kafka-commands.ts).
  */
 import type { CrawlConfig } from '../lib/config';
 import type { TopicId } from '../topologies/crawl';
@@ -32,6 +32,14 @@ export function embeddedHoldRules(cfg: Pick<CrawlConfig, 'parseBacklogMax' | 'st
     { stage: 'seen-test', group: 'crawl.frontier', topic: 'frontier', max: cfg.stageBacklogMax },
   ];
   return rules.filter((r) => r.max > 0);
+}
+
+/**
+ * The rules Kafka mode keeps: fetch's only. Pages fetched faster than they are parsed only grow a
+ * backlog, and in one process they take the CPU parse needs; other backlogs wait on disk.
+ */
+export function kafkaHoldRules(cfg: Pick<CrawlConfig, 'parseBacklogMax' | 'stageBacklogMax'>): HoldRule[] {
+  return embeddedHoldRules(cfg).filter((r) => r.stage === 'fetch');
 }
 
 /** The runner's holdWhile map: stage id -> whether it must wait now, from a lag reader. */
