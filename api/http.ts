@@ -35,7 +35,7 @@ function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onError);
-      req.off('aborted', onAborted);
+      req.off('close', onClose);
     };
     const onData = (chunk: Buffer): void => {
       size += chunk.length;
@@ -52,11 +52,12 @@ function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
       done();
       reject(err);
     };
-    const onAborted = (): void => onError(new Error('the client closed the connection mid-body'));
+    // Closed before its end without an error (a client gone, a socket timed out): never settled otherwise.
+    const onClose = (): void => onError(new Error('the connection closed mid-body'));
     req.on('data', onData);
     req.on('end', onEnd);
     req.on('error', onError);
-    req.on('aborted', onAborted);
+    req.on('close', onClose);
   });
 }
 

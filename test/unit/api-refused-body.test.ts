@@ -7,10 +7,13 @@ import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readJson, REFUSED_BODY_DRAIN_BYTES, sendError, sendJson } from '../../api/http';
 import { ApiError } from '../../api/validate';
+import { until } from '../support/until';
 
 const CAP = 64 * 1024;
 let server: Server;
 let port = 0;
+/** What readJson failed with other than an ApiError, last. */
+let otherFailure: Error | undefined;
 
 beforeAll(async () => {
   server = createServer((req, res) => {
@@ -18,7 +21,10 @@ beforeAll(async () => {
       ({ value }) => sendJson(res, 200, { got: typeof value }),
       (e: unknown) => {
         if (e instanceof ApiError) sendError(res, e);
-        else res.destroy();
+        else {
+          otherFailure = e as Error;
+          res.destroy();
+        }
       },
     );
   });
@@ -114,4 +120,15 @@ test.each([
 test('an upload past the drain bound is cut off, not read to its end', async () => {
   const r = await post(REFUSED_BODY_DRAIN_BYTES + 16 * 1024 * 1024, false);
   expect(r.uploadError).toMatch(/ECONNRESET|EPIPE/);
+});
+
+test('a client gone mid-body ends the read with an error, not a wait forever', async () => {
+  otherFailure = undefined;
+  const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/seeds', agent: false, headers: { 'content-type': 'application/json', 'content-length': 10_000 } });
+  req.on('error', () => undefined);
+  req.write(Buffer.alloc(1000, ' '));
+  await new Promise((r) => setTimeout(r, 50));
+  req.destroy();
+  await until(() => otherFailure !== undefined);
+  expect((otherFailure as Error | undefined)?.message).toMatch(/aborted|closed mid-body/);
 });
