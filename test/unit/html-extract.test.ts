@@ -121,6 +121,16 @@ describe('extract: metadata', () => {
   });
 });
 
+/** Deterministic PRNG (mulberry32), so a failure names its seed. */
+function rng(seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
 describe('extract: text', () => {
   test.each([
     ['script/style/noscript/template/head excluded', doc('<title>T</title><style>p{}</style><script>var a=1</script>',
@@ -155,6 +165,42 @@ describe('extract: text', () => {
         prefix += ch;
       }
       expect([cap, text]).toEqual([cap, prefix]);
+    }
+  });
+
+  test('the text is the same however the tokenizer splits it (FastTokenizer cuts text tokens where parse5 would not)', () => {
+    // Empty comments cut a text into more tokens without changing what the page says; pieces of
+    // every kind of whitespace, entities, NULs and wide characters, between block, cell, inline
+    // and skipped elements, cut anywhere but inside an entity or a surrogate pair.
+    const pieces = ['plain words', ' lead', 'trail ', '  two  spaces  ', '\ttab\t', 'line\nfeed', 'cr\r\nlf', '\f', ' ', '\n', 'x\0y', '&amp;', ' &lt; ', 'caf\u00e9', '\u4e2d\u6587', '\ud83d\ude00 emoji', '&nbsp;nb'];
+    const tags = ['<p>', '</p>', '<div>', '</div>', '<b>', '</b>', '<td>', '</td>', '<br>', '<span class="s">', '</span>', '<script>x  y</script>', '<!-- c -->'];
+    const cut = (piece: string, at: number): string => {
+      if (piece.includes('&')) return piece;
+      const i = Math.min(piece.length, Math.max(0, at));
+      // Not between the halves of a surrogate pair.
+      if (i > 0 && i < piece.length && /[\ud800-\udbff]/.test(piece[i - 1])) return piece;
+      return piece.slice(0, i) + '<!---->' + piece.slice(i);
+    };
+    for (let seed = 1; seed <= 300; seed++) {
+      const r = rng(seed);
+      const whole: string[] = [];
+      const split: string[] = [];
+      for (let n = 0; n < 4 + Math.floor(r() * 12); n++) {
+        if (r() < 0.6) {
+          const piece = pieces[Math.floor(r() * pieces.length)];
+          whole.push(piece);
+          split.push(cut(piece, Math.floor(r() * (piece.length + 1))));
+        } else {
+          const tag = tags[Math.floor(r() * tags.length)];
+          whole.push(tag);
+          split.push(tag);
+        }
+      }
+      const a = doc('', whole.join(''));
+      const b = doc('', split.join(''));
+      expect([seed, extract(b, PAGE).text]).toEqual([seed, extract(a, PAGE).text]);
+      const cap = 1 + Math.floor(r() * 40);
+      expect([seed, cap, extract(b, PAGE, { maxTextBytes: cap }).text]).toEqual([seed, cap, extract(a, PAGE, { maxTextBytes: cap }).text]);
     }
   });
 
