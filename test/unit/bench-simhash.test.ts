@@ -9,16 +9,7 @@
 import { createHash } from 'node:crypto';
 import { md5Low64Latin1 } from '../../lib/md5-short';
 import { MAX_SIMHASH_CHARS, shingles, simhash64, simhashOfFeatures, simhashWithCount } from '../../lib/simhash';
-
-/** Deterministic PRNG (mulberry32), so a failure reproduces. */
-function rng(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { rng } from '../support/rng';
 
 function reference(text: string, width: number): { simhash: string; shingles: number } {
   const f = shingles(text, width);

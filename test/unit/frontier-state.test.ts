@@ -1,5 +1,6 @@
 import { FrontierState, type FrontierPolicy } from '../../processors/frontier-state';
 import type { CandidateMsg, FetchOutcome, FetchRequestMsg, FetchStatusMsg, UrlStateMsg } from '../../lib/messages';
+import { rng } from '../support/rng';
 
 const POLICY: FrontierPolicy = {
   minHostDelayMs: 1000,
@@ -345,21 +346,9 @@ describe('FrontierState: restore and retain', () => {
   });
 });
 
-/** mulberry32: small seeded PRNG. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 describe('FrontierState: randomized politeness property', () => {
   it.each([1, 2, 3, 42, 1234])('seed %i: never two outstanding requests to a host, gaps respected', (seed) => {
-    const rnd = prng(seed);
+    const rnd = rng(seed);
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)];
     const policy: FrontierPolicy = { ...POLICY, leaseMs: 20_000, maxAttempts: 3, retryBackoffMs: [2000, 4000] };
     const fs = new FrontierState(policy, leaseIds());

@@ -1,4 +1,5 @@
 import { decodeBody, extract, sniffCharset, type Extracted } from '../../lib/html/extract';
+import { rng } from '../support/rng';
 
 const PAGE = 'https://example.com/dir/page.html';
 const urls = (r: Extracted) => r.links.map((l) => l.url);
@@ -120,16 +121,6 @@ describe('extract: metadata', () => {
     expect(extract(doc('<title>  </title>', ''), PAGE).title).toBeNull();
   });
 });
-
-/** Deterministic PRNG (mulberry32), so a failure names its seed. */
-function rng(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe('extract: text', () => {
   test.each([

@@ -8,6 +8,7 @@ import { TrapScreen } from '../../lib/traps';
 import type { CandidateMsg, HostPolicyMsg, LinkMsg } from '../../lib/messages';
 import { ExactSeenSet, screenLink, seenTest, seenTestStage, type SeenTestOptions } from '../../processors/seen-test';
 import type { InRecord, OutRecord, Stage, StageContext } from '../../runtime/stage';
+import { rng } from '../support/rng';
 
 const ctx: StageContext = { now: () => 1_000, log: pino({ level: 'silent' }) };
 const link = (url: string, f: Partial<LinkMsg> = {}): LinkMsg => ({ url, source_url: 'https://src.example/', depth: 1, discovered_at: 5, is_seed: false, ...f });
@@ -148,17 +149,6 @@ describe('seen-test over a batch of link groups', () => {
       return !known[i] || seeds[i];
     });
     return groupCandidates(forward).map((c) => ({ topic: 'frontier', key: c.host, host: c.host, value: c }));
-  }
-
-  /** A deterministic generator (mulberry32), so a failure names its seed. */
-  function rng(seed: number): () => number {
-    let a = seed >>> 0;
-    return () => {
-      a = (a + 0x6d2b79f5) >>> 0;
-      let t = Math.imul(a ^ (a >>> 15), 1 | a);
-      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
   }
 
   function batch(r: () => number): LinkMsg[] {
