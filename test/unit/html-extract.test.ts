@@ -165,9 +165,9 @@ describe('extract: text', () => {
     // and skipped elements, cut anywhere but inside an entity or a surrogate pair.
     const pieces = ['plain words', ' lead', 'trail ', '  two  spaces  ', '\ttab\t', 'line\nfeed', 'cr\r\nlf', '\f', ' ', '\n', 'x\0y', '&amp;', ' &lt; ', 'caf\u00e9', '\u4e2d\u6587', '\ud83d\ude00 emoji', '&nbsp;nb'];
     const tags = ['<p>', '</p>', '<div>', '</div>', '<b>', '</b>', '<td>', '</td>', '<br>', '<span class="s">', '</span>', '<script>x  y</script>', '<!-- c -->'];
-    const cut = (piece: string, at: number): string => {
+    /** `piece` with an empty comment at `i` (0 to its length). */
+    const cut = (piece: string, i: number): string => {
       if (piece.includes('&')) return piece;
-      const i = Math.min(piece.length, Math.max(0, at));
       // Not between the halves of a surrogate pair.
       if (i > 0 && i < piece.length && /[\ud800-\udbff]/.test(piece[i - 1])) return piece;
       return piece.slice(0, i) + '<!---->' + piece.slice(i);
@@ -176,7 +176,8 @@ describe('extract: text', () => {
       const r = rng(seed);
       const whole: string[] = [];
       const split: string[] = [];
-      for (let n = 0; n < 4 + Math.floor(r() * 12); n++) {
+      const items = 4 + Math.floor(r() * 12);
+      for (let n = 0; n < items; n++) {
         if (r() < 0.6) {
           const piece = pieces[Math.floor(r() * pieces.length)];
           whole.push(piece);
