@@ -94,28 +94,23 @@ function removePartials(dir: string, log: Logger): void {
 }
 
 /**
- * `crawl run`'s own WARC defaults, for what the environment leaves unset. Its files go to local
+ * `crawl run`'s own WARC defaults, under any CRAWL_WARC_* variable set. Its files go to local
  * disk, where a file costs no PUT, so they are stored sooner than a cluster's: every 2 s (the 30 s
  * default would hold every page of a small crawl back from parse that long) and at 1,000 records,
  * about 500 pages, rather than 4,000. Pages reach parse only once their file is stored; on the
  * benchmark's web with 200 ms responses, files of 500 pages kept the crawler 91.4-92.7% busy
  * against 87.3-90.3% with 2,000 (four pairs, README "Performance").
  */
-export function embeddedWarcDefaults(env: NodeJS.ProcessEnv): Partial<CrawlConfig> {
-  return {
-    ...(env.CRAWL_WARC_MAX_AGE_MS ? {} : { warcMaxAgeMs: 2000 }),
-    ...(env.CRAWL_WARC_MAX_RECORDS ? {} : { warcMaxRecords: 1000 }),
-  };
-}
+export const EMBEDDED_WARC_DEFAULTS: Readonly<Partial<CrawlConfig>> = { warcMaxAgeMs: 2000, warcMaxRecords: 1000 };
 
 export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promise<RunSummary> {
   mkdirSync(opts.out, { recursive: true });
   const log = opts.logger ?? createLogger({ file: join(opts.out, 'crawl.log') });
-  const config = loadConfig(process.env, {
-    ...embeddedWarcDefaults(process.env),
-    ...opts.config,
-    allowPrivateNetwork: opts.allowPrivateNetwork ?? false,
-  });
+  const config = loadConfig(
+    process.env,
+    { ...opts.config, allowPrivateNetwork: opts.allowPrivateNetwork ?? false },
+    EMBEDDED_WARC_DEFAULTS,
+  );
   const seeds = seedLinks(opts.seeds, log);
   if (seeds.length === 0) throw new Error('no valid seed URL: give --seed http(s)://… or --seeds-file');
 

@@ -214,9 +214,16 @@ function parseValue(key: keyof CrawlConfig, raw: string): CrawlConfig[keyof Craw
   return raw;
 }
 
-/** Defaults, overridden by CRAWL_* variables, overridden by `overrides`. */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<CrawlConfig> = {}): CrawlConfig {
-  const cfg: CrawlConfig = { ...DEFAULTS, retryBackoffMs: [...DEFAULTS.retryBackoffMs], allowCidrs: [] };
+/**
+ * Defaults (`DEFAULTS`, then the caller's own `defaults` over them), overridden by CRAWL_*
+ * variables, overridden by `overrides`.
+ */
+export function loadConfig(
+  env: NodeJS.ProcessEnv = process.env,
+  overrides: Partial<CrawlConfig> = {},
+  defaults: Partial<CrawlConfig> = {},
+): CrawlConfig {
+  const cfg: CrawlConfig = { ...DEFAULTS, retryBackoffMs: [...DEFAULTS.retryBackoffMs], allowCidrs: [], ...defaults };
   for (const key of Object.keys(DEFAULTS) as Array<keyof CrawlConfig>) {
     const raw = env[envName(key)];
     if (raw !== undefined && raw !== '') (cfg as unknown as Record<string, unknown>)[key] = parseValue(key, raw);
