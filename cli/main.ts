@@ -67,9 +67,10 @@ export function program(): Command {
   cmd
     .command('stack')
     .description('the local Kafka, Redis, S3 and schema registry, without Docker')
-    .argument('<action>', 'up | down | status | env | install')
+    .argument('<action>', 'up | down | stop | restart | status | env | install (stop and restart keep the data; CRAWL_STACK_SERVICES=kafka restarts just the broker)')
     .action((action: string) => {
-      if (!['up', 'down', 'status', 'env', 'install'].includes(action)) throw new Error(`unknown stack action "${action}": up, down, status, env or install`);
+      const actions = ['up', 'down', 'stop', 'restart', 'status', 'env', 'install'];
+      if (!actions.includes(action)) throw new Error(`unknown stack action "${action}": ${actions.join(', ')}`);
       const script = join(__dirname, '..', '..', 'stack', 'stack.sh');
       const r = spawnSync('bash', [script, action], { stdio: 'inherit' });
       if (r.status !== 0) process.exitCode = r.status ?? 1;
