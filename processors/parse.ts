@@ -197,7 +197,7 @@ export function parseStage(opts: ParseOptions): ParseStage {
     let release = a.releaseText;
     try {
       const d = dedup.decide(a.parsed, a.linkUrls.length, ctx.now());
-      const parsed: ParsedPageMsg = { ...a.parsed, near_duplicate_of: d.nearDuplicateOf };
+      const parsed: ParsedPageMsg = { ...a.parsed, change: d.change, fetched_at: d.fetchedAt, near_duplicate_of: d.nearDuplicateOf };
       if (d.kind) ctx.log.debug({ url: page.url, duplicate: d.kind, of: d.nearDuplicateOf }, 'duplicate: not handed off');
       if (d.trap) ctx.log.info({ host: page.host, field: d.trap.field, url: page.url }, 'trap rule from near-duplicates');
       const early = [

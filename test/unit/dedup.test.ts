@@ -12,6 +12,7 @@ import type { ContentMsg, FetchedPageMsg, HostPolicyMsg, LinkMsg, ParsedPageMsg 
 import { simhash64 } from '../../lib/simhash';
 import type { WarcEntry, WarcPointer } from '../../lib/warc/writer';
 import { DUPLICATE_LINK_FACTOR, linkShare, MIN_LINK_PRIORITY, ParseDedup } from '../../processors/parse-dedup';
+import { eventId } from '../../processors/handoff';
 import { analyzePage, handedOff, parseStage, textSimhash } from '../../processors/parse';
 import type { ParseAnalyzer } from '../../processors/parse-pool';
 import type { InRecord, OutRecord, StageContext } from '../../runtime/stage';
@@ -225,6 +226,48 @@ describe('parse stage: duplicates', () => {
     };
     expect(d.decide(base, 0, 1).content).not.toBeNull();
     expect(d.decide({ ...base, change: 'UNCHANGED' }, 0, 2)).toMatchObject({ content: null, nearDuplicateOf: null, kind: null });
+  });
+
+  it('a second fetch of a URL that found the bytes parse last recorded keeps the first fetch time, so its event gets the same id', async () => {
+    const stage = parseStage({ userAgent: 'kcrawl' });
+    const first = page('http://a.test/d', LONG('duplicates'));
+    const again = { ...first, fetched_at: first.fetched_at + 5000, warc: { ...first.warc, offset: 99 } };
+    const a = parsedOf(await run(stage, first));
+    const b = parsedOf(await run(stage, again));
+    expect(b).toMatchObject({ change: 'NEW', fetched_at: first.fetched_at, near_duplicate_of: null, warc: again.warc });
+    expect(handedOff(b)).toBe(true);
+    expect(eventId(b.url, b.fetched_at)).toBe(eventId(a.url, a.fetched_at));
+    // It holds after a restart, from crawl.content: the copy writes no row of its own.
+    const restarted = parseStage({ userAgent: 'kcrawl' });
+    const rows = (await run(parseStage({ userAgent: 'kcrawl' }), first)).filter((o) => o.topic === 'content');
+    for (const r of rows) restarted.restore!({ partition: 0, key: r.key, value: r.value }, 'content');
+    const c = await run(restarted, { ...first, fetched_at: first.fetched_at + 9000 });
+    expect(parsedOf(c).fetched_at).toBe(first.fetched_at);
+    expect(c.filter((o) => o.topic === 'content')).toEqual([]);
+  });
+
+  // (page() fakes a SHA-256 from the HTML's length and tail: topics of different lengths differ.)
+  it('a copy of a CHANGED page goes again with the same id (it is the handed-off content, not a near-copy of it)', async () => {
+    const stage = parseStage({ userAgent: 'kcrawl' });
+    const v1 = page('http://a.test/e', LONG('weather'));
+    await run(stage, v1);
+    const v2 = page('http://a.test/e', LONG('volcanic geology'), { prev_sha256: v1.sha256 });
+    const a = parsedOf(await run(stage, v2));
+    const b = parsedOf(await run(stage, { ...v2, fetched_at: v2.fetched_at + 1000 }));
+    expect(a).toMatchObject({ change: 'CHANGED', near_duplicate_of: null });
+    expect(b).toMatchObject({ change: 'CHANGED', near_duplicate_of: null, fetched_at: a.fetched_at });
+  });
+
+  it('a page its lease calls NEW is CHANGED when parse recorded other bytes for the URL; a URL recorded only as a copy of another stays NEW', async () => {
+    const stage = parseStage({ userAgent: 'kcrawl' });
+    const first = page('http://a.test/f', LONG('pottery'));
+    await run(stage, first);
+    const second = parsedOf(await run(stage, page('http://a.test/f', LONG('archery practice'))));
+    expect(second).toMatchObject({ change: 'CHANGED', near_duplicate_of: null });
+    expect(second.fetched_at).not.toBe(first.fetched_at);
+    // /g was a copy of /f: never handed off, so its next different bytes are still NEW to the indexer.
+    expect(parsedOf(await run(stage, page('http://a.test/g', LONG('archery practice'))))).toMatchObject({ near_duplicate_of: 'http://a.test/f' });
+    expect(parsedOf(await run(stage, page('http://a.test/g', LONG('competitive fencing'))))).toMatchObject({ change: 'NEW', near_duplicate_of: null });
   });
 
   it.each([[0, 1], [1, 1], [4, 0.5], [100, MIN_LINK_PRIORITY]])('linkShare(%i links) = %f', (n, share) => {
