@@ -221,6 +221,10 @@ export interface HostPolicyMsg {
   timeouts?: number;
   /** field=backoff: the host's whole current gap, waited by a restarted frontier before its first request. */
   gap_ms?: number | null;
+  /** field=robots: the origin whose robots.txt this is, its final HTTP status and body (reused while fresh after a restart). */
+  robots_origin?: string | null;
+  robots_status?: number | null;
+  robots_body?: Buffer | null;
 }
 
 export type OptOutPurpose = 'crawl' | 'search_index' | 'ai_training';

@@ -20,7 +20,7 @@ import { crawlDelayMs, isAllowed, sitemaps, type RobotsFetchResult } from '../li
 import type { WarcEntry, WarcPointer } from '../lib/warc/writer';
 import type { HandleResult, OutRecord, Stage, StageContext } from '../runtime/stage';
 import { firstContactAt, gate, HostPacer, PartitionGains, type HostSlot } from './fetch-gate';
-import { RobotsCache } from './robots-cache';
+import { RobotsCache, type RobotsEntry } from './robots-cache';
 import { sitemapLinks, sitemapOf, sitemapSeeds } from './sitemaps';
 
 /**
@@ -153,9 +153,20 @@ function status(req: FetchRequestMsg, fields: Partial<FetchStatusMsg> & Pick<Fet
 
 const statusRecord = (s: FetchStatusMsg): OutRecord => ({ topic: 'fetchStatus', key: s.host, host: s.host, value: s });
 
-function robotsRecord(host: string, kind: string, crawlDelay: number, at: number): OutRecord {
-  const value: HostPolicyMsg = { host, field: 'robots', updated_at: at, blocked_until: null, reason: kind, min_delay_ms: crawlDelay > 0 ? crawlDelay : null };
+/** What robots.txt said, for crawl.host-policy: with the answer itself, so the next owner of the host reuses it while fresh. */
+export function robotsRecord(host: string, origin: string, r: RobotsEntry, crawlDelay: number): OutRecord {
+  const answer = r.answer && 'status' in r.answer ? r.answer : null;
+  const value: HostPolicyMsg = {
+    host, field: 'robots', updated_at: r.fetchedAt, blocked_until: null, reason: r.kind, min_delay_ms: crawlDelay > 0 ? crawlDelay : null,
+    robots_origin: origin, robots_status: answer?.status ?? null, robots_body: answer?.body ?? null,
+  };
   return { topic: 'hostPolicy', key: hostPolicyKey(host, 'robots'), host, value };
+}
+
+/** A crawl.host-policy `robots` row's answer, if it holds one (older rows and failed fetches do not). */
+export function robotsAnswerOf(row: HostPolicyMsg): { origin: string; answer: RobotsFetchResult; fetchedAt: number } | null {
+  if (row.field !== 'robots' || !row.robots_origin || row.robots_status === null || row.robots_status === undefined) return null;
+  return { origin: row.robots_origin, answer: { status: row.robots_status, body: row.robots_body ?? Buffer.alloc(0) }, fetchedAt: row.updated_at };
 }
 
 export function fetchStage(deps: FetchDeps): Stage {
@@ -227,7 +238,7 @@ export function fetchStage(deps: FetchDeps): Stage {
     }));
     // What robots.txt said, recorded in crawl.host-policy (field `robots`) for `crawl explain`
     // and operators; every fetch process that reads it writes the same fact.
-    if (r.fresh) robotsRecs.push(robotsRecord(req.host, r.kind, delay, r.fetchedAt));
+    if (r.fresh) robotsRecs.push(robotsRecord(req.host, origin, r, delay));
     const verdict = r.retryLater ? 'ROBOTS_UNAVAILABLE' : isAllowed(r.rules, req.url, cfg.userAgent).allowed ? null : 'ROBOTS_DISALLOWED';
     if (verdict) {
       const s = status(req, { outcome: verdict, reason: r.kind, started_at: started, finished_at: now(), crawl_delay_ms: delay });
@@ -343,6 +354,12 @@ export function fetchStage(deps: FetchDeps): Stage {
     outputs: ['fetchStatus', 'fetched', 'links', 'hostPolicy'],
     concurrency: cfg.fetchConcurrency,
     globalTables: ['hostPolicy', 'optout'],
+    // robots.txt answers of the hosts it owns, recorded by whoever fetched them last.
+    restoreFrom: ['hostPolicy'],
+    restore(rec, topic) {
+      const row = topic === 'hostPolicy' && rec.value ? robotsAnswerOf(rec.value as HostPolicyMsg) : null;
+      if (row) robots.seed(row.origin, row.answer, row.fetchedAt);
+    },
     assigned: (partitions) => gains.assigned(partitions, now()),
     onGlobal(rec, topic) {
       if (topic === 'hostPolicy') policy.apply(rec.key, rec.value as HostPolicyMsg | null);

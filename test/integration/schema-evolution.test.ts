@@ -124,6 +124,7 @@ describe('crawl.handoff.v3 schema evolution (real registry)', () => {
     ['crawl.Link.v1', 'more_urls'],
     ['crawl.Candidate.v1', 'more_urls'],
     ['crawl.FetchedPage.v1', 'record_gz'],
+    ['crawl.HostPolicy.v1', 'robots_body'],
   ])('%s with %s is a BACKWARD change from its first version', async (name, added) => {
     const internal = subjectFor(`${prefix}${name}`);
     const first = schemaBefore(loadSchema(name), 2);

@@ -3,8 +3,9 @@ import { FetchError, type HttpCapture, type HttpClient, type HttpFetchOptions } 
 import { avroType } from '../../lib/avro';
 import { DEFAULTS, type CrawlConfig } from '../../lib/config';
 import type {
-  CandidateMsg, FetchOutcome, FetchRequestMsg, FetchStatusMsg, FetchedPageMsg, HandoffEvent, LinkMsg, ParsedPageMsg, UrlStateMsg,
+  CandidateMsg, FetchOutcome, FetchRequestMsg, FetchStatusMsg, FetchedPageMsg, HandoffEvent, HostPolicyMsg, LinkMsg, ParsedPageMsg, UrlStateMsg,
 } from '../../lib/messages';
+import { HostPolicyTable } from '../../lib/host-policy';
 import type { WarcEntry } from '../../lib/warc/writer';
 import { classify, fetchStage, isHtml, retryAfterMs, type Archive } from '../../processors/fetch';
 import { eventId, handoffStage, toHandoff, ALLOW_ALL_USAGE } from '../../processors/handoff';
@@ -196,12 +197,12 @@ function robotsTxt(origin: string, text: string): HttpCapture {
   return capture(`${origin}/robots.txt`, 200, [['Content-Type', 'text/plain']], text);
 }
 
-function setup(routes: Record<string, Route>, cfg: CrawlConfig = CFG) {
+function setup(routes: Record<string, Route>, cfg: CrawlConfig = CFG, startAt = 1_000_000) {
   const events: string[] = [];
   const http = new FakeHttp(routes, events);
   const archive = new FakeArchive();
   const sleeps: number[] = [];
-  let clock = 1_000_000;
+  let clock = startAt;
   const outcomes: FetchOutcome[] = [];
   const stage = fetchStage({
     http, archive: archive.fn, config: cfg, now: () => clock++,
@@ -282,6 +283,33 @@ describe('fetch: fetchStage handler', () => {
     expect(left).toBeGreaterThan(gap - 10);
     expect(left).toBeLessThanOrEqual(gap);
     expect(http.calls.map((c) => c.url)).toEqual([`${origin}/robots.txt`, `${origin}/page`, `${origin}/p2`]);
+  });
+
+  it('a fetcher that restarts or takes the host over reuses the robots.txt answer recorded in crawl.host-policy while it is fresh', async () => {
+    const routes = { [`${origin}/robots.txt`]: robotsTxt(origin, 'User-agent: *\nDisallow: /private\nCrawl-delay: 2\n'), [`${origin}/page`]: capture(`${origin}/page`, 200, [['Content-Type', 'text/html']], HTML) };
+    const first = setup(routes);
+    const row = (await first.run(request())).early.find((o) => o.topic === 'hostPolicy')!;
+    expect(row.value).toMatchObject({ field: 'robots', robots_origin: origin, robots_status: 200, min_delay_ms: 2000 });
+    expectAllValid([row]);
+    // What every other process keeps of the row (the whole table) leaves the body out.
+    const table = new HostPolicyTable();
+    table.apply(row.key, row.value as HostPolicyMsg);
+    expect(table.get('a.test', 'robots')).toMatchObject({ robots_status: 200, robots_body: null });
+
+    // 23 h later, a new fetch stage restored from the row: no robots.txt request, its rules hold.
+    const later = setup(routes, CFG, 1_000_000 + 23 * 3600_000);
+    later.stage.restore!({ partition: 0, key: row.key, value: row.value }, 'hostPolicy');
+    expect(statuses((await later.run(request(`${origin}/private/x`))).final)[0]).toMatchObject({ outcome: 'ROBOTS_DISALLOWED' });
+    const { early } = await later.run(request());
+    expect(later.http.calls.map((c) => c.url)).toEqual([`${origin}/page`]);
+    expect(statuses(early)[0]).toMatchObject({ outcome: 'FETCHED', crawl_delay_ms: 2000 });
+    expect(early.filter((o) => o.topic === 'hostPolicy')).toEqual([]); // nothing new to record
+
+    // Past 24 h the row is stale: robots.txt is fetched again.
+    const dayAfter = setup(routes, CFG, 1_000_000 + 25 * 3600_000);
+    dayAfter.stage.restore!({ partition: 0, key: row.key, value: row.value }, 'hostPolicy');
+    await dayAfter.run(request());
+    expect(dayAfter.http.calls.map((c) => c.url)).toEqual([`${origin}/robots.txt`, `${origin}/page`]);
   });
 
   it('a stored page: early status (stored=false) then the final one with the WARC pointer and a crawl.fetched record', async () => {
