@@ -10,15 +10,17 @@
  */
 import { createHttpClient } from '../connectors/http-undici';
 import { connectKafka, createProducer, ensureTopics, partitionCounts, produce, watchGroupLag, type GroupLag, type Kafka } from '../connectors/kafka';
+import { KafkaHealth } from '../connectors/kafka-health';
 import { createPageStore, pageStoreConfigFromEnv } from '../connectors/page-store';
 import { AvroRegistry, subjectFor } from '../connectors/registry';
 import { loadSchema } from '../lib/avro';
 import { loadConfig, type CrawlConfig } from '../lib/config';
-import { createLogger, type Logger } from '../lib/logger';
+import { createLogger, routeProcessWarnings, type Logger } from '../lib/logger';
 import { WarcWriter } from '../lib/warc/writer';
 import { buildStages, STAGE_NAMES, type StageName } from '../runtime/build-stages';
 import { holdWhileOf, kafkaHoldRules } from '../runtime/backlog-holds';
 import { encodeRecords, runStageOnKafka, type KafkaRuntime, type RunningStage } from '../runtime/kafka-runner';
+import { Deadline, stopSignals } from '../runtime/shutdown';
 import { allTopics, topics, type TopicId } from '../topologies/crawl';
 import { seedLinks } from './embedded';
 import { redisSeenFromEnv } from './bloom';
@@ -46,14 +48,17 @@ export async function registerSchemas(registry: AvroRegistry, prefix: string): P
   return ids;
 }
 
-export async function runtimeFor(env: KafkaEnv, config: CrawlConfig, log: Logger): Promise<KafkaRuntime> {
-  const kafka = connectKafka({ brokers: env.brokers });
+export async function runtimeFor(env: KafkaEnv, config: CrawlConfig, log: Logger, health = new KafkaHealth(log)): Promise<KafkaRuntime> {
+  const kafka = connectKafka({ brokers: env.brokers, health });
   const registry = new AvroRegistry(env.registryUrl);
   const counts = await partitionCounts(kafka, allTopics.map((t) => env.prefix + t.name));
   for (const [topic, n] of counts) {
     if (n !== config.partitions) throw new Error(`${topic} has ${n} partitions but CRAWL_PARTITIONS is ${config.partitions}: run \`crawl init\` with the same setting`);
   }
-  return { kafka, registry, schemaIds: await registerSchemas(registry, env.prefix), prefix: env.prefix, partitions: config.partitions, log };
+  return {
+    kafka, producers: connectKafka({ brokers: env.brokers, health, retryForever: true }), registry, schemaIds: await registerSchemas(registry, env.prefix), prefix: env.prefix, partitions: config.partitions, log,
+    timing: { sessionTimeoutMs: config.kafkaSessionTimeoutMs, heartbeatMs: config.kafkaHeartbeatMs },
+  };
 }
 
 export async function init(env = kafkaEnv(), config = loadConfig()): Promise<void> {
@@ -80,8 +85,12 @@ export async function processes(names: string[], o: { allowPrivateNetwork: boole
   for (const n of wanted) if (!STAGE_NAMES.includes(n)) throw new Error(`unknown processor "${n}": ${STAGE_NAMES.join(', ')} or all`);
   const config = loadConfig(process.env, { allowPrivateNetwork: o.allowPrivateNetwork || process.env.CRAWL_ALLOW_PRIVATE_NETWORK === 'true' });
   const log = createLogger();
-  const rt = await runtimeFor(env, config, log);
-  const store = createPageStore(pageStoreConfigFromEnv());
+  routeProcessWarnings(log);
+  // Listening from the start: a SIGTERM while starting stops the process once it has started.
+  const signals = stopSignals(log);
+  const health = new KafkaHealth(log);
+  const rt = await runtimeFor(env, config, log, health);
+  const store = createPageStore(pageStoreConfigFromEnv(), log);
   const warc = new WarcWriter({
     store, prefix: `${config.warcPrefix}-${process.pid}`, maxRecords: config.warcMaxRecords, maxBytes: config.warcMaxBytes,
     maxAgeMs: config.warcMaxAgeMs, gzipLevel: config.warcGzipLevel, software: 'kcrawl/0.1', onError: (err, key) => log.error({ err, key }, 'CDXJ index not stored'),
@@ -105,22 +114,32 @@ export async function processes(names: string[], o: { allowPrivateNetwork: boole
     lags.set(`${r.group} ${r.topic}`, await watchGroupLag(rt.kafka, group, topic, 1000, (err) => log.debug({ err, group, topic }, 'backlog not read')));
   }
   const holdWhile = holdWhileOf(rules, (group, topic) => lags.get(`${group} ${topic}`)?.lag() ?? 0);
+  // A consumer kafkajs gave up on leaves the process useless: stop it (a supervisor restarts it).
+  const onFatal = (): void => void process.kill(process.pid, 'SIGTERM');
   for (const stage of buildStages(wanted, { config, http, warc, textWarc, seen })) {
-    running.push(await runStageOnKafka(stage, rt, { holdWhile: holdWhile[stage.id] }));
+    running.push(await runStageOnKafka(stage, rt, { holdWhile: holdWhile[stage.id], onFatal }));
   }
   const stopMetrics = await (await import('../api/metrics-server')).startProcessMetrics(config, () => warc.stats, log);
   log.info({ processors: wanted, pid: process.pid }, 'processors running');
-  await new Promise<void>((resolve) => {
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
-  });
-  log.info('stopping');
-  for (const r of running) await r.stop();
-  for (const l of lags.values()) await l.stop();
-  await seen?.close();
-  await warc.close();
-  await textWarc.close();
-  await http.close();
-  await store.close();
-  await stopMetrics();
+
+  const signal = await signals.requested;
+  signals.arm(config.stopTimeoutMs);
+  log.info({ signal, boundMs: config.stopTimeoutMs }, 'stopping: storing, producing and committing what is finished (a second signal exits now)');
+  // The stages leave their groups together; the rest is local but for S3 and Redis.
+  const deadline = Deadline.in(Math.max(0, config.stopTimeoutMs - 500));
+  const results = await Promise.all(running.map((r) => r.stop(deadline)));
+  let complete = results.every((r) => r.complete);
+  const steps: Array<[string, () => Promise<unknown>]> = [
+    ['backlog watch', async () => { for (const l of lags.values()) await l.stop(); }],
+    ['Redis seen set', async () => seen?.close()],
+    ['WARC files', () => warc.close()],
+    ['text WARC files', () => textWarc.close()],
+    ['HTTP pools', () => http.close()],
+    ['page store', () => store.close()],
+    ['metrics listener', () => stopMetrics()],
+  ];
+  for (const [what, run] of steps) complete = (await deadline.step(what, run, log)) && complete;
+  const left = health.closeLeftovers();
+  if (left > 0) log.info({ sockets: left }, 'closed broker connections kafkajs left open');
+  signals.finish(complete);
 }

@@ -22,7 +22,9 @@ import {
   type PartitionAssigner,
   type Producer,
 } from 'kafkajs';
+import { createLogger } from '../lib/logger';
 import type { Compression, TopicSpec } from '../topologies/crawl';
+import { KafkaHealth } from './kafka-health';
 
 /** The client and admin handles, for code outside connectors/ that passes them around. */
 export type { Admin, Kafka };
@@ -32,6 +34,14 @@ export interface KafkaSettings {
   clientId?: string;
   /** Prepended to every topic and group name (tests use a unique one per run). */
   prefix?: string;
+  /** Where kafkajs's lines go (state changes, not a line per failed request); a new one on stderr if absent. */
+  health?: KafkaHealth;
+  /**
+   * Retry a broker connection without end (for producers: createProducer). kafkajs's
+   * producers give up when reconnecting their cluster runs out of retries, however many the
+   * producer itself is given, so a client for producers needs this at the client level.
+   */
+  retryForever?: boolean;
 }
 
 export interface RawRecord {
@@ -50,15 +60,29 @@ export interface ConsumedRecord extends RawRecord {
   timestamp: number;
 }
 
+/**
+ * Retries of a failed request: the first after about 200 ms, doubling up to 2 s apart, so a
+ * client is back within about 2 s of its broker (kafkajs's default cap, 30 s, kept a producer
+ * failing for up to half a minute after the broker was healthy again). Ten retries last about
+ * 12 s; an idempotent producer retries without end (createProducer), a consumer that runs out
+ * restarts itself (kafkajs's restartOnFailure).
+ */
+export const KAFKA_RETRY = { initialRetryTime: 200, maxRetryTime: 2000, retries: 10 };
+
 export function connectKafka(s: KafkaSettings): Kafka {
   if (s.brokers.length === 0) throw new Error('no Kafka brokers: set CRAWL_KAFKA_BROKERS=host:port[,host:port]');
+  const health = s.health ?? new KafkaHealth(createLogger());
   return new Kafka({
     clientId: s.clientId ?? 'kcrawl',
     brokers: s.brokers,
     logLevel: logLevel.WARN,
-    retry: { initialRetryTime: 200, retries: 10 },
+    logCreator: health.logCreator,
+    socketFactory: health.socketFactory,
+    retry: s.retryForever ? RETRY_FOREVER : KAFKA_RETRY,
   });
 }
+
+const RETRY_FOREVER = { ...KAFKA_RETRY, retries: Number.MAX_SAFE_INTEGER };
 
 /** Create missing topics and bring existing ones to the declared config; idempotent. */
 export async function ensureTopics(kafka: Kafka, specs: readonly TopicSpec[], partitions: number, prefix = ''): Promise<{ created: string[]; updated: string[] }> {
@@ -103,12 +127,31 @@ export async function partitionCounts(kafka: Kafka, topics: string[]): Promise<M
   }
 }
 
+/**
+ * An idempotent producer: the broker keeps each batch's producer id and sequence numbers and
+ * drops a batch it already has. Without it a retried produce wrote records twice: kafkajs
+ * retries a produce request whole when one of its partitions fails (a broker shutting down
+ * answers "not the leader" for some partitions after appending to others), and in a crawl with
+ * a broker restart one fetch request was written twice 48 s apart, its URL fetched twice and
+ * handed off twice as NEW with two event ids (docs/faults.md). Retries never end (kafkajs's
+ * default for idempotence) given a client made with `retryForever`: a produce waits out an
+ * outage instead of failing its record, whose retry would fetch the page again (with ten
+ * retries, a 26 s outage failed 232 records in two processes, and 83 pages were fetched
+ * twice). One request in flight (kafkajs holds a lock per broker anyway) and one `produce` at
+ * a time per producer (below).
+ */
 export async function createProducer(kafka: Kafka): Promise<Producer> {
   // Partitions are always chosen by us (lib/partitioner.ts), so kafkajs's partitioner never runs.
-  const producer = kafka.producer({ allowAutoTopicCreation: false, maxInFlightRequests: 5, createPartitioner: Partitioners.DefaultPartitioner });
+  const producer = kafka.producer({
+    allowAutoTopicCreation: false, idempotent: true, maxInFlightRequests: 1, createPartitioner: Partitioners.DefaultPartitioner,
+    retry: RETRY_FOREVER,
+  });
   await producer.connect();
   return producer;
 }
+
+/** The last produce of each producer: the next one starts after it settles. */
+const producing = new WeakMap<Producer, Promise<void>>();
 
 /**
  * Bytes of keys and values per produce request. Kafka rejects a partition's record batch above
@@ -141,8 +184,19 @@ export function chunkByBytes(records: readonly RawRecord[], maxBytes = MAX_REQUE
  * another so a partition's records keep their order. A produce request has one compression, so
  * a chunk goes in one request per compression; a topic's records all carry its compression, so
  * one topic is never split.
+ *
+ * Calls on one producer run one after another. kafkajs numbers an idempotent batch when it
+ * sends it and takes the numbers back when the request fails; a second call sending to the same
+ * partition meanwhile would be given those numbers, and if the failed request had in fact been
+ * written the broker would take the second batch for a copy of it and drop it.
  */
-export async function produce(producer: Producer, records: readonly RawRecord[]): Promise<void> {
+export function produce(producer: Producer, records: readonly RawRecord[]): Promise<void> {
+  const run = (producing.get(producer) ?? Promise.resolve()).then(() => produceNow(producer, records));
+  producing.set(producer, run.catch(() => undefined));
+  return run;
+}
+
+async function produceNow(producer: Producer, records: readonly RawRecord[]): Promise<void> {
   for (const chunk of chunkByBytes(records)) {
     // Compression, then topic, then the records in their order.
     const byCodec = new Map<Compression, Map<string, RawRecord[]>>();
@@ -203,10 +257,32 @@ export interface GroupHandlers {
   /**
    * A batch of one partition. Resolving lets the consumer fetch the partition's next batch; the
    * handler commits with `commit(next)` when every record below `next` is finished, which may be
-   * later (records whose results wait on a WARC file keep being committed as they finish).
+   * later (records whose results wait on a WARC file keep being committed as they finish). The
+   * member keeps heartbeating while it runs.
    */
-  onBatch(records: ConsumedRecord[], heartbeat: () => Promise<void>, commit: (next: number) => void): Promise<void>;
+  onBatch(records: ConsumedRecord[], commit: (next: number) => void): Promise<void>;
+  /** The consumer stopped for good (an error kafkajs does not restart it after). */
+  onFatal?(err: unknown): void;
 }
+
+/**
+ * Group membership timing. A member that stops heartbeating (kill -9) keeps its partitions
+ * until its session times out, and its replacement waits for that before it gets them: with
+ * 30 s sessions a killed process stopped fetching for 32 s. kafkajs 2.2.4 has no static
+ * membership (group.instance.id, KIP-345: its JoinGroup v5 encoder has the field, but the
+ * consumer never sets it) and no way to reuse a dead member's id, so the session is what
+ * bounds a take-over: 6 s, the brokers' default least (group.min.session.timeout.ms), with a
+ * heartbeat every second from a timer of the member's own while a batch runs (kafkajs beats
+ * only between batches, and a batch may wait on host politeness or on a full pipeline for
+ * seconds). An event loop held past 6 s would cost the member its partitions (a rebalance,
+ * at-least-once); the crawler's work is cut into short turns (runtime/time-slice.ts).
+ */
+export interface GroupTiming {
+  sessionTimeoutMs: number;
+  heartbeatMs: number;
+}
+
+export const GROUP_TIMING: GroupTiming = { sessionTimeoutMs: 6000, heartbeatMs: 1000 };
 
 /**
  * How long a group's first commit waits for others to join it. Offsets are committed in one
@@ -268,9 +344,19 @@ export class Committer {
       return { topic: a.topic, partition: a.partition, offset: String(a.offset) };
     });
     this.pending.clear();
-    // A partition revoked meanwhile refuses the commit: its next owner replays (at-least-once).
+    // A refused commit (a broker outage, a rebalance) is sent again unless a later one was asked
+    // meanwhile: its records are finished, and a commit left behind would have them read and
+    // run again after the next rebalance or restart. An offset is only asked once every record
+    // below it is finished, so sending it after the partition moved tells its new owner nothing
+    // false.
     this.inFlight = this.send(offsets)
-      .catch(this.onError)
+      .catch((err: unknown) => {
+        this.onError(err);
+        for (const o of offsets) {
+          const k = `${o.partition}\u0000${o.topic}`;
+          if (String(this.asked.get(k)?.offset) === o.offset) this.pending.add(k);
+        }
+      })
       .finally(() => {
         this.inFlight = null;
         if (this.pending.size > 0) this.schedule();
@@ -282,19 +368,36 @@ export class Committer {
 export interface GroupMember {
   consumer: Consumer;
   commits: Committer;
+  /** Stop heartbeating and leave the group. */
+  disconnect(): Promise<void>;
 }
 
-export async function runGroup(kafka: Kafka, groupId: string, topics: string[], h: GroupHandlers, onCommitError: (err: unknown) => void = () => undefined): Promise<GroupMember> {
+export async function runGroup(
+  kafka: Kafka, groupId: string, topics: string[], h: GroupHandlers, onCommitError: (err: unknown) => void = () => undefined,
+  timing: GroupTiming = GROUP_TIMING,
+): Promise<GroupMember> {
   const consumer = kafka.consumer({
     groupId,
     partitionAssigners: [CoPartitionAssigner],
-    sessionTimeout: 30_000,
-    heartbeatInterval: 3_000,
+    sessionTimeout: timing.sessionTimeoutMs,
+    heartbeatInterval: timing.heartbeatMs,
     maxWaitTimeInMs: 100,
     allowAutoTopicCreation: false,
   });
   const committer = new Committer((offsets) => consumer.commitOffsets(offsets), onCommitError);
   consumer.on(consumer.events.GROUP_JOIN, (e) => h.onAssign([...(e.payload.memberAssignment[topics[0]] ?? [])]));
+  consumer.on(consumer.events.CRASH, (e) => {
+    if (!e.payload.restart) h.onFatal?.(e.payload.error);
+  });
+  // While any batch runs, beat from here (kafkajs shares one request between concurrent calls
+  // and sends none if the last is recent). A "rebalancing" answer is kafkajs's to act on once
+  // the batch returns; any failure is the next beat's to retry.
+  let running = 0;
+  let beat: (() => Promise<void>) | null = null;
+  const beats = setInterval(() => {
+    if (running > 0 && beat) beat().catch(() => undefined);
+  }, timing.heartbeatMs);
+  beats.unref();
   await consumer.connect();
   await consumer.subscribe({ topics, fromBeginning: true });
   await consumer.run({
@@ -307,12 +410,25 @@ export async function runGroup(kafka: Kafka, groupId: string, topics: string[], 
         topic: batch.topic, partition: batch.partition, offset: Number(m.offset), timestamp: Number(m.timestamp),
         key: m.key?.toString('utf8') ?? '', value: m.value,
       }));
-      await h.onBatch(records, heartbeat, (next) => committer.commit(batch.topic, batch.partition, next));
+      beat = heartbeat;
+      running++;
+      try {
+        await h.onBatch(records, (next) => committer.commit(batch.topic, batch.partition, next));
+      } finally {
+        running--;
+      }
       // Resolve moves the consumer's own position (without it kafkajs fetches the batch again).
       resolveOffset(batch.lastOffset());
     },
   });
-  return { consumer, commits: committer };
+  return {
+    consumer,
+    commits: committer,
+    async disconnect() {
+      clearInterval(beats);
+      await consumer.disconnect();
+    },
+  };
 }
 
 export interface GroupLag {

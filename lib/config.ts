@@ -106,6 +106,15 @@ export interface CrawlConfig {
   warcGzipLevel: number;
   /** Port of a process's Prometheus listener (GET /metrics); 0 = off. */
   metricsPort: number;
+  /**
+   * Kafka mode, group membership: a member not heard from for this long (killed) loses its
+   * partitions to the others or to its restarted self; at least the brokers' least,
+   * group.min.session.timeout.ms (6 s by default). Heartbeats go every kafkaHeartbeatMs.
+   */
+  kafkaSessionTimeoutMs: number;
+  kafkaHeartbeatMs: number;
+  /** Kafka mode: SIGTERM stops a process within this, whatever the brokers do (a second SIGTERM at once). */
+  stopTimeoutMs: number;
   /** Unit prices for the cost-per-million-pages estimate: one crawler process for an hour, and one GB of WARC stored for a month (USD). */
   costProcessHourUsd: number;
   costStoredGbMonthUsd: number;
@@ -177,6 +186,9 @@ export const DEFAULTS: CrawlConfig = {
   warcPrefix: 'kcrawl',
   warcGzipLevel: 3,
   metricsPort: 0,
+  kafkaSessionTimeoutMs: 6000,
+  kafkaHeartbeatMs: 1000,
+  stopTimeoutMs: 10_000,
   // About a 2-vCPU cloud instance per process, and standard object storage.
   costProcessHourUsd: 0.08,
   costStoredGbMonthUsd: 0.023,
