@@ -48,15 +48,16 @@ export async function registerSchemas(registry: AvroRegistry, prefix: string): P
   return ids;
 }
 
-export async function runtimeFor(env: KafkaEnv, config: CrawlConfig, log: Logger, health = new KafkaHealth(log)): Promise<KafkaRuntime> {
-  const kafka = connectKafka({ brokers: env.brokers, health });
+/** `retryForever` for long-running processes (connectKafka); one-shot commands fail when the brokers stay away. */
+export async function runtimeFor(env: KafkaEnv, config: CrawlConfig, log: Logger, health = new KafkaHealth(log), retryForever = false): Promise<KafkaRuntime> {
+  const kafka = connectKafka({ brokers: env.brokers, health, retryForever });
   const registry = new AvroRegistry(env.registryUrl);
   const counts = await partitionCounts(kafka, allTopics.map((t) => env.prefix + t.name));
   for (const [topic, n] of counts) {
     if (n !== config.partitions) throw new Error(`${topic} has ${n} partitions but CRAWL_PARTITIONS is ${config.partitions}: run \`crawl init\` with the same setting`);
   }
   return {
-    kafka, producers: connectKafka({ brokers: env.brokers, health, retryForever: true }), registry, schemaIds: await registerSchemas(registry, env.prefix), prefix: env.prefix, partitions: config.partitions, log,
+    kafka, registry, schemaIds: await registerSchemas(registry, env.prefix), prefix: env.prefix, partitions: config.partitions, log,
     timing: { sessionTimeoutMs: config.kafkaSessionTimeoutMs, heartbeatMs: config.kafkaHeartbeatMs },
   };
 }
@@ -89,7 +90,7 @@ export async function processes(names: string[], o: { allowPrivateNetwork: boole
   // Listening from the start: a SIGTERM while starting stops the process once it has started.
   const signals = stopSignals(log);
   const health = new KafkaHealth(log);
-  const rt = await runtimeFor(env, config, log, health);
+  const rt = await runtimeFor(env, config, log, health, true);
   const store = createPageStore(pageStoreConfigFromEnv(), log);
   const warc = new WarcWriter({
     store, prefix: `${config.warcPrefix}-${process.pid}`, maxRecords: config.warcMaxRecords, maxBytes: config.warcMaxBytes,
@@ -125,9 +126,10 @@ export async function processes(names: string[], o: { allowPrivateNetwork: boole
   const signal = await signals.requested;
   signals.arm(config.stopTimeoutMs);
   log.info({ signal, boundMs: config.stopTimeoutMs }, 'stopping: storing, producing and committing what is finished (a second signal exits now)');
-  // The stages leave their groups together; the rest is local but for S3 and Redis.
+  // The stages leave their groups together, within the bound less 1.5 s; the rest is local but
+  // for S3 and Redis and has the second before the bound's last half second.
   const deadline = Deadline.in(Math.max(0, config.stopTimeoutMs - 500));
-  const results = await Promise.all(running.map((r) => r.stop(deadline)));
+  const results = await Promise.all(running.map((r) => r.stop(new Deadline(deadline.at - 1000))));
   let complete = results.every((r) => r.complete);
   const steps: Array<[string, () => Promise<unknown>]> = [
     ['backlog watch', async () => { for (const l of lags.values()) await l.stop(); }],

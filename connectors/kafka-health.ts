@@ -3,14 +3,16 @@
  * other line), and an outage is told as state changes, not as a line per failed request. In a
  * 9-second broker outage a process logged about 150 kafkajs error lines before (a connection
  * refused, a seed broker tried, a send failed: each once per client per retry); now it logs
- *   - "Kafka unreachable" (warn) when the first request fails, with that error;
+ *   - "Kafka unreachable" (warn) once requests have failed for a second with no answer, with
+ *     the first error (a single failed request answered again at once is a debug line);
  *   - "Kafka still unreachable" (warn) once a minute while it lasts, with the failures so far;
  *   - "Kafka answering again" (info) when a broker answers, with how long it lasted, how many
  *     kafkajs errors were left out and which kinds.
  * Errors that come in the first seconds after a broker answers again (retries that started
  * during the outage and fail late, a coordinator still loading) are a debug line each instead
  * of a new outage. Any other kafkajs line is logged at most once a minute per
- * kind (its text without numbers), with how many were left out.
+ * kind (its text without numbers), with how many were left out; a group rebalancing is a debug
+ * line (kafkajs calls it an error; the runner logs the assignment it ends in).
  *
  * "Answers" are read off the sockets: kafkajs is given our socket factory (its documented
  * `socketFactory` option), which notes every byte received from a broker and keeps the open
@@ -32,7 +34,15 @@ const OUTAGE = new RegExp(
   ].join('|'),
 );
 
+/** kafkajs's errors for a group rebalancing: an ordinary event (the runner logs "partitions assigned"). */
+const REBALANCING = /group is rebalancing/i;
+
 export const REMINDER_EVERY_MS = 60_000;
+/**
+ * Failures must go on this long with no answer to be an outage: a coordinator moving or still
+ * loading fails one request, answered again a few milliseconds later (two lines for nothing).
+ */
+export const CONFIRM_MS = 1000;
 /** Errors this soon after the brokers answered again are counted, not a new outage. */
 export const LATE_ERRORS_MS = 10_000;
 /** Any other kafkajs line: at most one per kind per this. */
@@ -52,6 +62,9 @@ interface Outage {
   failures: number;
   kinds: Map<string, number>;
   remindedAt: number;
+  /** The first failure, told once failures have gone on for CONFIRM_MS with no answer. */
+  first: { namespace: string; error: string; broker: unknown };
+  reported: boolean;
 }
 
 export class KafkaHealth {
@@ -88,6 +101,10 @@ export class KafkaHealth {
   };
 
   entry(namespace: string, level: logLevel, message: string, extra: Record<string, unknown> = {}): void {
+    if (REBALANCING.test(message) || (typeof extra.error === 'string' && REBALANCING.test(extra.error))) {
+      this.log.debug({ kafkajs: namespace, ...pick(extra) }, `kafkajs: ${message}`);
+      return;
+    }
     if (level <= logLevel.WARN && isOutageError(message, extra.error)) {
       this.failed(namespace, message, extra);
       return;
@@ -108,7 +125,7 @@ export class KafkaHealth {
     else this.log.debug(fields, text);
   }
 
-  /** Sockets to brokers still open (kafkajs's own, whichever client opened them). */
+  /** Sockets to brokers not yet closed (kafkajs's own, whichever client opened them). */
   get openSockets(): number {
     return this.sockets.size;
   }
@@ -120,10 +137,14 @@ export class KafkaHealth {
    * Returns how many there were.
    */
   closeLeftovers(): number {
-    const n = this.sockets.size;
-    for (const s of this.sockets) s.destroy();
+    // kafkajs ends what it disconnects (socket.end()); those may still be closing.
+    let left = 0;
+    for (const s of this.sockets) {
+      if (!s.writableEnded) left++;
+      s.destroy();
+    }
     this.sockets.clear();
-    return n;
+    return left;
   }
 
   private failed(namespace: string, message: string, extra: Record<string, unknown>): void {
@@ -135,12 +156,17 @@ export class KafkaHealth {
       return;
     }
     if (!o) {
-      o = this.outage = { since: t, failures: 0, kinds: new Map(), remindedAt: t };
+      const error = typeof extra.error === 'string' ? `${message}: ${extra.error}` : message;
+      o = this.outage = { since: t, failures: 0, kinds: new Map(), remindedAt: t, first: { namespace, error, broker: extra.broker }, reported: false };
+    }
+    if (!o.reported && t - o.since >= CONFIRM_MS) {
+      o.reported = true;
+      o.remindedAt = t;
       this.log.warn(
-        { kafkajs: namespace, error: typeof extra.error === 'string' ? `${message}: ${extra.error}` : message, broker: extra.broker },
+        { kafkajs: o.first.namespace, error: o.first.error, broker: o.first.broker, sinceMs: t - o.since },
         'Kafka unreachable: retrying until a broker answers (one line then, none per failed request)',
       );
-    } else if (t - o.remindedAt >= REMINDER_EVERY_MS) {
+    } else if (o.reported && t - o.remindedAt >= REMINDER_EVERY_MS) {
       o.remindedAt = t;
       this.log.warn({ downMs: t - o.since, failures: o.failures }, 'Kafka still unreachable');
     }
@@ -152,6 +178,10 @@ export class KafkaHealth {
     const o = this.outage!;
     const t = this.now();
     this.outage = null;
+    if (!o.reported) {
+      this.log.debug({ failures: o.failures, kinds: top(o.kinds, 5), answeredMs: t - o.since }, 'Kafka failed a request and answered again');
+      return;
+    }
     this.backAt = t;
     this.log.info({ downMs: t - o.since, failures: o.failures, kinds: top(o.kinds, 5) }, 'Kafka answering again');
   }

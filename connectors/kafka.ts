@@ -37,9 +37,11 @@ export interface KafkaSettings {
   /** Where kafkajs's lines go (state changes, not a line per failed request); a new one on stderr if absent. */
   health?: KafkaHealth;
   /**
-   * Retry a broker connection without end (for producers: createProducer). kafkajs's
-   * producers give up when reconnecting their cluster runs out of retries, however many the
-   * producer itself is given, so a client for producers needs this at the client level.
+   * Retry broker connections without end (long-running processes). kafkajs's producers and
+   * consumers give up when reconnecting their cluster runs out of retries, however many they
+   * are given themselves, so this is set on the client: a produce then waits out an outage
+   * instead of failing its record, and a consumer keeps its group membership instead of
+   * crashing, restarting, and waiting for its old self's session to end.
    */
   retryForever?: boolean;
 }
@@ -98,9 +100,10 @@ export async function ensureTopics(kafka: Kafka, specs: readonly TopicSpec[], pa
     const missing = specs.filter((s) => !existing.has(prefix + s.name));
     if (missing.length) {
       await admin.createTopics({
-        waitForLeaders: true,
+        waitForLeaders: false,
         topics: missing.map((s) => ({ topic: prefix + s.name, numPartitions: partitions, replicationFactor: -1, configEntries: configEntries(s) })),
       });
+      await waitForLeaders(admin, missing.map((s) => prefix + s.name));
     }
     const present = specs.filter((s) => existing.has(prefix + s.name));
     if (present.length) {
@@ -113,6 +116,29 @@ export async function ensureTopics(kafka: Kafka, specs: readonly TopicSpec[], pa
     return { created: missing.map((s) => prefix + s.name), updated: present.map((s) => prefix + s.name) };
   } finally {
     await admin.disconnect();
+  }
+}
+
+/**
+ * Waits until every partition of `names` has a leader. kafkajs's own wait (createTopics
+ * waitForLeaders) gives up on the first answer other than LEADER_NOT_AVAILABLE, and a broker
+ * just restarted answers UNKNOWN_TOPIC_OR_PARTITION for a topic it created a moment before
+ * (`crawl init` failed so in the fault test); this asks again until `ms` has passed.
+ */
+async function waitForLeaders(admin: Admin, names: string[], ms = 60_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  let last = '';
+  for (;;) {
+    try {
+      const meta = await admin.fetchTopicMetadata({ topics: names });
+      const leaderless = meta.topics.filter((t) => t.partitions.length === 0 || t.partitions.some((p) => p.leader < 0)).map((t) => t.name);
+      if (meta.topics.length === names.length && leaderless.length === 0) return;
+      last = `no leader yet for ${leaderless.join(', ') || 'some topics'}`;
+    } catch (err) {
+      last = err instanceof Error ? err.message : String(err);
+    }
+    if (Date.now() > deadline) throw new Error(`topics created but not ready after ${ms} ms: ${last}`);
+    await new Promise((r) => setTimeout(r, 200));
   }
 }
 
@@ -134,7 +160,7 @@ export async function partitionCounts(kafka: Kafka, topics: string[]): Promise<M
  * answers "not the leader" for some partitions after appending to others), and in a crawl with
  * a broker restart one fetch request was written twice 48 s apart, its URL fetched twice and
  * handed off twice as NEW with two event ids (docs/faults.md). Retries never end (kafkajs's
- * default for idempotence) given a client made with `retryForever`: a produce waits out an
+ * default for idempotence) on a client made with `retryForever`: a produce waits out an
  * outage instead of failing its record, whose retry would fetch the page again (with ten
  * retries, a 26 s outage failed 232 records in two processes, and 83 pages were fetched
  * twice). One request in flight (kafkajs holds a lock per broker anyway) and one `produce` at
@@ -383,6 +409,9 @@ export async function runGroup(
     heartbeatInterval: timing.heartbeatMs,
     maxWaitTimeInMs: 100,
     allowAutoTopicCreation: false,
+    // kafkajs's default is 5 retries, then a crash and a restart as a new member, which then
+    // waits for the old one's session to end; on a retryForever client it retries instead.
+    retry: RETRY_FOREVER,
   });
   const committer = new Committer((offsets) => consumer.commitOffsets(offsets), onCommitError);
   consumer.on(consumer.events.GROUP_JOIN, (e) => h.onAssign([...(e.payload.memberAssignment[topics[0]] ?? [])]));

@@ -16,9 +16,12 @@ import { InflightOffsets } from './inflight-offsets';
 import { Deadline } from './shutdown';
 
 export interface KafkaRuntime {
+  /**
+   * Long-running processes give one whose connections retry without end (connectKafka
+   * retryForever): their producers and consumers wait out an outage instead of failing records
+   * or restarting their group membership.
+   */
   kafka: Kafka;
-  /** The client producers are made from: one whose connections retry without end (connectKafka retryForever); `kafka` if absent. */
-  producers?: Kafka;
   registry: AvroRegistry;
   /** Schema ids by topic, from `registerSchemas`. */
   schemaIds: ReadonlyMap<TopicId, number>;
@@ -181,7 +184,7 @@ export async function runStageOnKafka(stage: Stage, rt: KafkaRuntime, opts: Kafk
   const log = rt.log.child({ stage: stage.id });
   const ctx = { now: Date.now, log };
   const ids = topicIdByName(rt.prefix);
-  const producer = await createProducer(rt.producers ?? rt.kafka);
+  const producer = await createProducer(rt.kafka);
   // Records finish one by one now (PipelinedStage); what finishes in one turn of the event loop
   // is produced together, so produce requests stay batches of many records.
   let queued: OutRecord[] = [];

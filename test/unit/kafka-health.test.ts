@@ -7,7 +7,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { logLevel } from 'kafkajs';
 import pino from 'pino';
-import { entryKind, isOutageError, KafkaHealth, LATE_ERRORS_MS, REMINDER_EVERY_MS } from '../../connectors/kafka-health';
+import { CONFIRM_MS, entryKind, isOutageError, KafkaHealth, LATE_ERRORS_MS, REMINDER_EVERY_MS } from '../../connectors/kafka-health';
 
 interface Line {
   level: number;
@@ -64,14 +64,32 @@ describe('KafkaHealth', () => {
       [40, 'Kafka still unreachable'],
       [30, 'Kafka answering again'],
     ]);
-    expect(lines[0]).toMatchObject({ broker: '127.0.0.1:29092', error: expect.stringContaining('ECONNREFUSED') });
+    expect(lines[0]).toMatchObject({ broker: '127.0.0.1:29092', error: expect.stringContaining('ECONNREFUSED'), sinceMs: 1000 });
     expect(lines[2]).toMatchObject({ failures: 451, downMs: 15_000 + REMINDER_EVERY_MS - 100 });
     expect(Object.keys(lines[2]!.kinds as object)).toHaveLength(3);
-    // Past the late window, a failure is a new outage.
+    // Past the late window, failures for a second are a new outage.
     clock += 2;
+    refused(h);
+    clock += CONFIRM_MS;
     refused(h);
     expect(lines).toHaveLength(4);
     expect(h.closeLeftovers()).toBe(1);
+    srv.close();
+  });
+
+  it('a request failed and answered again within a second is no outage: no line', async () => {
+    let clock = 0;
+    const { log, lines } = capture();
+    const h = new KafkaHealth(log, () => clock);
+    const { srv, port, peers } = await server();
+    const sock = await connect(h, port);
+    h.entry('Connection', logLevel.ERROR, '[Connection] Response Heartbeat(key: 12, version: 3)', { error: 'This is not the correct coordinator for this group' });
+    clock += 60;
+    peers[0]!.write('x');
+    await new Promise((r) => sock.once('data', r));
+    expect(h.down).toBe(false);
+    expect(lines).toEqual([]);
+    h.closeLeftovers();
     srv.close();
   });
 
@@ -86,6 +104,8 @@ describe('KafkaHealth', () => {
     clock += 60_000;
     warn(4);
     h.entry('Runner', logLevel.INFO, '[Runner] consumer joined');
+    h.entry('Connection', logLevel.ERROR, '[Connection] Response Heartbeat(key: 12, version: 3)', { error: 'The group is rebalancing, so a rejoin is needed' });
+    h.entry('Runner', logLevel.WARN, '[Runner] The group is rebalancing, re-joining');
     expect(lines.map((l) => [l.level, l.msg, l.repeated])).toEqual([
       [40, 'kafkajs: [Consumer] something odd about member 1', undefined],
       [40, 'kafkajs: [Consumer] something odd about member 4', 2],
