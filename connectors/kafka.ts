@@ -66,8 +66,8 @@ export interface ConsumedRecord extends RawRecord {
  * Retries of a failed request: the first after about 200 ms, doubling up to 2 s apart, so a
  * client is back within about 2 s of its broker (kafkajs's default cap, 30 s, kept a producer
  * failing for up to half a minute after the broker was healthy again). Ten retries last about
- * 12 s; an idempotent producer retries without end (createProducer), a consumer that runs out
- * restarts itself (kafkajs's restartOnFailure).
+ * 12 s (one-shot commands then fail); on a `retryForever` client (long-running processes)
+ * producers and group members retry without end.
  */
 export const KAFKA_RETRY = { initialRetryTime: 200, maxRetryTime: 2000, retries: 10 };
 

@@ -38,7 +38,7 @@ export const STAGE_STOP_MS = 15_000;
 export interface RunningStage {
   /**
    * Store, produce and commit what can be within `deadline`, then leave: each step waits only
-   * for the time left (connectors/kafka.ts), so a broker that is down or hung costs the bound,
+   * for the time left (runtime/shutdown.ts), so a broker that is down or hung costs the bound,
    * not a hang. `complete` is false when a step was cut short.
    */
   stop(deadline?: Deadline): Promise<{ complete: boolean }>;
@@ -97,8 +97,6 @@ class PipelinedStage {
   private stopped = false;
   /** Partitions this member owns; a failed record of another one is left to its new owner. */
   private ownedNow: ReadonlySet<number> | null = null;
-  /** Records read again that this process already had (run or running), not run twice. */
-  skipped = 0;
 
   constructor(private readonly stage: Stage, private readonly ctx: StageContext, private readonly send: (outs: readonly OutRecord[]) => Promise<void>) {
     this.dispatcher = new Dispatcher(stage, ctx);
@@ -123,7 +121,6 @@ class PipelinedStage {
     // Read again after a rebalance from a commit behind what this process did: run only what is new.
     const fresh = recs.filter((r) => !this.inflight.has(r.topic, r.partition, r.offset));
     if (fresh.length < recs.length) {
-      this.skipped += recs.length - fresh.length;
       this.ctx.log.debug({ partition: recs[0]!.partition, records: recs.length - fresh.length }, 'records read again and already run here: skipped');
     }
     const handled = fresh.map((rec) => this.start(rec, commit));
