@@ -36,7 +36,7 @@ import { WarcWriter } from '../lib/warc/writer';
 import { fetchStage } from '../processors/fetch';
 import { frontierStage } from '../processors/frontier';
 import { buildStages } from '../runtime/build-stages';
-import type { InRecord, OutRecord, Stage, StageContext } from '../runtime/stage';
+import type { HandleResult, InRecord, OutRecord, Stage, StageContext } from '../runtime/stage';
 import { topics } from '../topologies/crawl';
 import { barePass, processCpuMs } from './parser-floor';
 import { hostAddress } from './synthetic-web';
@@ -136,7 +136,7 @@ export async function stageCpu(port: number, hosts: number, rounds = 4): Promise
     });
     // fetch, with its WARC records (stored once the round's fetches are in).
     const fetched = await timed(into, 'fetch + WARC', async () => {
-      const results = await eachLimited(requests, 32, (r) => fetch.handle(asIn(r, offset++), ctx));
+      const results = await eachLimited(requests, 32, async (r): Promise<HandleResult> => fetch.handle(asIn(r, offset++), ctx));
       const early = results.flatMap((r) => (Array.isArray(r) ? r : r.early ?? []));
       await warc.flush();
       const late = (await Promise.all(results.map((r) => (Array.isArray(r) ? [] : r.pending)))).flat();
