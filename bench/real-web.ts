@@ -127,7 +127,8 @@ const PROBE = '<nav><ul><li><a href="/probe">probe</a></li></ul></nav>';
 function linksAt(name: string, html: string, bodyAt: number): number {
   const url = 'http://bench.test/p/0';
   const plain = extract(html, url).text.length;
-  const body = html.toLowerCase().lastIndexOf('</body>');
+  // The last </body> (toLowerCase could move offsets: a few characters lower-case longer).
+  const body = [...html.matchAll(/<\/body\s*>/gi)].pop()?.index ?? -1;
   const places = [bodyAt, body, html.length].filter((at) => at >= 0);
   for (const strict of [true, false]) {
     for (const at of places) {

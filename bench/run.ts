@@ -107,7 +107,9 @@ async function runEmbedded(a: BenchArgs, web: Web, latencyMs: number, dir: strin
     const n = /, parsed (\d+),/.exec(line)?.[1];
     if (n !== undefined) parsedSoFar.push({ at: Date.now(), value: Number(n) });
   });
-  const m = await measureChild(child, before, watch, (a.secs + 30) * 1000);
+  // The crawl stops itself at --max-secs and then parses what it has fetched: on real pages a
+  // backlog of thousands of pages, a minute of work on a loaded machine. SIGTERM only after that.
+  const m = await measureChild(child, before, watch, (a.secs + 120) * 1000);
   watch.stop();
   const s = (await web.stats()).kcrawl;
   // The window ends at the last progress line (at most a second before the stop), where the
@@ -123,12 +125,13 @@ async function runEmbedded(a: BenchArgs, web: Web, latencyMs: number, dir: strin
   return { contender: 'embedded', latencyMs, hosts: a.hosts, ...fromStats(s), handedOff, parsed, parsedInWindow, cpuMs: m.cpuMs, serviceCpuMs: 0, peakRssBytes: m.peakRssBytes, limitPagesPerSec: null, sustained };
 }
 
-/** The local stack's services that are running, by name, with their process ids. */
+/** The local stack's services that are running, by name, with their process ids (its pidfiles: CRAWL_STACK_DIR as stack/stack.sh reads it). */
 function servicePids(): Array<{ name: string; pid: number }> {
   const pids: Array<{ name: string; pid: number }> = [];
+  const stackDir = process.env.CRAWL_STACK_DIR ?? join(ROOT, '.stack');
   for (const name of ['kafka', 'redis', 's3', 'registry']) {
     try {
-      pids.push({ name, pid: Number(readFileSync(join(ROOT, '.stack', 'run', `${name}.pid`), 'utf8').trim()) });
+      pids.push({ name, pid: Number(readFileSync(join(stackDir, 'run', `${name}.pid`), 'utf8').trim()) });
     } catch {
       // a service the stack does not run
     }
