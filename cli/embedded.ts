@@ -99,7 +99,7 @@ function removePartials(dir: string, log: Logger): void {
  * default would hold every page of a small crawl back from parse that long) and at 1,000 records,
  * about 500 pages, rather than 4,000. Pages reach parse only once their file is stored; on the
  * benchmark's web with 200 ms responses, files of 500 pages kept the crawler 91.4-92.7% busy
- * against 87.3-90.3% with 2,000 (four pairs, README "Performance").
+ * against 87.3-90.3% with 2,000 (four pairs, bench/HISTORY.md, 29th edition).
  */
 export const EMBEDDED_WARC_DEFAULTS: Readonly<Partial<CrawlConfig>> = { warcMaxAgeMs: 2000, warcMaxRecords: 1000 };
 
