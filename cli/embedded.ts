@@ -23,7 +23,7 @@ import { FileLog } from '../runtime/file-log';
 import type { OutRecord, Stage } from '../runtime/stage';
 import { topics } from '../topologies/crawl';
 import type { GroupLag } from '../api/embedded-status';
-import { Progress } from './progress';
+import { crawlView, ProgressReporter, type ProgressCounts } from './progress';
 
 export interface RunOptions {
   seeds: string[];
@@ -35,7 +35,7 @@ export interface RunOptions {
   scope?: 'domain' | 'host' | 'any';
   config?: Partial<CrawlConfig>;
   logger?: Logger;
-  /** Print a progress line to stderr every second. */
+  /** Print a progress line to stderr every second (cli/progress.ts). */
   progress?: boolean;
   /** Serve the live status page, /stats and /metrics on 127.0.0.1:<port> while crawling (0 = any free port). */
   statusPort?: number;
@@ -134,13 +134,17 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   const parsedEnd = (): number => Array.from({ length: fileLog.partitions }, (_, p) => fileLog.endOffset('parsed', p)).reduce((a, b) => a + b, 0);
   const parsedAtStart = parsedEnd();
 
-  const counts = { pages: 0, fetches: 0, failures: 0 };
+  // responses: pages in hand as their responses arrive; fetches: pages stored (their WARC file is).
+  const counts = { pages: 0, fetches: 0, failures: 0, responses: 0 };
   const stages = buildStages(STAGE_NAMES, {
     config, http, warc, textWarc, scope: scopeOf(seeds, opts.scope ?? 'domain'),
     onOutcome: (outcome, status) => {
       if (outcome === 'FETCHED' || outcome === 'NOT_HTML') {
         if (status !== null) counts.fetches++;
       } else if (outcome === 'FAILED' || outcome === 'REFUSED' || outcome === 'ROBOTS_UNAVAILABLE') counts.failures++;
+    },
+    onFetchStatus: (s) => {
+      if (!s.stored && s.http_status !== null) counts.responses++;
     },
     onReject: (reason, url) => log.debug({ reason, url }, 'link dropped'),
   });
@@ -172,13 +176,16 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   log.info({ seeds: seeds.length, out: opts.out }, 'crawl started');
 
   const started = Date.now();
-  const progress = opts.progress ? new Progress(process.stderr) : null;
+  const progressCounts = (): ProgressCounts => {
+    const st = frontier.state.stats();
+    return { fetched: counts.responses, stored: counts.fetches, parsed: parsedEnd() - parsedAtStart, handedOff: counts.pages, queued: st.queued, inFlight: st.leased, hosts: st.hosts };
+  };
+  const progress = opts.progress ? new ProgressReporter(process.stderr, crawlView(progressCounts, { maxPages: opts.maxPages, maxSecs: opts.maxSecs })) : null;
+  progress?.start();
   let stoppedBy: RunSummary['stoppedBy'] = 'done';
   let idleTicks = 0;
   for (;;) {
     await new Promise((r) => setTimeout(r, 200));
-    const st = frontier.state.stats();
-    progress?.update(counts.fetches, `queued ${st.queued}, in flight ${st.leased}, hosts ${st.hosts}, parsed ${parsedEnd() - parsedAtStart}, handoff ${counts.pages}`);
     if (signal?.aborted) { stoppedBy = 'signal'; break; }
     if (opts.maxPages !== undefined && counts.fetches >= opts.maxPages) { stoppedBy = 'max-pages'; break; }
     if (opts.maxSecs !== undefined && Date.now() - started >= opts.maxSecs * 1000) { stoppedBy = 'max-secs'; break; }
@@ -187,6 +194,7 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   }
   const waitingRetry = frontier.state.stats().retrying + frontier.state.parked(Date.now());
   const pagesParsedBeforeStop = parsedEnd() - parsedAtStart;
+  progress?.stop();
   await runner.stop();
   await warc.close();
   await http.close();
@@ -201,7 +209,6 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   const pagesParsed = parsedEnd() - parsedAtStart;
   fileLog.close();
   sink.close();
-  progress?.done();
   const seconds = (Date.now() - started) / 1000;
   const summary: RunSummary = {
     pagesStored: counts.fetches, fetches: counts.fetches, failures: counts.failures, handoffEvents: sink.count - handoffAtStart, pagesParsed, pagesParsedBeforeStop,
