@@ -16,6 +16,7 @@ describe('parseSeed', () => {
     ['example.org/a?b=1', 'https://example.org/a?b=1', true],
     ['example.org:8443/x', 'https://example.org:8443/x', true],
     ['//example.org/x', 'https://example.org/x', true],
+    ['  www.example.org.  ', 'https://www.example.org/', true],
   ])('%s -> %s', (input, url, schemeAdded) => {
     const s = parseSeed(input);
     expect(s).toMatchObject({ ok: true, url, schemeAdded });
