@@ -169,11 +169,10 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   appendSeeds(firstSeeds);
   log.info({ out: opts.out }, 'crawl started');
   // The rest of the seeds, a batch at a time while seen-test keeps up (CRAWL_STAGE_BACKLOG_MAX).
-  let stopping = false;
   let seedError: unknown = null;
   const seenTestLag = (): number => fileLog.lag('crawl.seen-test', 'links');
   const seeding = feed
-    .feed(appendSeeds, () => config.stageBacklogMax > 0 && seenTestLag() > config.stageBacklogMax, () => stopping)
+    .feed(appendSeeds, () => config.stageBacklogMax > 0 && seenTestLag() > config.stageBacklogMax)
     .catch((err: unknown) => void (seedError = err));
 
   const started = Date.now();
@@ -197,7 +196,7 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   const waitingRetry = frontier.state.stats().retrying + frontier.state.parked(Date.now());
   const pagesParsedBeforeStop = parsedEnd() - parsedAtStart;
   progress?.stop();
-  stopping = true;
+  await feed.close();
   await seeding;
   await runner.stop();
   await warc.close();

@@ -16,9 +16,9 @@ import { registeredDomain } from '../lib/url-normalize';
 
 export type Scope = 'domain' | 'host' | 'any';
 
-async function* both(args: SeedLine[], file: string | undefined): AsyncGenerator<SeedLine> {
+async function* both(args: SeedLine[], file: string | undefined, signal: AbortSignal): AsyncGenerator<SeedLine> {
   yield* args;
-  if (file) yield* seedLines(file);
+  if (file) yield* seedLines(file, signal);
 }
 
 export class SeedFeed {
@@ -26,6 +26,7 @@ export class SeedFeed {
   readonly scope = new Set<string>();
   readonly tally: SeedTally;
   private readonly batches: AsyncGenerator<Seed[]>;
+  private readonly stopped = new AbortController();
   private finished = false;
 
   constructor(
@@ -34,7 +35,7 @@ export class SeedFeed {
     notice: (line: string) => void,
   ) {
     this.tally = new SeedTally(notice);
-    this.batches = seedBatches(both(argLines(o.args), o.file), o.batchSize ?? 1000);
+    this.batches = seedBatches(both(argLines(o.args), o.file, this.stopped.signal), o.batchSize ?? 1000);
   }
 
   get done(): boolean {
@@ -82,23 +83,23 @@ export class SeedFeed {
     }
   }
 
-  /** Feeds every remaining batch to `append`, waiting while `hold()` says so; ends early on `stopped()`. */
-  async feed(append: (links: LinkMsg[]) => void, hold: () => boolean, stopped: () => boolean): Promise<void> {
-    while (!stopped()) {
+  /** Feeds every remaining batch to `append`, waiting while `hold()` says so, until the lists end or `close()`. */
+  async feed(append: (links: LinkMsg[]) => void, hold: () => boolean): Promise<void> {
+    while (!this.stopped.signal.aborted) {
       if (hold()) {
         await new Promise((r) => setTimeout(r, 50));
         continue;
       }
       const links = await this.next();
       if (links === null) return;
-      if (links.length) append(links);
+      if (links.length && !this.stopped.signal.aborted) append(links);
     }
-    await this.close();
   }
 
-  /** Stops reading (closes the file). */
+  /** Stops reading, a read that waits included (standard input); `feed` then returns. */
   async close(): Promise<void> {
     this.finished = true;
+    this.stopped.abort();
     await this.batches.return(undefined);
   }
 }

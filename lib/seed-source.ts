@@ -25,10 +25,13 @@ export interface SeedLine {
   text: string;
 }
 
-/** The seed lines of `from`: a path, `-` for standard input, or a readable stream. */
-export async function* seedLines(from: string | Readable): AsyncGenerator<SeedLine> {
+/**
+ * The seed lines of `from`: a path, `-` for standard input, or a readable stream. `signal` ends
+ * the lines early, even while a read waits (a quiet standard input).
+ */
+export async function* seedLines(from: string | Readable, signal?: AbortSignal): AsyncGenerator<SeedLine> {
   const input = typeof from !== 'string' ? from : from === '-' ? process.stdin : createReadStream(from);
-  const lines = createInterface({ input, crlfDelay: Infinity });
+  const lines = createInterface({ input, crlfDelay: Infinity, signal });
   let line = 0;
   try {
     for await (const raw of lines) {
@@ -38,7 +41,8 @@ export async function* seedLines(from: string | Readable): AsyncGenerator<SeedLi
     }
   } finally {
     lines.close();
-    if (input !== process.stdin) input.destroy();
+    // Standard input is left open unless the reading was cut short (it would hold the process).
+    if (input !== process.stdin || signal?.aborted) input.destroy();
   }
 }
 
@@ -60,17 +64,44 @@ export function parseSeed(text: string, line = 0): Seed {
   return { ok: true, line, input, url: n.url, host: n.host, schemeAdded };
 }
 
-/** Parsed seeds in batches of at most `size`; the next lines are read only when the caller asks for the next batch. */
-export async function* seedBatches(lines: AsyncIterable<SeedLine> | Iterable<SeedLine>, size = 1000): AsyncGenerator<Seed[]> {
+/**
+ * Parsed seeds in batches of at most `size`; the next lines are read only when the caller asks
+ * for the next batch. A batch also ends when the next line is `maxWaitMs` in coming (a slow
+ * pipe, a quiet terminal), so seeds that have arrived are not held back waiting for a full one.
+ */
+export async function* seedBatches(lines: AsyncIterable<SeedLine> | Iterable<SeedLine>, size = 1000, maxWaitMs = 200): AsyncGenerator<Seed[]> {
+  const it: AsyncIterator<SeedLine> | Iterator<SeedLine> = Symbol.asyncIterator in lines ? lines[Symbol.asyncIterator]() : lines[Symbol.iterator]();
   let batch: Seed[] = [];
-  for await (const l of lines) {
-    batch.push(parseSeed(l.text, l.line));
-    if (batch.length >= size) {
-      yield batch;
-      batch = [];
+  let pending: Promise<IteratorResult<SeedLine>> | null = null;
+  // One timer a batch, from its first seed on: not one a line.
+  let deadline: Promise<null> | null = null;
+  let timer: NodeJS.Timeout | undefined;
+  const endBatch = (): Seed[] => {
+    const b = batch;
+    batch = [];
+    deadline = null;
+    clearTimeout(timer);
+    return b;
+  };
+  try {
+    for (;;) {
+      pending ??= Promise.resolve(it.next());
+      const r = deadline ? await Promise.race([pending, deadline]) : await pending;
+      if (r === null) {
+        yield endBatch(); // the next line is late: hand over what there is; `pending` stays
+        continue;
+      }
+      pending = null;
+      if (r.done) break;
+      batch.push(parseSeed(r.value.text, r.value.line));
+      if (batch.length >= size) yield endBatch();
+      else if (batch.length === 1) deadline = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), maxWaitMs)));
     }
+    if (batch.length) yield endBatch();
+  } finally {
+    clearTimeout(timer);
+    await it.return?.();
   }
-  if (batch.length) yield batch;
 }
 
 /** Seed strings given as command-line arguments: line 0, they have no line in a list. */

@@ -5,8 +5,8 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
-import { argLines, parseSeed, seedBatches, seedLines, SeedTally, type SeedLine } from '../../lib/seed-source';
+import { PassThrough, Readable } from 'node:stream';
+import { argLines, parseSeed, seedBatches, seedLines, SeedTally, type Seed, type SeedLine } from '../../lib/seed-source';
 
 describe('parseSeed', () => {
   test.each([
@@ -83,6 +83,24 @@ describe('seedBatches', () => {
     await it.next();
     expect(pulled).toBe(200);
     await it.return(undefined);
+  });
+});
+
+describe('a slow source (a pipe, a terminal)', () => {
+  test('hands over the seeds that have come when the next line is late, and stops reading on abort', async () => {
+    const input = new PassThrough();
+    const ac = new AbortController();
+    const it = seedBatches(seedLines(input, ac.signal), 1000, 20);
+    input.write('https://a.example/\nhttps://b.example/\n');
+    const inputs = (r: IteratorResult<Seed[], void>): string[] => (r.done ? [] : r.value.map((s) => s.input));
+    expect(inputs(await it.next())).toEqual(['https://a.example/', 'https://b.example/']);
+    input.write('https://c.example/\n');
+    expect(inputs(await it.next())).toEqual(['https://c.example/']);
+    // Nothing more comes: an abort ends the lines while a read waits.
+    const next = it.next();
+    ac.abort();
+    expect(await next).toEqual({ done: true, value: undefined });
+    expect(input.destroyed).toBe(true);
   });
 });
 
