@@ -80,7 +80,7 @@ export interface ReporterOptions {
   now?: () => number;
 }
 
-type Out = Pick<NodeJS.WriteStream, 'write'> & { isTTY?: boolean };
+type Out = Pick<NodeJS.WriteStream, 'write'> & { isTTY?: boolean; columns?: number };
 
 /** What a reporter shows: the growing count its rate is taken from, and the line itself. */
 export interface ProgressView {
@@ -120,7 +120,8 @@ export class ProgressReporter {
     if (this.out.isTTY) {
       cursorTo(this.out as NodeJS.WritableStream, 0);
       clearLine(this.out as NodeJS.WritableStream, 0);
-      this.out.write(line);
+      // Cut to the terminal's width: a wrapped line could not be redrawn in place.
+      this.out.write(this.out.columns ? line.slice(0, this.out.columns - 1) : line);
       this.drawn = true;
     } else this.out.write(`${line}\n`);
   }

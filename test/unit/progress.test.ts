@@ -97,6 +97,13 @@ describe('ProgressReporter', () => {
     expect(out.text.endsWith('\n')).toBe(true);
   });
 
+  test('cuts the line to the terminal width, so that it can be redrawn', () => {
+    const out = Object.assign(new Capture(true), { columns: 20 });
+    const p = new ProgressReporter(out, () => ({ count: 0, line: () => 'x'.repeat(50) }));
+    p.tick();
+    expect(out.text.replace(/\x1b\[\d*[GK]/g, '')).toBe('x'.repeat(19));
+  });
+
   test('prints nothing after stop', () => {
     const out = new Capture();
     const p = new ProgressReporter(out, () => ({ count: 0, line: () => 'x' }));
