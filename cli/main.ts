@@ -121,10 +121,13 @@ function registerKafkaCommands(cmd: Command): void {
     .argument('<subject>')
     .argument('<purpose>')
     .argument('<decision>', 'allow | deny')
-    .action(async (subject: string, purpose: string, decision: string) => (await import('./optout')).optoutSet(subject, purpose, decision));
+    .option('--scope <scope>', 'host (the subject only) or registered_domain (the subject and every host under it); default: as before, else registered_domain for a registered domain')
+    .option('--verified', 'the subject\'s owner was verified (recorded with the decision)', false)
+    .action(async (subject: string, purpose: string, decision: string, o: { scope?: string; verified: boolean }) =>
+      (await import('./optout')).optoutSet(subject, purpose, decision, o));
   optout
     .command('list')
-    .description('print every decision and the registry version')
+    .description('print every subject\'s record (scope, purposes, source, effective time, version) and the registry version')
     .action(async () => (await import('./optout')).optoutList());
   cmd
     .command('bloom')
