@@ -178,11 +178,21 @@ export const optoutMetrics = {
     help: 'How long a reporting process has been behind the opt-out registry (0: up to date), by stage and instance (machine:pid)',
     labelNames: ['stage', 'instance'] as const,
     registers: [registry],
+    collect() {
+      const lag = sources.registryLag?.();
+      if (!lag) return;
+      this.reset();
+      for (const p of lag.processes) if (!p.silent) this.set({ stage: p.stage, instance: p.instance }, p.behind_s);
+    },
   }),
   lagAlarm: new Gauge({
     name: 'crawl_optout_registry_lag_alarm',
     help: '1 while some process is more than CRAWL_OPTOUT_LAG_ALARM_MS behind the opt-out registry, else 0',
     registers: [registry],
+    collect() {
+      const lag = sources.registryLag?.();
+      if (lag) this.set(lag.alarm ? 1 : 0);
+    },
   }),
 };
 
@@ -193,6 +203,8 @@ export interface MetricSources {
   /** The parse workers' queue (processes that parse on worker threads). */
   parseAnalyzer?: () => { bytes: number; waiting: number };
   prices?: { processHourUsd: number; storedGbMonthUsd: number };
+  /** crawl serve: every process's lag behind the opt-out registry (api/registry-lag.ts). */
+  registryLag?: () => { alarm: boolean; processes: Array<{ stage: string; instance: string; behind_s: number; silent: boolean }> };
 }
 
 const sources: MetricSources = {};
