@@ -86,7 +86,7 @@ describe('crawl serve: the control API on the Kafka stack', () => {
     procs = spawn(process.execPath, [CLI, 'process', 'all', '--allow-private-network'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
     procs.stderr!.on('data', (d: Buffer) => (procLog += d.toString()));
     await reader.connect();
-    await reader.subscribe({ topics: ['crawl.links', 'crawl.host-policy', 'crawl.optout'].map((t) => prefix + t), fromBeginning: true });
+    await reader.subscribe({ topics: ['crawl.links', 'crawl.host-policy', 'crawl.optout', 'crawl.webmaster-audit'].map((t) => prefix + t), fromBeginning: true });
     await reader.run({
       eachMessage: async ({ topic, partition, message }) =>
         void sent.push({ topic, partition, key: message.key!.toString(), value: message.value === null ? null : await registry.decode(message.value) }),
@@ -228,12 +228,20 @@ describe('crawl serve: the control API on the Kafka stack', () => {
     expect(rateRow.value).toMatchObject({ field: 'crawl-rate', min_delay_ms: 5000, blocked_until: null });
     expect((await call('PUT', `/hosts/${IP}/crawl-rate`, { min_delay_ms: -1 })).status).toBe(400);
 
+    // The first version's body still works; the record written is the subject's, in the registry's shape.
     expect((await call('PUT', '/optout/example.com', { purpose: 'ai_training', allowed: false })).status).toBe(202);
-    expect((await call('PUT', '/optout/example.org', { purpose: 'search_index', allowed: false })).status).toBe(202);
+    expect((await call('PUT', '/optout/example.org', { purposes: { search_index: 'deny', crawl: 'deny' }, scope: 'registered_domain' })).status).toBe(202);
     const optouts = await until('two opt-out rows', () => (sentTo('crawl.optout').length >= 2 ? sentTo('crawl.optout') : undefined));
     const values = optouts.map((o) => o.value as OptOutMsg);
-    expect(optouts.map((o) => o.key).sort()).toEqual(['example.com|ai_training', 'example.org|search_index']);
+    expect(optouts.map((o) => o.key).sort()).toEqual(['example.com', 'example.org']);
     expect(values.map((o) => o.registry_version).sort()).toEqual([1, 2]);
-    expect(values.every((o) => o.allowed === false)).toBe(true);
+    expect(values.find((o) => o.subject === 'example.com')).toMatchObject({
+      scope: 'registered_domain', purposes: { crawl: 'allow', search_index: 'allow', ai_training: 'deny' }, source: 'operator_api', verified: false,
+    });
+    expect(values.find((o) => o.subject === 'example.org')!.purposes).toEqual({ crawl: 'deny', search_index: 'deny', ai_training: 'allow' });
+    // Each change has its audit row, by the operator.
+    const audits = await until('the audit rows', () => (sentTo('crawl.webmaster-audit').length >= 5 ? sentTo('crawl.webmaster-audit') : undefined));
+    expect(audits.map((a) => (a.value as { action: string }).action).sort()).toEqual(['block', 'remove-block', 'set-crawl-rate', 'set-opt-out', 'set-opt-out']);
+    expect(audits.every((a) => (a.value as { actor: string }).actor === 'operator:api')).toBe(true);
   });
 });
