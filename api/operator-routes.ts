@@ -11,7 +11,7 @@ import { optOutWrite } from '../lib/optout-registry';
 import { auditRow } from '../lib/webmaster';
 import type { OutRecord } from '../runtime/stage';
 import type { CrawlView } from './crawl-view';
-import { readJson, sendJson, type Router } from './http';
+import { readChecked, sendJson, type Router } from './http';
 import { ApiError, parseBlock, parseCrawlRate, parseHost, parseOptOut, parseSeeds } from './validate';
 
 export interface OperatorDeps {
@@ -22,16 +22,7 @@ export interface OperatorDeps {
 }
 
 export function operatorRoutes(router: Router, d: OperatorDeps): void {
-  /** Parse and validate a body; a refused body travels with the error so it is logged under its own key. */
-  const body = async <T>(req: IncomingMessage, check: (v: unknown) => T): Promise<T> => {
-    const { value, raw } = await readJson(req, d.maxBodyBytes);
-    try {
-      return check(value);
-    } catch (err) {
-      if (err instanceof ApiError) Object.assign(err, { body: raw });
-      throw err;
-    }
-  };
+  const body = <T>(req: IncomingMessage, check: (v: unknown) => T): Promise<T> => readChecked(req, d.maxBodyBytes, check);
   const accepted = async (res: ServerResponse, outs: OutRecord[], extra: Record<string, unknown>): Promise<void> => {
     await d.send(outs);
     sendJson(res, 202, { accepted: true, ...extra });

@@ -20,7 +20,7 @@ import { optOutWrite, PURPOSES } from '../lib/optout-registry';
 import { auditRow, newVerificationToken, siteKey, tokenHash, verificationRecord } from '../lib/webmaster';
 import type { OutRecord } from '../runtime/stage';
 import type { CrawlView } from './crawl-view';
-import { readJson, sendJson, type Router } from './http';
+import { readChecked, sendJson, type Router } from './http';
 import type { RateLimiter } from './rate-limit';
 import { ApiError, parseHost, parseOptOut, parseSiteHost, parseWebmasterRate } from './validate';
 
@@ -62,15 +62,7 @@ export function webmasterRoutes(router: Router, d: WebmasterDeps): void {
     }
     return a;
   };
-  const body = async <T>(req: IncomingMessage, check: (v: unknown) => T): Promise<T> => {
-    const { value, raw } = await readJson(req, d.maxBodyBytes);
-    try {
-      return check(value);
-    } catch (err) {
-      if (err instanceof ApiError) Object.assign(err, { body: raw });
-      throw err;
-    }
-  };
+  const body = <T>(req: IncomingMessage, check: (v: unknown) => T): Promise<T> => readChecked(req, d.maxBodyBytes, check);
   const siteOf = (a: WebmasterAccountMsg, rawHost: string): WebmasterSiteMsg => {
     const host = parseHost(rawHost);
     const site = d.view.webmaster.site(host, a.id);

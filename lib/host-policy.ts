@@ -1,8 +1,8 @@
 /**
  * The host-policy table (crawl.host-policy) as every processor sees it: operator blocks with
  * expiry, operator crawl-rate ceilings, webmasters' rates with expiry, and whatever other field
- * groups writers add. Pure: fed rows by
- * the runtime's global-table feed (Stage.globalTables / onGlobal), asked by host.
+ * groups writers add. Pure: fed rows by the runtime's global-table feed (Stage.globalTables /
+ * onGlobal), asked by host.
  *
  * Keys are `${host}|${field}`; a null value (tombstone) removes that field group, e.g. an
  * operator lifting a block.

@@ -64,8 +64,7 @@ export interface PacePolicy extends AimdPolicy {
  * max(least gap, Crawl-delay, factor x response time, the adapted AIMD gap), and never inside a
  * Retry-After/pause window or an operator block. The least gap is the host's
  * (HostPolicyTable.leastGapMs): minHostDelayMs, or a webmaster's rate in its place, and at least
- * an operator's ceiling. Returns the
- * crawl.host-policy `backoff` row to write when the back-off changed or the gap grew past what
+ * an operator's ceiling. Returns the crawl.host-policy `backoff` row to write when the back-off changed or the gap grew past what
  * the last row written allows (gapInForceAtMost: a frontier or fetcher taking the host over
  * waits that long). A gap that shrinks is not written: a restart then waits longer than needed
  * once. On a busy machine the 10x-response rule moved most hosts' gaps up and down by more than

@@ -12,7 +12,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { FixtureWeb, page } from '../fixtures/web';
+import { distinctWords, FixtureWeb, page } from '../fixtures/web';
 import { startTestDns, type TestDns } from '../support/dns-server';
 import { callJson, eventually } from '../support/http-json';
 
@@ -26,13 +26,6 @@ const RATE_MS = 24_000;
 const GRACE_MS = 3000;
 const STOP_WITHIN_MS = 60_000;
 const QUIET_MS = 8000;
-
-function words(seed: number): string {
-  const syl = ['ka', 'lo', 'mi', 'ne', 'ru', 'sa', 'ti', 'vo', 'ze', 'pa', 'qui', 'dor', 'fen', 'gal', 'hus', 'jin'];
-  let s = (seed * 2654435761) >>> 0;
-  const next = (): number => (s = (Math.imul(s, 1664525) + 1013904223) >>> 0) >>> 24;
-  return Array.from({ length: 60 }, () => syl[next() % 16] + syl[next() % 16] + syl[next() % 16]).join(' ');
-}
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -57,7 +50,7 @@ describe('webmaster crawl rate and opt-out on a live crawl (Kafka mode)', () => 
 
   beforeAll(async () => {
     const pages: Record<string, string> = { '/': page(`Home of ${IP}`, Array.from({ length: PAGES }, (_, i) => `/p/${i}`)) };
-    for (let i = 0; i < PAGES; i++) pages[`/p/${i}`] = page(`Page ${i}`, [], words(7_000 + i));
+    for (let i = 0; i < PAGES; i++) pages[`/p/${i}`] = page(`Page ${i}`, [], distinctWords(7_000 + i));
     web = await FixtureWeb.start([{ ip: IP, pages }]);
     dns = await startTestDns();
     env = {

@@ -17,6 +17,7 @@ import '../../connectors/kafka-lz4';
 import type { HostPolicyMsg, LinkMsg, OptOutMsg } from '../../lib/messages';
 import { partitionForHost } from '../../lib/partitioner';
 import { FixtureWeb, page } from '../fixtures/web';
+import { callJson, type JsonAnswer } from '../support/http-json';
 
 const CLI = join(__dirname, '..', '..', 'bin', 'crawl.js');
 const prefix = `api-${randomBytes(4).toString('hex')}.`;
@@ -56,21 +57,8 @@ describe('crawl serve: the control API on the Kafka stack', () => {
   const reader = kafka.consumer({ groupId: `${prefix}reader` });
   const registry = new SchemaRegistry({ host: process.env.CRAWL_REGISTRY_URL! });
 
-  const call = async (method: string, path: string, body?: unknown, opts: { auth?: string | null; type?: string } = {}): Promise<{ status: number; json: Record<string, unknown>; text: string; headers: Headers }> => {
-    const headers: Record<string, string> = {};
-    const auth = opts.auth === undefined ? token : opts.auth;
-    if (auth !== null) headers.authorization = `Bearer ${auth}`;
-    if (body !== undefined) headers['content-type'] = opts.type ?? 'application/json';
-    const res = await fetch(base + path, { method, headers, body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body) });
-    const text = await res.text();
-    let json: Record<string, unknown> = {};
-    try {
-      json = JSON.parse(text) as Record<string, unknown>;
-    } catch {
-      // not JSON (the status page, metrics, a stored page)
-    }
-    return { status: res.status, json, text, headers: res.headers };
-  };
+  const call = (method: string, path: string, body?: unknown, opts: { auth?: string | null; type?: string } = {}): Promise<JsonAnswer> =>
+    callJson(base, method, path, body, { token: opts.auth === undefined ? token : opts.auth, type: opts.type });
   const sentTo = (topic: string): Sent[] => sent.filter((s) => s.topic === prefix + topic);
 
   beforeAll(async () => {
