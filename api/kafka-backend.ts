@@ -1,6 +1,7 @@
 /**
  * `crawl serve` in Kafka mode: the API's view is fed by following crawl.urls, crawl.host-policy,
- * crawl.optout, crawl.optout-applied, the webmaster accounts and sites, and crawl.fetch-status; writes are produced with acks=all through the same
+ * crawl.optout, crawl.optout-applied, the webmaster accounts and sites, and crawl.fetch-status;
+ * writes (the operator's and the webmaster API's) are produced with acks=all through the same
  * encoder as the processors; queue sizes are the processors' consumer lag, polled from admin.
  */
 import { createProducer, produce } from '../connectors/kafka';

@@ -1,9 +1,9 @@
 /**
  * The control API and status page over node:http. Reads are open (the status page polls
  * /stats); everything that changes the crawl needs the operator's bearer token, except the
- * webmaster API (/webmaster/v1, api/webmaster-routes.ts), which takes webmaster account tokens. Writes go to
- * the log through `backend.send` and are answered 202 once Kafka (or the embedded log) has
- * them; every process picks them up from there.
+ * webmaster API (/webmaster/v1, api/webmaster-routes.ts), which takes webmaster account tokens.
+ * Writes go to the log through `backend.send` (the webmaster API's through its own writer) and
+ * are answered once Kafka (or the embedded log) has them; every process picks them up from there.
  *
  * Logging: method, route and status only. Tokens never; request bodies only under their own
  * `body` key, cut short, when they are refused.
