@@ -124,6 +124,8 @@ export class OptOutRegistry {
 
   /** The decision for a host: deny if its own entry or its registered domain's (scope registered_domain) denies. */
   decisionFor(host: string, purpose: OptOutPurpose): OptOutDecision {
+    // Asked for every lease and fetch: an empty registry needs no registered-domain lookup.
+    if (this.subjects.size === 0) return 'allow';
     const own = this.subjects.get(host);
     if (own && this.decided(own, purpose)?.decision === 'deny') return 'deny';
     const domain = registeredDomain(host);
