@@ -326,3 +326,8 @@ export function realPage(templates: readonly Template[], h: number, n: number, h
   }
   return page;
 }
+
+/** A page of host h made from template `index` (its first such page number), with that number. */
+export function pageOfTemplate(templates: readonly Template[], index: number, h: number, hosts: number, port: number): { n: number; page: Buffer } {
+  for (let n = 0; ; n++) if (pageTemplate(h, n, templates.length).index === index) return { n, page: realPage(templates, h, n, hosts, port) };
+}

@@ -37,7 +37,7 @@ import { cpuMsPerPage, kcrawlHostPeriodMs, markdownTable, sustainedTable, throug
 import { growthBetween, pagesBetweenSeconds, sustainedBounds, stealShare, sustainedCpuMsPerPage, type Point, type SustainedWindow } from './sustained';
 import { parserFloorMs, parserFloorMsOver } from './parser-floor';
 import { templatePages } from './corpus';
-import { prepareTemplate, realPage } from './real-web';
+import { pageOfTemplate, prepareTemplate } from './real-web';
 import { stageCpu, stageTable } from './stage-cpu';
 import { fillerHtml, pageHtml, PAGE_BYTES, type PolitenessSummary } from './synthetic-web';
 import { distanceLine, servedDistances } from './web-check';
@@ -278,7 +278,7 @@ async function main(): Promise<void> {
   // On the real-page web, over one page of each template (the web picks templates evenly).
   const templates = a.web === 'real' ? templatePages().map(prepareTemplate) : [];
   const floorPages = a.web === 'real'
-    ? templates.map((_, i) => realPage(templates, i, 1, a.hosts, 8080).toString('utf8'))
+    ? templates.map((_, i) => pageOfTemplate(templates, i, 0, a.hosts, 8080).page.toString('utf8'))
     : [pageHtml(0, 1, a.hosts, 8080, fillerHtml(PAGE_BYTES))];
   const floorOf = (): number => (a.web === 'real' ? parserFloorMsOver(floorPages) : parserFloorMs(floorPages[0]));
   const floorBytes = floorPages.reduce((n, p) => n + Buffer.byteLength(p), 0) / floorPages.length;

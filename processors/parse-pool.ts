@@ -25,8 +25,6 @@ import { createTextRings, TextRingReader } from './parse-text-ring';
 export interface ParseAnalyzer {
   analyze(page: FetchedPageMsg): Promise<PageAnalysis>;
   readonly threads: number;
-  /** Whether workers after the first take pages now (SpareWorkers); absent: one worker. */
-  spareWorkersOpen?(): boolean;
   /** Bytes of the pages handed to the workers and not yet analysed, and pages waiting to be handed over. */
   backlog(): { bytes: number; waiting: number };
   close(): Promise<void>;
@@ -59,7 +57,7 @@ const SPARE_SAMPLE_MS = 250;
 
 /**
  * Which worker takes the next page: the first unless the spare ones are open, then whichever
- * has the fewest pages. Pure, but for the utilisation sampler it is given (tests drive it).
+ * has the fewest pages. Pure: the caller feeds it the event loop's utilisation (tests their own).
  */
 export class SpareWorkers {
   private open = false;
@@ -134,7 +132,6 @@ export function createParseAnalyzer(threads: number, userAgent: string): ParseAn
   const waiting = new Set<Promise<PageAnalysis>>();
   return {
     threads,
-    spareWorkersOpen: () => choice.spareOpen,
     analyze: (page) => {
       const bytes = page.body.length + (page.record_gz?.length ?? 0);
       const run = (): Promise<PageAnalysis> => send(page).finally(() => budget.release(bytes));

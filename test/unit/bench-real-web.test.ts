@@ -7,7 +7,7 @@
 import { NEAR_DUPLICATE_MAX_BITS } from '../../lib/dedup';
 import { extract } from '../../lib/html/extract';
 import { templatePages } from '../../bench/corpus';
-import { pageTemplate, prepareTemplate, realPage, type Template } from '../../bench/real-web';
+import { pageOfTemplate, pageTemplate, prepareTemplate, realPage, type Template } from '../../bench/real-web';
 import { hostAddress, pageLinks } from '../../bench/synthetic-web';
 import { servedDistances } from '../../bench/web-check';
 
@@ -19,13 +19,10 @@ beforeAll(() => {
   templates = templatePages().map(prepareTemplate);
 });
 
-/** Page n of host h whose template is `index` (the first such n). */
-function pageOf(index: number, h = 5): { n: number; html: string; bytes: Buffer } {
-  for (let n = 0; ; n++) {
-    if (pageTemplate(h, n, templates.length).index !== index) continue;
-    const bytes = realPage(templates, h, n, HOSTS, PORT);
-    return { n, html: bytes.toString('utf8'), bytes };
-  }
+/** Page n of host 5 whose template is `index` (the first such n). */
+function pageOf(index: number): { n: number; html: string; bytes: Buffer } {
+  const { n, page } = pageOfTemplate(templates, index, 5, HOSTS, PORT);
+  return { n, html: page.toString('utf8'), bytes: page };
 }
 
 const url = (h: number, n: number): string => `http://${hostAddress(h)}:${PORT}/p/${n}`;
