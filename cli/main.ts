@@ -1,7 +1,6 @@
 /**
  * The `crawl` command. Each subcommand is a thin shell over a module that tests call directly.
  */
-import { readFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
@@ -20,13 +19,6 @@ const port = (v: string): number => {
   return n;
 };
 
-export function seedsFromFile(path: string): string[] {
-  return readFileSync(path, 'utf8')
-    .split(/\r?\n/)
-    .map((l) => l.trim())
-    .filter((l) => l && !l.startsWith('#'));
-}
-
 export function program(): Command {
   const cmd = new Command('crawl').description('A polite, distributed web crawler on Apache Kafka').showHelpAfterError();
 
@@ -34,7 +26,7 @@ export function program(): Command {
     .command('run')
     .description('crawl in one process with no services: WARC files and handoff events under --out')
     .option('--seed <url>', 'a seed URL (repeatable)', collect, [])
-    .option('--seeds-file <file>', 'a file of seed URLs, one per line (# comments)')
+    .option('--seeds-file <file>', 'a file of seed URLs, one per line (# comments; - for standard input), streamed')
     .option('--out <dir>', 'output folder (WARC files, handoff .avro, journal)', './crawl-out')
     .option('--max-pages <n>', 'stop after this many pages fetched', positiveInt)
     .option('--max-secs <s>', 'stop after this many seconds', positiveInt)
@@ -43,15 +35,14 @@ export function program(): Command {
     .option('--allow-cidr <cidr>', 'allow this address range even without --allow-private-network (repeatable)', collect, [])
     .option('--status-port <n>', 'serve the live status page, /stats and /metrics on 127.0.0.1:<n> while crawling (0 = any free port)', port)
     .action(async (o: { seed: string[]; seedsFile?: string; out: string; maxPages?: number; maxSecs?: number; scope: 'domain' | 'host' | 'any'; allowPrivateNetwork: boolean; allowCidr: string[]; statusPort?: number }) => {
-      const seeds = [...o.seed, ...(o.seedsFile ? seedsFromFile(o.seedsFile) : [])];
-      if (seeds.length === 0) throw new Error('give at least one --seed URL or a --seeds-file');
+      if (o.seed.length === 0 && !o.seedsFile) throw new Error('give at least one --seed URL or a --seeds-file');
       const ac = new AbortController();
       const onSignal = (): void => ac.abort();
       process.once('SIGINT', onSignal);
       process.once('SIGTERM', onSignal);
       const s = await runEmbedded(
         {
-          seeds, out: o.out, maxPages: o.maxPages, maxSecs: o.maxSecs, scope: o.scope, allowPrivateNetwork: o.allowPrivateNetwork,
+          seeds: o.seed, seedsFile: o.seedsFile, notice: (line) => process.stderr.write(`crawl run: ${line}\n`), out: o.out, maxPages: o.maxPages, maxSecs: o.maxSecs, scope: o.scope, allowPrivateNetwork: o.allowPrivateNetwork,
           config: o.allowCidr.length ? { allowCidrs: o.allowCidr } : {}, progress: true, statusPort: o.statusPort,
         },
         ac.signal,
@@ -59,6 +50,7 @@ export function program(): Command {
       process.stdout.write(
         `crawl ${s.stoppedBy}: ${s.pagesStored} pages stored, ${s.pagesParsed} parsed (${s.pagesParsedBeforeStop} before stopping), ${s.failures} failures, ${s.handoffEvents} handoff events, ` +
           `${s.warcFiles} WARC files, ${s.seconds.toFixed(1)} s (${s.pagesPerSecond.toFixed(2)} pages/s)\n` +
+          `  seeds: ${s.seeds}\n` +
           (s.waitingRetry ? `  ${s.waitingRetry} URL(s) wait for a retry or a host's back-off; run the same command again later to take them up\n` : '') +
           `  WARC: ${join(o.out, 'warc')}\n  handoff: ${s.handoffFile}\n  log: ${join(o.out, 'crawl.log')}\n`,
       );
@@ -100,9 +92,13 @@ function registerKafkaCommands(cmd: Command): void {
     .action(async () => (await import('./kafka-commands')).init());
   cmd
     .command('seed')
-    .description('send seed URLs to crawl.links (Kafka mode)')
-    .argument('<url...>')
-    .action(async (urls: string[]) => (await import('./kafka-commands')).seed(urls));
+    .description('send seed URLs to crawl.links (Kafka mode); a URL without a scheme is taken as https://')
+    .argument('[url...]')
+    .option('--file <file>', 'a file of seed URLs, one per line (# comments; - for standard input), streamed in batches')
+    .action(async (urls: string[], o: { file?: string }) => {
+      if (urls.length === 0 && !o.file) throw new Error('give seed URLs or --file FILE (- for standard input)');
+      await (await import('./kafka-commands')).seed(urls, { file: o.file });
+    });
   cmd
     .command('serve')
     .description('control API, Prometheus metrics and the live status page (Kafka mode; needs CRAWL_API_TOKEN)')
@@ -122,11 +118,33 @@ function registerKafkaCommands(cmd: Command): void {
     .argument('<subject>')
     .argument('<purpose>')
     .argument('<decision>', 'allow | deny')
-    .action(async (subject: string, purpose: string, decision: string) => (await import('./optout')).optoutSet(subject, purpose, decision));
+    .option('--scope <scope>', 'host (the subject only) or registered_domain (the subject and every host under it); default: as before, else registered_domain for a registered domain')
+    .option('--verified', 'the subject\'s owner was verified (recorded with the decision)', false)
+    .action(async (subject: string, purpose: string, decision: string, o: { scope?: string; verified: boolean }) =>
+      (await import('./optout')).optoutSet(subject, purpose, decision, o));
   optout
     .command('list')
-    .description('print every decision and the registry version')
+    .description('print every subject\'s record (scope, purposes, source, effective time, version) and the registry version')
     .action(async () => (await import('./optout')).optoutList());
+  const webmaster = cmd.command('webmaster').description('accounts of the webmaster API (/webmaster/v1 on crawl serve; Kafka mode, or --out DIR for `crawl run --out DIR --status-port N`)');
+  const where = (): Option => new Option('--out <dir>', 'an embedded crawl\'s folder (write while no crawl runs on it) instead of Kafka');
+  webmaster
+    .command('add-account')
+    .description('make a webmaster account and print its bearer token once (only its SHA-256 is stored)')
+    .argument('<name>', 'who the account is for (a person or organisation)')
+    .addOption(where())
+    .action(async (name: string, o: { out?: string }) => (await import('./webmaster')).addAccountCommand(name, o));
+  webmaster
+    .command('list-accounts')
+    .description('print every webmaster account (id, name, state, who made it and when)')
+    .addOption(where())
+    .action(async (o: { out?: string }) => (await import('./webmaster')).listAccountsCommand(o));
+  webmaster
+    .command('disable-account')
+    .description('refuse an account\'s token from now on')
+    .argument('<id>', 'the account id (wm_…)')
+    .addOption(where())
+    .action(async (id: string, o: { out?: string }) => (await import('./webmaster')).disableAccountCommand(id, o));
   cmd
     .command('bloom')
     .description('the URL-seen Bloom filter in Redis: rebuild (replay crawl.urls into a new generation and switch), stats, abort (Kafka mode)')

@@ -77,7 +77,7 @@ export interface CrawlConfig {
    */
   fetchConcurrency: number;
   fetchConcurrencyMin: number;
-  /** Worker threads that analyse pages for parse (HTML pass, SimHash, language); 0 = parse's own thread. Default: 1 with two cores or more. */
+  /** Worker threads that analyse pages for parse (HTML pass, SimHash, language); 0 = parse's own thread; the second and later only while the event loop has room. Default: 2 with two cores or more. */
   parseThreads: number;
   /** Fetch waits while parse has more stored pages than this still to parse; 0 = never waits. */
   parseBacklogMax: number;
@@ -106,6 +106,20 @@ export interface CrawlConfig {
   warcGzipLevel: number;
   /** Port of a process's Prometheus listener (GET /metrics); 0 = off. */
   metricsPort: number;
+  /** How often a process reports the opt-out registry version it has applied (also on every change). */
+  optoutReportMs: number;
+  /** crawl serve raises the opt-out lag alarm when a process is behind the registry by more than this. */
+  optoutLagAlarmMs: number;
+  /** Webmaster API: DNS servers for TXT verification (`host` or `host:port`, comma-separated); empty = the system's resolvers. */
+  webmasterDnsServers: string[];
+  /** Webmaster API: how long one TXT lookup may take before the verification answers that DNS did not respond. */
+  webmasterDnsTimeoutMs: number;
+  /** Webmaster API: the name in the TXT record a webmaster publishes, `<name>-verify=<token>`. */
+  webmasterTxtName: string;
+  /** Webmaster API: requests per minute one account may make (a token bucket of this size, refilled over a minute). */
+  webmasterRequestsPerMinute: number;
+  /** Webmaster API: the fastest rate a verified webmaster may set, in requests per second. */
+  webmasterMaxRequestsPerSecond: number;
   /**
    * Kafka mode, group membership: a member not heard from for this long (killed) loses its
    * partitions to the others or to its restarted self; at least the brokers' least,
@@ -164,11 +178,13 @@ export const DEFAULTS: CrawlConfig = {
   maxDecompressionRatio: 100,
   fetchConcurrency: 256,
   fetchConcurrencyMin: 16,
-  // One worker wherever there is a second core: on the 2-core benchmark machine it gave 476 and
-  // 499 pages/s against 295 and 320 on the event loop alone, at no more CPU per page (README
-  // "Performance"). A single-core machine parses on the event loop, where a worker could only
-  // take turns with it.
-  parseThreads: availableParallelism() >= 2 ? 1 : 0,
+  // Two workers wherever there is a second core, the second taking pages only while the event
+  // loop has room (processors/parse-pool.ts SpareWorkers): on real pages parse is the bottleneck
+  // and the fetching loop leaves its core partly idle (docs/performance.md, #35). One worker
+  // gave 476 and 499 pages/s against 295 and 320 on the event loop alone on the lorem-ipsum web
+  // (bench/HISTORY.md).
+  // A single-core machine parses on the event loop, where a worker could only take turns with it.
+  parseThreads: availableParallelism() >= 2 ? 2 : 0,
   parseBacklogMax: 4096,
   // Records are groups of a page's links to one host (lib/link-groups): about 12 a page here,
   // a few hundred bytes to a few KiB each. The frontier's lag peaked at 5,130 in a 50 s crawl of
@@ -186,6 +202,14 @@ export const DEFAULTS: CrawlConfig = {
   warcPrefix: 'kcrawl',
   warcGzipLevel: 3,
   metricsPort: 0,
+  // The design's refresh is 60 s and its alarm 5 minutes; a report on every change comes on top.
+  optoutReportMs: 30_000,
+  optoutLagAlarmMs: 5 * 60_000,
+  webmasterDnsServers: [],
+  webmasterDnsTimeoutMs: 5000,
+  webmasterTxtName: 'kcrawl',
+  webmasterRequestsPerMinute: 60,
+  webmasterMaxRequestsPerSecond: 10,
   kafkaSessionTimeoutMs: 6000,
   kafkaHeartbeatMs: 1000,
   stopTimeoutMs: 10_000,
@@ -235,7 +259,7 @@ export function loadConfig(
   overrides: Partial<CrawlConfig> = {},
   defaults: Partial<CrawlConfig> = {},
 ): CrawlConfig {
-  const cfg: CrawlConfig = { ...DEFAULTS, retryBackoffMs: [...DEFAULTS.retryBackoffMs], allowCidrs: [], ...defaults };
+  const cfg: CrawlConfig = { ...DEFAULTS, retryBackoffMs: [...DEFAULTS.retryBackoffMs], allowCidrs: [], webmasterDnsServers: [], ...defaults };
   for (const key of Object.keys(DEFAULTS) as Array<keyof CrawlConfig>) {
     const raw = env[envName(key)];
     if (raw !== undefined && raw !== '') (cfg as unknown as Record<string, unknown>)[key] = parseValue(key, raw);
@@ -246,5 +270,14 @@ export function loadConfig(
     // Below 1 s per host is not polite on the open web; allowed only for private test webs.
     throw new ConfigError(`${envName('minHostDelayMs')}=${cfg.minHostDelayMs}: at least 1000 on the public web`);
   }
+  if (!/^[a-z0-9]([a-z0-9-]{0,40}[a-z0-9])?$/.test(cfg.webmasterTxtName)) {
+    throw new ConfigError(`${envName('webmasterTxtName')}=${cfg.webmasterTxtName}: expected lower-case letters, digits and inner hyphens (the record is <name>-verify=<token>)`);
+  }
+  for (const server of cfg.webmasterDnsServers) {
+    if (!/^(\[[0-9a-fA-F:.]+\]|[0-9a-zA-Z.:-]+?)(:\d{1,5})?$/.test(server)) {
+      throw new ConfigError(`${envName('webmasterDnsServers')}: "${server}" is not an address or address:port`);
+    }
+  }
+  if (cfg.webmasterMaxRequestsPerSecond <= 0) throw new ConfigError(`${envName('webmasterMaxRequestsPerSecond')}: expected a number > 0`);
   return cfg;
 }

@@ -18,6 +18,7 @@ import { partitionForHost } from '../lib/partitioner';
 import { nextRedirectHop, TOO_MANY_REDIRECTS } from '../lib/redirect-hops';
 import { crawlDelayMs, isAllowed, sitemaps, type RobotsFetchResult } from '../lib/robots';
 import type { WarcEntry, WarcPointer } from '../lib/warc/writer';
+import type { FollowsOptOuts } from '../runtime/registry-report';
 import type { HandleResult, OutRecord, Stage, StageContext } from '../runtime/stage';
 import { firstContactAt, gate, HostPacer, PartitionGains, type HostSlot } from './fetch-gate';
 import { RobotsCache, type RobotsEntry } from './robots-cache';
@@ -169,7 +170,7 @@ export function robotsAnswerOf(row: HostPolicyMsg): { origin: string; answer: Ro
   return { origin: row.robots_origin, answer: { status: row.robots_status, body: row.robots_body ?? Buffer.alloc(0) }, fetchedAt: row.updated_at };
 }
 
-export function fetchStage(deps: FetchDeps): Stage {
+export function fetchStage(deps: FetchDeps): Stage & FollowsOptOuts {
   const now = deps.now ?? Date.now;
   const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   const cfg = deps.config;
@@ -196,7 +197,7 @@ export function fetchStage(deps: FetchDeps): Stage {
    * the frontier's next one (found by test/e2e/kafka-politeness.test.ts after a kill -9).
    */
   async function handle(req: FetchRequestMsg, ctx: StageContext): Promise<HandleResult> {
-    const slot = await pacer.acquire(req.host, cfg.minHostDelayMs);
+    const slot = await pacer.acquire(req.host, policy.leastGapMs(req.host, now(), cfg.minHostDelayMs));
     try {
       if (now() < slot.readyAt) await sleep(slot.readyAt - now());
       return await exchange(req, ctx, slot);
@@ -229,7 +230,7 @@ export function fetchStage(deps: FetchDeps): Stage {
       return [statusRecord(s)];
     }
     const delay = Math.min(crawlDelayMs(r.rules, cfg.userAgent) ?? 0, cfg.maxCrawlDelayMs);
-    slot.gapMs = Math.max(cfg.minHostDelayMs, delay, policy.minDelayMs(req.host) ?? 0);
+    slot.gapMs = Math.max(policy.leastGapMs(req.host, now(), cfg.minHostDelayMs), delay);
     // A freshly read robots.txt announces the origin's sitemaps; they are fetched through the
     // frontier like pages (processors/sitemaps.ts), never here.
     const robotsRecs: OutRecord[] = (r.fresh && !r.retryLater ? sitemapSeeds(origin, sitemaps(r.rules), cfg.sitemapProbe) : []).map((url) => ({
@@ -247,7 +248,7 @@ export function fetchStage(deps: FetchDeps): Stage {
       return [statusRecord(s), ...robotsRecs];
     }
     // robots.txt was itself a request to this host: wait the host's gap before the page.
-    if (r.fresh) await sleep(Math.max(cfg.minHostDelayMs, delay, policy.minDelayMs(req.host) ?? 0));
+    if (r.fresh) await sleep(Math.max(policy.leastGapMs(req.host, now(), cfg.minHostDelayMs), delay));
     // A block or opt-out may have arrived while robots.txt was fetched or while waiting.
     const after = gate(req.host, now(), policy, optout);
     if (after) return refuse(req, after, started, ctx);
@@ -360,6 +361,7 @@ export function fetchStage(deps: FetchDeps): Stage {
       const row = topic === 'hostPolicy' && rec.value ? robotsAnswerOf(rec.value as HostPolicyMsg) : null;
       if (row) robots.seed(row.origin, row.answer, row.fetchedAt);
     },
+    optoutRegistry: optout,
     assigned: (partitions) => gains.assigned(partitions, now()),
     onGlobal(rec, topic) {
       if (topic === 'hostPolicy') policy.apply(rec.key, rec.value as HostPolicyMsg | null);

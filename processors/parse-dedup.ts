@@ -17,7 +17,7 @@
  *     CHANGED (the indexer had a NEW event for it already). crawl.content holds what this needs,
  *     so it holds across restarts and rebalances.
  */
-import { DedupIndex, type ContentRow } from '../lib/dedup';
+import { DedupIndex, simhashVersionOf, type ContentRow } from '../lib/dedup';
 import { TrapDetector } from '../lib/dedup-trap';
 import { hostPolicyKey } from '../lib/host-policy';
 import type { ContentMsg, HostPolicyMsg, ParsedPageMsg } from '../lib/messages';
@@ -88,13 +88,16 @@ export class ParseDedup {
     const copy = previous !== undefined && previous.sha256 === p.sha256;
     const fetchedAt = copy ? previous.fetched_at : p.fetched_at;
     const change = p.change === 'NEW' && previous?.duplicate_of === null && !copy ? 'CHANGED' : p.change;
-    const verdict = this.index.check(p.url, p.host, p.sha256, p.simhash64);
-    let row: ContentRow = { url: p.url, host: p.host, sha256: p.sha256, simhash64: p.simhash64, fetched_at: fetchedAt, duplicate_of: verdict?.of ?? null };
+    const version = simhashVersionOf(p);
+    const verdict = this.index.check(p.url, p.host, p.sha256, p.simhash64, version);
+    let row: ContentRow = { url: p.url, host: p.host, sha256: p.sha256, simhash64: p.simhash64, fetched_at: fetchedAt, duplicate_of: verdict?.of ?? null, simhash_version: version };
     let kind: DedupDecision['kind'] = verdict?.kind ?? null;
     let of = verdict?.of ?? null;
-    // A copy is the last handed-off content itself, not a near-copy of it: it goes again (same id).
+    // A last copy fingerprinted with another SimHash version says nothing about this one's
+    // distance: the page is handed off, and its row takes this version. A copy is the last
+    // handed-off content itself, not a near-copy of it: it goes again (same id).
     if (!verdict && !copy && change === 'CHANGED' && previous?.duplicate_of === null && previous.simhash64 && p.simhash64 &&
-        hammingDistance(previous.simhash64, p.simhash64) <= this.maxBits) {
+        simhashVersionOf(previous) === version && hammingDistance(previous.simhash64, p.simhash64) <= this.maxBits) {
       kind = 'self';
       of = p.url;
       row = { ...row, simhash64: previous.simhash64 };
@@ -105,7 +108,8 @@ export class ParseDedup {
       host: p.host, field: `trap:${prefix}`, updated_at: now, blocked_until: null,
       reason: `near-duplicates: 5 in a row under ${prefix}, the last of ${p.url}`, min_delay_ms: null,
     };
-    const unchanged = previous && previous.sha256 === row.sha256 && previous.simhash64 === row.simhash64 && previous.duplicate_of === row.duplicate_of;
+    const unchanged = previous && previous.sha256 === row.sha256 && previous.simhash64 === row.simhash64 && previous.duplicate_of === row.duplicate_of &&
+      simhashVersionOf(previous) === version;
     return {
       change, fetchedAt, nearDuplicateOf: of, kind,
       linkPriority: kind === 'exact' || kind === 'near' ? share * DUPLICATE_LINK_FACTOR : share,

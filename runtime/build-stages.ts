@@ -17,6 +17,7 @@ import { bloomParams } from '../lib/bloom/sizing';
 import { trapOptionsFrom } from '../lib/traps';
 import { metrics, recordFetchStatus, setMetricSources, statusClass } from '../lib/metrics';
 import { observeEmits } from './observe';
+import { followsOptOuts, withRegistryReport } from './registry-report';
 import type { Stage } from './stage';
 
 export const STAGE_NAMES = ['seen-test', 'frontier', 'fetch', 'parse', 'handoff'] as const;
@@ -33,6 +34,8 @@ export interface StageDeps {
   seen?: SeenSet;
   usage?: UsagePolicy;
   onOutcome?: (outcome: FetchOutcome, status: number | null, reason: string | null) => void;
+  /** Every crawl.fetch-status record fetch emits: the early one as a response arrives (`stored` false), then the final one. */
+  onFetchStatus?: (status: FetchStatusMsg) => void;
   onReject?: (reason: string, url: string) => void;
 }
 
@@ -57,7 +60,9 @@ export function buildStages(names: readonly StageName[], deps: StageDeps): Stage
       const stage = fetchStage({ http: deps.http, archive: (e, onBuilt) => deps.warc.append(e, onBuilt), config: c, onOutcome });
       // Closing the fetch stage stores the open WARC file so waiting fetches are announced.
       const observed = observeEmits(stage, (o) => {
-        if (o.topic === 'fetchStatus') recordFetchStatus(o.value as FetchStatusMsg, c);
+        if (o.topic !== 'fetchStatus') return;
+        recordFetchStatus(o.value as FetchStatusMsg, c);
+        deps.onFetchStatus?.(o.value as FetchStatusMsg);
       });
       // Fetches in flight sized by Little's law from observed rate and fetch time (lib/concurrency.ts).
       const autoConcurrency = c.fetchConcurrencyMax > 0 ? { min: c.fetchConcurrencyMin, max: c.fetchConcurrencyMax } : undefined;
@@ -74,5 +79,9 @@ export function buildStages(names: readonly StageName[], deps: StageDeps): Stage
     },
     handoff: () => handoffStage(deps.usage),
   };
-  return names.map((n) => make[n]());
+  // Stages that follow the opt-out registry report the version they have applied (metric and crawl.optout-applied).
+  return names.map((n) => {
+    const stage = make[n]();
+    return followsOptOuts(stage) ? withRegistryReport(stage, c.optoutReportMs) : stage;
+  });
 }

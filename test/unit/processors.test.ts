@@ -1,6 +1,7 @@
 import pino from 'pino';
 import { FetchError, type HttpCapture, type HttpClient, type HttpFetchOptions } from '../../connectors/types';
-import { avroType } from '../../lib/avro';
+import * as avro from 'avsc';
+import { avroReader, avroType, loadSchema, schemaBefore } from '../../lib/avro';
 import { DEFAULTS, type CrawlConfig } from '../../lib/config';
 import type {
   CandidateMsg, FetchOutcome, FetchRequestMsg, FetchStatusMsg, FetchedPageMsg, HandoffEvent, HostPolicyMsg, LinkMsg, ParsedPageMsg, UrlStateMsg,
@@ -312,6 +313,17 @@ describe('fetch: fetchStage handler', () => {
     expect(dayAfter.http.calls.map((c) => c.url)).toEqual([`${origin}/robots.txt`, `${origin}/page`]);
   });
 
+  it('crawl.host-policy rows written before the robots answer was added (versions 1 and 2) read with it null; a restore skips them', () => {
+    const read = avroReader('crawl.HostPolicy.v1');
+    const row = { host: 'a.test', field: 'robots', updated_at: 5, blocked_until: null, reason: 'parsed', min_delay_ms: null, failures: 0, timeouts: 0, gap_ms: null };
+    const v2 = { ...row, expires_at: null, max_requests_per_second: null };
+    const none = { robots_origin: null, robots_status: null, robots_body: null };
+    expect(read(avro.Type.forSchema(schemaBefore(loadSchema('crawl.HostPolicy.v1'), 2) as avro.Schema).toBuffer(row))).toEqual({ ...v2, ...none });
+    expect(read(avro.Type.forSchema(schemaBefore(loadSchema('crawl.HostPolicy.v1'), 3) as avro.Schema).toBuffer(v2))).toEqual({ ...v2, ...none });
+    const stage = fetchStage({ http: new FakeHttp({}, []), archive: new FakeArchive().fn, config: CFG });
+    expect(() => stage.restore!({ partition: 0, key: 'a.test|robots', value: { ...v2, ...none } }, 'hostPolicy')).not.toThrow();
+  });
+
   it('a stored page: early status (stored=false) then the final one with the WARC pointer and a crawl.fetched record', async () => {
     const page = capture(`${origin}/page`, 200, [['Content-Type', 'text/html'], ['ETag', '"v1"'], ['X-Robots-Tag', 'noarchive']], HTML);
     const { run, archive, outcomes } = setup({ [`${origin}/robots.txt`]: robotsTxt(origin, 'User-agent: *\nAllow: /\n'), [`${origin}/page`]: page });
@@ -511,7 +523,7 @@ describe('handoff', () => {
     const ev = toHandoff(p, policy)!;
     const expected: HandoffEvent = {
       event_id: eventId(p.url, p.fetched_at), url: p.url, canonical_url: 'http://a.test/c', fetched_at: p.fetched_at, change: 'CHANGED',
-      simhash64: 'abcd', language: 'en', importance: null, usage: { search_index: true, ai_training: false }, usage_registry_version: 7,
+      simhash64: 'abcd', simhash_version: 1, language: 'en', importance: null, usage: { search_index: true, ai_training: false }, usage_registry_version: 7,
       warc: p.warc, text: p.text,
     };
     expect(ev).toEqual(expected);
@@ -556,8 +568,8 @@ describe('message types match their Avro schemas', () => {
     ['fetched', fetchedPage('<html>', { record_id: '<urn:uuid:0b5c8a3e-6c1f-4d5e-9a51-1f0c2a7d9e11>', priority: 0.5, record_gz: null })],
     ['fetched', fetchedPage('<html>', { content_type: null, prev_sha256: 'p', x_robots_tag: 'noindex', truncated: true, record_id: null, priority: null, record_gz: null })],
     ['fetched', fetchedPage('', { body: Buffer.alloc(0), record_gz: Buffer.from([0x1f, 0x8b, 8, 0]), record_id: null, priority: null })],
-    ['parsed', parsed({ near_duplicate_of: null, priority: 0.5 })],
-    ['parsed', parsed({ canonical_url: null, language: null, title: null, simhash64: 'ff', change: 'UNCHANGED', text: { uri: 'u', offset: 0, length: 1 }, near_duplicate_of: 'http://a.test/q', priority: null })],
+    ['parsed', parsed({ near_duplicate_of: null, priority: 0.5, simhash_version: 2 })],
+    ['parsed', parsed({ canonical_url: null, language: null, title: null, simhash64: 'ff', change: 'UNCHANGED', text: { uri: 'u', offset: 0, length: 1 }, near_duplicate_of: 'http://a.test/q', priority: null, simhash_version: 1 })],
     ['handoff', toHandoff(parsed({ priority: 0.5 }), ALLOW_ALL_USAGE)],
     ['handoff', toHandoff(parsed(), ALLOW_ALL_USAGE)],
     ...(['QUEUED', 'LEASED', 'FETCHED', 'FAILED', 'DEAD', 'DISALLOWED'] as UrlStateMsg['state'][]).map(
