@@ -117,8 +117,9 @@ export async function processes(names: string[], o: { allowPrivateNetwork: boole
   const config = loadConfig(process.env, { allowPrivateNetwork: o.allowPrivateNetwork || process.env.CRAWL_ALLOW_PRIVATE_NETWORK === 'true' });
   const log = createLogger();
   routeProcessWarnings(log);
-  // Listening from the start: a SIGTERM while starting stops the process once it has started.
-  const signals = stopSignals(log);
+  // Listening from the start: a SIGTERM while starting (the brokers away, say) starts the bound
+  // at once, and the process stops as soon as it has started.
+  const signals = stopSignals(log, config.stopTimeoutMs);
   const health = new KafkaHealth(log);
   const rt = await runtimeFor(env, config, log, health, true);
   const store = createPageStore(pageStoreConfigFromEnv(), log);
@@ -154,7 +155,6 @@ export async function processes(names: string[], o: { allowPrivateNetwork: boole
   log.info({ processors: wanted, pid: process.pid }, 'processors running');
 
   const signal = await signals.requested;
-  signals.arm(config.stopTimeoutMs);
   log.info({ signal, boundMs: config.stopTimeoutMs }, 'stopping: storing, producing and committing what is finished (a second signal exits now)');
   // The stages leave their groups together, within the bound less 1.5 s; the rest is local but
   // for S3 and Redis and has the second before the bound's last half second.

@@ -20,16 +20,15 @@ export async function serve(o: ServeOptions, env = kafkaEnv()): Promise<void> {
   const config = loadConfig();
   const log = createLogger().child({ component: 'serve' });
   routeProcessWarnings(log);
-  const signals = stopSignals(log);
+  const signals = stopSignals(log, config.stopTimeoutMs);
   const rt = await runtimeFor(env, config, log);
   const kb = await startKafkaBackend(rt, config, log);
   const server = createApiServer(kb.backend, { token, log, title: 'kcrawl' });
   const port = await listen(server, o.port, o.host);
   log.info({ host: o.host, port, prefix: env.prefix }, 'control API, metrics and status page listening');
   process.stdout.write(`crawl serve: http://${o.host}:${port}/ (status page), /openapi.json, /metrics\n`);
-  await signals.requested;
   // Bounded like `crawl process` (runtime/shutdown.ts): a broker that is down costs the bound, not a hang.
-  signals.arm(config.stopTimeoutMs);
+  await signals.requested;
   log.info({ boundMs: config.stopTimeoutMs }, 'stopping');
   server.closeAllConnections();
   const deadline = Deadline.in(Math.max(0, config.stopTimeoutMs - 500));

@@ -287,8 +287,10 @@ export interface GroupHandlers {
    * member keeps heartbeating while it runs.
    */
   onBatch(records: ConsumedRecord[], commit: (next: number) => void): Promise<void>;
-  /** The consumer stopped for good (an error kafkajs does not restart it after). */
+  /** The consumer stopped for good (an error kafkajs does not restart it after, not an outage). */
   onFatal?(err: unknown): void;
+  /** kafkajs gave the consumer up in an outage; a new one joins in a second. */
+  onRejoin?(err: unknown): void;
 }
 
 /**
@@ -398,26 +400,30 @@ export interface GroupMember {
   disconnect(): Promise<void>;
 }
 
+/**
+ * Whether a consumer's crash comes from brokers being away (a coordinator not found while a
+ * broker shuts down, a connection lost): kafkajs gives up for good on some of these
+ * (KafkaJSGroupCoordinatorNotFound is "non-retriable"), and a crawl lost a stage that way in a
+ * broker restart.
+ */
+export function isOutageCrash(err: unknown): boolean {
+  const names = /GroupCoordinatorNotFound|BrokerNotFound|NumberOfRetriesExceeded|Connection|RequestTimeout|NoBrokerAvailable/;
+  for (let e = err as { name?: string; retriable?: boolean; cause?: unknown } | undefined, depth = 0; e && depth < 10; e = e.cause as typeof e, depth++) {
+    if (e.retriable === true || names.test(e.name ?? '')) return true;
+  }
+  return false;
+}
+
+/** How long a member waits before it joins again after kafkajs gave its consumer up in an outage. */
+const REJOIN_AFTER_MS = 1000;
+
 export async function runGroup(
   kafka: Kafka, groupId: string, topics: string[], h: GroupHandlers, onCommitError: (err: unknown) => void = () => undefined,
   timing: GroupTiming = GROUP_TIMING,
 ): Promise<GroupMember> {
-  const consumer = kafka.consumer({
-    groupId,
-    partitionAssigners: [CoPartitionAssigner],
-    sessionTimeout: timing.sessionTimeoutMs,
-    heartbeatInterval: timing.heartbeatMs,
-    maxWaitTimeInMs: 100,
-    allowAutoTopicCreation: false,
-    // kafkajs's default is 5 retries, then a crash and a restart as a new member, which then
-    // waits for the old one's session to end; on a retryForever client it retries instead.
-    retry: RETRY_FOREVER,
-  });
+  let consumer!: Consumer;
+  let stopped = false;
   const committer = new Committer((offsets) => consumer.commitOffsets(offsets), onCommitError);
-  consumer.on(consumer.events.GROUP_JOIN, (e) => h.onAssign([...(e.payload.memberAssignment[topics[0]] ?? [])]));
-  consumer.on(consumer.events.CRASH, (e) => {
-    if (!e.payload.restart) h.onFatal?.(e.payload.error);
-  });
   // While any batch runs, beat from here (kafkajs shares one request between concurrent calls
   // and sends none if the last is recent). A "rebalancing" answer is kafkajs's to act on once
   // the batch returns; any failure is the next beat's to retry.
@@ -427,33 +433,64 @@ export async function runGroup(
     if (running > 0 && beat) beat().catch(() => undefined);
   }, timing.heartbeatMs);
   beats.unref();
-  await consumer.connect();
-  await consumer.subscribe({ topics, fromBeginning: true });
-  await consumer.run({
-    autoCommit: false,
-    eachBatchAutoResolve: false,
-    partitionsConsumedConcurrently: 4,
-    eachBatch: async ({ batch, heartbeat, isRunning, isStale, resolveOffset }: EachBatchPayload) => {
-      if (!isRunning() || isStale() || batch.messages.length === 0) return;
-      const records = batch.messages.map((m) => ({
-        topic: batch.topic, partition: batch.partition, offset: Number(m.offset), timestamp: Number(m.timestamp),
-        key: m.key?.toString('utf8') ?? '', value: m.value,
-      }));
-      beat = heartbeat;
-      running++;
-      try {
-        await h.onBatch(records, (next) => committer.commit(batch.topic, batch.partition, next));
-      } finally {
-        running--;
+  const join = async (): Promise<void> => {
+    const c = kafka.consumer({
+      groupId,
+      partitionAssigners: [CoPartitionAssigner],
+      sessionTimeout: timing.sessionTimeoutMs,
+      heartbeatInterval: timing.heartbeatMs,
+      maxWaitTimeInMs: 100,
+      allowAutoTopicCreation: false,
+      // kafkajs's default is 5 retries, then a crash and a restart as a new member, which then
+      // waits for the old one's session to end; on a retryForever client it retries instead.
+      retry: RETRY_FOREVER,
+    });
+    consumer = c;
+    c.on(c.events.GROUP_JOIN, (e) => h.onAssign([...(e.payload.memberAssignment[topics[0]] ?? [])]));
+    c.on(c.events.CRASH, (e) => {
+      if (e.payload.restart || stopped) return;
+      if (!isOutageCrash(e.payload.error)) {
+        h.onFatal?.(e.payload.error);
+        return;
       }
-      // Resolve moves the consumer's own position (without it kafkajs fetches the batch again).
-      resolveOffset(batch.lastOffset());
-    },
-  });
+      // kafkajs gave up on an outage: join again with a new consumer, as it does for the rest.
+      h.onRejoin?.(e.payload.error);
+      setTimeout(() => {
+        if (!stopped) join().catch((err: unknown) => h.onFatal?.(err));
+      }, REJOIN_AFTER_MS).unref();
+    });
+    await c.connect();
+    await c.subscribe({ topics, fromBeginning: true });
+    await c.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: 4,
+      eachBatch: async ({ batch, heartbeat, isRunning, isStale, resolveOffset }: EachBatchPayload) => {
+        if (!isRunning() || isStale() || batch.messages.length === 0) return;
+        const records = batch.messages.map((m) => ({
+          topic: batch.topic, partition: batch.partition, offset: Number(m.offset), timestamp: Number(m.timestamp),
+          key: m.key?.toString('utf8') ?? '', value: m.value,
+        }));
+        beat = heartbeat;
+        running++;
+        try {
+          await h.onBatch(records, (next) => committer.commit(batch.topic, batch.partition, next));
+        } finally {
+          running--;
+        }
+        // Resolve moves the consumer's own position (without it kafkajs fetches the batch again).
+        resolveOffset(batch.lastOffset());
+      },
+    });
+  };
+  await join();
   return {
-    consumer,
+    get consumer() {
+      return consumer;
+    },
     commits: committer,
     async disconnect() {
+      stopped = true;
       clearInterval(beats);
       await consumer.disconnect();
     },

@@ -243,6 +243,9 @@ export async function runStageOnKafka(stage: Stage, rt: KafkaRuntime, opts: Kafk
       log.error({ err }, 'consumer stopped for good');
       opts.onFatal?.(err);
     },
+    onRejoin(err) {
+      log.warn({ err: err instanceof Error ? err.message : String(err) }, 'consumer given up by kafkajs in an outage: joining again');
+    },
   }, (err) => log.debug({ err }, 'offset commit refused (partition moved)'), rt.timing ?? GROUP_TIMING);
 
   const globals = await Promise.all((stage.globalTables ?? []).map((topic) => followGlobal(rt, stage, topic)));

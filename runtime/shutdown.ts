@@ -49,19 +49,21 @@ export class Deadline {
 }
 
 export interface StopSignals {
-  /** Resolves on the first SIGTERM or SIGINT. */
+  /** Resolves on the first SIGTERM or SIGINT; from then on the bound runs. */
   readonly requested: Promise<NodeJS.Signals>;
-  /** Arm the bound: after `ms`, or on a second signal, `exit(1)` at once. */
-  arm(ms: number): void;
   /** The orderly stop is over: exit with 0, or 1 if anything was cut short. */
   finish(complete: boolean): void;
 }
 
 /**
- * The process's stop signals. `exit` is process.exit outside tests: a process whose own work is
- * done exits even if a client library left a socket or timer behind.
+ * The process's stop signals. The bound starts at the first signal, whatever the process is
+ * doing then (still starting, with the brokers away, included): when it runs out, or on a
+ * second signal, `exit(1)` at once. `exit` is process.exit outside tests: a process whose own
+ * work is done exits even if a client library left a socket or timer behind.
  */
-export function stopSignals(log: Logger, exit: (code: number) => void = (c) => process.exit(c), proc: NodeJS.EventEmitter = process): StopSignals {
+export function stopSignals(
+  log: Logger, boundMs: number, exit: (code: number) => void = (c) => process.exit(c), proc: NodeJS.EventEmitter = process,
+): StopSignals {
   let first!: (s: NodeJS.Signals) => void;
   const requested = new Promise<NodeJS.Signals>((r) => (first = r));
   let signals = 0;
@@ -69,6 +71,10 @@ export function stopSignals(log: Logger, exit: (code: number) => void = (c) => p
   const onSignal = (signal: NodeJS.Signals): void => {
     signals++;
     if (signals === 1) {
+      bound = setTimeout(() => {
+        log.error({ boundMs }, 'stop bound reached: exiting now; unfinished records stay uncommitted for the next owner');
+        exit(1);
+      }, boundMs);
       first(signal);
       return;
     }
@@ -79,12 +85,6 @@ export function stopSignals(log: Logger, exit: (code: number) => void = (c) => p
   proc.on('SIGINT', onSignal);
   return {
     requested,
-    arm(ms) {
-      bound = setTimeout(() => {
-        log.error({ boundMs: ms }, 'stop bound reached: exiting now; unfinished records stay uncommitted for the next owner');
-        exit(1);
-      }, ms);
-    },
     finish(complete) {
       if (bound) clearTimeout(bound);
       log.info({ complete }, complete ? 'stopped' : 'stopped; some steps were cut short (their records stay uncommitted for the next owner)');

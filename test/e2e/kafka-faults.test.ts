@@ -11,7 +11,8 @@
  * SIGTERM answered within 15 s, fetching (or handing off, for core) back within 10 s of a killed
  * process's restart; the figures are printed (docs/faults.md has a run's).
  *
- * Then SIGTERM with the broker down, hung (SIGSTOP) and restarting, each on a crawl under way.
+ * Then SIGTERM with the broker down, hung (SIGSTOP) and restarting, each on a crawl under way,
+ * and to a process started while the broker was down.
  *
  * The broker and Redis are the test's own (test/support/private-stack.ts) on free ports: the
  * stack the run was given, which other test files use, is never stopped or flushed.
@@ -341,7 +342,7 @@ describe('SIGTERM whatever the broker does (#37)', () => {
     }
   }
 
-  test('with the broker down, hung (SIGSTOP) and restarting, a process stops within 15 s', async () => {
+  test('with the broker down, hung (SIGSTOP), restarting, or down since the process started, a process stops within 15 s', async () => {
     const unreachable = (p: CrawlProcess): Promise<number> =>
       within(60_000, `${p.label}: the process saw the outage`, () => p.logged('Kafka unreachable: retrying until a broker answers (one line then, none per failed request)'), () => p.stderr.slice(-2000));
     await stopUnder('broker down', async (p) => {
@@ -359,8 +360,19 @@ describe('SIGTERM whatever the broker does (#37)', () => {
       await unreachable(p);
       restarting = stack.startKafka();
     }, () => restarting);
+    // Started while the broker is down: it waits for the broker, and a SIGTERM still ends it.
+    await stack.stopKafka();
+    const waiting = new CrawlProcess(['fetch'], stackEnv(uniquePrefix('stop-start'), stack.env()), 'broker down at start');
+    try {
+      await unreachable(waiting);
+      const s = await sigterm('broker down at start', waiting);
+      results.push({ fault: s.name, ms: s.ms, code: s.code, signal: s.signal });
+    } finally {
+      await waiting.stop(1000);
+      await stack.startKafka();
+    }
     process.stdout.write(`SIGTERM under broker faults: ${results.map((r) => `${r.fault} ${r.ms} ms (exit ${r.code ?? r.signal})`).join(', ')}\n`);
-    expect(results.map((r) => r.fault)).toEqual(['broker down', 'broker hung', 'broker restarting']);
+    expect(results.map((r) => r.fault)).toEqual(['broker down', 'broker hung', 'broker restarting', 'broker down at start']);
     for (const r of results) expect({ fault: r.fault, killed: r.signal, inTime: r.ms <= STOP_MS }).toEqual({ fault: r.fault, killed: null, inTime: true });
   }, 600_000);
 });

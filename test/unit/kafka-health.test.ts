@@ -7,6 +7,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { logLevel } from 'kafkajs';
 import pino from 'pino';
+import { isOutageCrash } from '../../connectors/kafka';
 import { CONFIRM_MS, entryKind, isOutageError, KafkaHealth, LATE_ERRORS_MS, REMINDER_EVERY_MS } from '../../connectors/kafka-health';
 
 interface Line {
@@ -135,5 +136,14 @@ describe('KafkaHealth', () => {
     expect(h.closeLeftovers()).toBe(1);
     expect(h.openSockets).toBe(0);
     srv.close();
+  });
+
+  it('a consumer crash from brokers being away is joined again; any other ends the process', () => {
+    const named = (name: string, extra: Record<string, unknown> = {}): Error => Object.assign(new Error(name), { name, ...extra });
+    // kafkajs calls this one non-retriable: it would leave the stage without a consumer.
+    expect(isOutageCrash(named('KafkaJSGroupCoordinatorNotFound', { retriable: false }))).toBe(true);
+    expect(isOutageCrash(named('KafkaJSNonRetriableError', { retriable: false, cause: named('KafkaJSConnectionError', { retriable: true }) }))).toBe(true);
+    expect(isOutageCrash(named('KafkaJSNonRetriableError', { retriable: false, cause: named('KafkaJSProtocolError', { retriable: false }) }))).toBe(false);
+    expect(isOutageCrash(new TypeError('x is undefined'))).toBe(false);
   });
 });
