@@ -52,9 +52,10 @@ export class ClassBudget<T> {
   private readonly waiting: Array<Set<T>> = [new Set(), new Set(), new Set()];
   private readonly shares: number[];
   private fraction = 1;
-  private last: number;
+  /** When tokens were last added; null until the first call that gives a time. */
+  private last: number | null;
 
-  constructor(private readonly policy: BudgetPolicy, now: number) {
+  constructor(private readonly policy: BudgetPolicy, now: number | null = null) {
     const s = policy.budgetClassShares.map((x) => Math.max(0, x));
     const sum = s.reduce((a, b) => a + b, 0) || 1;
     this.shares = [0, 1, 2].map((i) => (s[i] ?? 0) / sum);
@@ -95,6 +96,7 @@ export class ClassBudget<T> {
 
   /** Add what the time since the last call earned; a full bucket's excess goes to the others (highest first) when lending. */
   refill(now: number): void {
+    if (this.last === null) this.last = now;
     const dt = now - this.last;
     if (dt <= 0 || !this.limited) return;
     this.last = now;

@@ -1,12 +1,13 @@
 /**
  * frontier: owns the URL table and the per-host politeness of its partitions.
  * In: crawl.frontier (candidates), crawl.fetch-status (answers). Out: crawl.fetch (leases),
- * crawl.urls (table rows), crawl.host-policy (field `backoff`: each owned host's adapted pace).
- * State is rebuilt from crawl.urls and the owned hosts' `backoff` rows before any fetch is
- * released; operator blocks and crawl-rate ceilings come from the whole crawl.host-policy table.
+ * crawl.urls (table rows), crawl.host-policy (field `backoff`: each owned host's adapted pace),
+ * crawl.feeds (the feeds it polls). State is rebuilt from crawl.urls, crawl.feeds and the owned
+ * hosts' `backoff` rows before any fetch is released; operator blocks and crawl-rate ceilings
+ * come from the whole crawl.host-policy table.
  */
 import { HostPolicyTable, hostPolicyKey } from '../lib/host-policy';
-import type { CandidateMsg, FetchStatusMsg, HostPolicyMsg, UrlStateMsg } from '../lib/messages';
+import type { CandidateMsg, FeedStateMsg, FetchStatusMsg, HostPolicyMsg, UrlStateMsg } from '../lib/messages';
 import type { OutRecord, Stage, StageContext, TableRecord } from '../runtime/stage';
 import { expandCandidate } from '../lib/link-groups';
 import { partitionForHost } from '../lib/partitioner';
@@ -29,6 +30,7 @@ function toRecords(e: FrontierEmits): OutRecord[] {
   for (const r of e.rows) out.push({ topic: 'urls', key: r.url, host: r.host, value: r });
   // Back-off before any further fetch, so a restart never forgets a Retry-After window.
   for (const p of e.policies ?? []) out.push({ topic: 'hostPolicy', key: hostPolicyKey(p.host, p.field), host: p.host, value: p });
+  for (const f of e.feeds ?? []) out.push({ topic: 'feeds', key: f.url, host: f.host, value: f.value });
   for (const f of e.fetches) out.push({ topic: 'fetch', key: f.host, host: f.host, value: f });
   return out;
 }
@@ -48,8 +50,8 @@ export function frontierStage(
   return {
     id: 'frontier',
     inputs: ['frontier', 'fetchStatus'],
-    outputs: ['fetch', 'urls', 'hostPolicy'],
-    restoreFrom: ['urls', 'hostPolicy'],
+    outputs: ['fetch', 'urls', 'hostPolicy', 'feeds'],
+    restoreFrom: ['urls', 'hostPolicy', 'feeds'],
     globalTables: ['hostPolicy'],
     tickMs: opts.tickMs ?? 50,
     concurrency: FRONTIER_RECORDS_AT_ONCE,
@@ -57,6 +59,7 @@ export function frontierStage(
     restore(rec: TableRecord, topic) {
       if (!rec.value) return;
       if (topic === 'urls') state.restore(rec.value as UrlStateMsg, now());
+      else if (topic === 'feeds') state.restoreFeed(rec.key, rec.value as FeedStateMsg);
       else if (topic === 'hostPolicy' && (rec.value as HostPolicyMsg).field === 'backoff') state.restoreBackoff(rec.value as HostPolicyMsg, now());
     },
     onGlobal(rec: TableRecord) {
@@ -79,6 +82,8 @@ export function frontierStage(
     assigned(partitions) {
       const owned = new Set(partitions);
       state.retain((host) => owned.has(partitionForHost(host, opts.partitions)));
+      // Each frontier spends its partitions' share of the crawl's budget (processors/frontier-budget.ts).
+      state.setBudgetFraction(owned.size / opts.partitions, now());
     },
     idle: () => state.idle(now()),
   };

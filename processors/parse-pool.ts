@@ -103,6 +103,6 @@ export function createParseAnalyzer(threads: number, userAgent: string): ParseAn
     const a = await pool.run({ page: sent, userAgent }, transferList.length ? { transferList } : undefined);
     const span = a.textSpan;
     if (!span) return a;
-    return { parsed: a.parsed, linkUrls: a.linkUrls, text: texts.view(span), releaseText: () => texts.release(span) };
+    return { parsed: a.parsed, linkUrls: a.linkUrls, feedUrls: a.feedUrls, text: texts.view(span), releaseText: () => texts.release(span) };
   }
 }
