@@ -240,7 +240,8 @@ class Collector {
     if (wanted && !tokens.some((r) => r === 'stylesheet' || r === 'icon')) {
       this.addLink(href, tokens.includes('nofollow'), rel, 'link');
       const type = attr(t, 'type');
-      if (type !== null && tokens.includes('alternate') && FEED_TYPES.has(type.trim().toLowerCase()) && this.feedsRaw.length < MAX_FEEDS) this.feedsRaw.push(href.trim());
+      const feed = type !== null && tokens.includes('alternate') && FEED_TYPES.has(type.trim().toLowerCase());
+      if (feed && this.feedsRaw.length < MAX_FEEDS && !this.feedsRaw.includes(href.trim())) this.feedsRaw.push(href.trim());
     }
   }
 

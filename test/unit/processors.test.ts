@@ -417,6 +417,22 @@ describe('parse', () => {
     expectAllValid(out);
   });
 
+  it('a page\'s feeds (link rel=alternate, RSS or Atom) go to crawl.links in class 1, once, and not among its other links', () => {
+    const html = '<html><head><link rel="alternate" type="application/rss+xml" href="/feed.xml">' +
+      '<link rel="alternate" type="application/atom+xml" href="http://b.test/atom">' +
+      '<link rel="alternate" hreflang="de" href="/de/"><link rel="alternate" type="application/json" href="/feed.json"></head>' +
+      '<body><a href="/feed.xml">feed</a><a href="sub">sub</a></body></html>';
+    const links = parsePage(fetchedPage(html), { userAgent: UA }).filter((o) => o.topic === 'links').flatMap((o) => {
+      const l = o.value as LinkMsg;
+      return [l.url, ...(l.more_urls ?? [])].map((url) => [url, l.priority_class ?? null]);
+    });
+    expect(links.sort()).toEqual([
+      ['http://a.test/de/', null], ['http://a.test/dir/sub', null], ['http://a.test/feed.json', null], ['http://a.test/feed.xml', 1], ['http://b.test/atom', 1],
+    ]);
+    const nofollow = parsePage(fetchedPage(html.replace('<head>', '<head><meta name="robots" content="nofollow">')), { userAgent: UA });
+    expect(nofollow.filter((o) => o.topic === 'links')).toEqual([]);
+  });
+
   it.each<[string, Partial<FetchedPageMsg>, string]>([
     ['meta robots nofollow', {}, '<meta name="robots" content="nofollow">'],
     ['X-Robots-Tag nofollow', { x_robots_tag: 'nofollow' }, ''],
