@@ -5,7 +5,7 @@
  * there.
  */
 import type { Logger } from 'pino';
-import type { FetchStatusMsg, UrlStateMsg } from '../lib/messages';
+import type { FeedStateMsg, FetchStatusMsg, UrlStateMsg } from '../lib/messages';
 import { metrics, setMetricSources } from '../lib/metrics';
 import type { OutRecord, Stage } from '../runtime/stage';
 import { CrawlView } from './crawl-view';
@@ -24,8 +24,11 @@ export function statusViewStage(view: CrawlView): Stage {
     inputs: ['fetchStatus'],
     outputs: [],
     // The embedded log keeps compacted topics as tables: their rows arrive as a global table.
-    globalTables: ['urls'],
-    onGlobal: (rec) => view.applyUrl(rec.key, rec.value as UrlStateMsg | null),
+    globalTables: ['urls', 'feeds'],
+    onGlobal: (rec, topic) => {
+      if (topic === 'feeds') view.applyFeed(rec.key, rec.value as FeedStateMsg | null);
+      else view.applyUrl(rec.key, rec.value as UrlStateMsg | null);
+    },
     handle: (rec) => {
       if (rec.value) view.applyStatus(rec.value as FetchStatusMsg);
       return [] as OutRecord[];

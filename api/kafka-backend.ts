@@ -1,6 +1,6 @@
 /**
  * `crawl serve` in Kafka mode: the API's view is fed by following crawl.urls, crawl.host-policy,
- * crawl.optout and crawl.fetch-status; writes are produced with acks=all through the same
+ * crawl.optout, crawl.fetch-status and crawl.feeds; writes are produced with acks=all through the same
  * encoder as the processors; queue sizes are the processors' consumer lag, polled from admin.
  */
 import { createProducer, produce } from '../connectors/kafka';
@@ -9,7 +9,7 @@ import { createPageStore, pageStoreConfigFromEnv } from '../connectors/page-stor
 import type { PageStore } from '../connectors/types';
 import type { CrawlConfig } from '../lib/config';
 import type { Logger } from '../lib/logger';
-import type { FetchStatusMsg, HostPolicyMsg, OptOutMsg, UrlStateMsg } from '../lib/messages';
+import type { FeedStateMsg, FetchStatusMsg, HostPolicyMsg, OptOutMsg, UrlStateMsg } from '../lib/messages';
 import { metrics, setMetricSources } from '../lib/metrics';
 import type { StageName } from '../runtime/build-stages';
 import { encodeRecords, type KafkaRuntime } from '../runtime/kafka-runner';
@@ -37,7 +37,7 @@ export interface KafkaBackend {
 export async function startKafkaBackend(rt: KafkaRuntime, config: CrawlConfig, log: Logger, pages: PageStore = createPageStore(pageStoreConfigFromEnv())): Promise<KafkaBackend> {
   const view = new CrawlView();
   const producer = await createProducer(rt.kafka);
-  const followed: TopicId[] = ['urls', 'hostPolicy', 'optout', 'fetchStatus'];
+  const followed: TopicId[] = ['urls', 'hostPolicy', 'optout', 'fetchStatus', 'feeds'];
   const byName = new Map(followed.map((id) => [rt.prefix + topics[id].name, id]));
   const follower: Follower = await followTopics(rt.kafka, `${rt.prefix}crawl.serve`, [...byName.keys()], async (topic, _p, key, raw) => {
     const value = raw === null ? null : await rt.registry.decode(raw);
@@ -46,6 +46,7 @@ export async function startKafkaBackend(rt: KafkaRuntime, config: CrawlConfig, l
       case 'hostPolicy': return view.applyPolicy(key, value as HostPolicyMsg | null);
       case 'optout': return view.applyOptOut(key, value as OptOutMsg | null);
       case 'fetchStatus': if (value) view.applyStatus(value as FetchStatusMsg); return;
+      case 'feeds': return view.applyFeed(key, value as FeedStateMsg | null);
     }
   });
 

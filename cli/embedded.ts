@@ -27,6 +27,10 @@ import { Progress } from './progress';
 
 export interface RunOptions {
   seeds: string[];
+  /** Feed URLs (RSS, Atom, news sitemaps) to poll, in priority class 1 (`--feed`). */
+  feeds?: string[];
+  /** Do not stop once the crawl is idle: poll feeds and recrawl what comes due until maxSecs, maxPages or a signal (`--keep-running`). */
+  keepRunning?: boolean;
   out: string;
   maxPages?: number;
   maxSecs?: number;
@@ -57,6 +61,11 @@ export interface RunSummary {
   handoffFile: string;
   /** URLs parked for a later retry or behind a host that may not be contacted for a while (Retry-After, a 503 pause); a re-run takes them up when due. */
   waitingRetry: number;
+}
+
+/** Feed URLs as seed links of priority class 1 (invalid ones reported and skipped, as seeds are). */
+export function feedSeedLinks(feeds: readonly string[], log: Logger, now = Date.now()): LinkMsg[] {
+  return seedLinks(feeds, log, now).map((l) => ({ ...l, priority_class: 1 }));
 }
 
 /** Valid seeds as links; each invalid one is reported and skipped. */
@@ -111,8 +120,8 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
     { ...opts.config, allowPrivateNetwork: opts.allowPrivateNetwork ?? false },
     EMBEDDED_WARC_DEFAULTS,
   );
-  const seeds = seedLinks(opts.seeds, log);
-  if (seeds.length === 0) throw new Error('no valid seed URL: give --seed http(s)://… or --seeds-file');
+  const seeds = [...seedLinks(opts.seeds, log), ...feedSeedLinks(opts.feeds ?? [], log)];
+  if (seeds.length === 0) throw new Error('no valid seed URL: give --seed http(s)://…, --seeds-file or --feed');
 
   const fileLog = new FileLog({ dir: join(opts.out, 'state'), partitions: config.partitions, diskForms: { fetched: fetchedWithoutBody } });
   removePartials(join(opts.out, 'warc'), log);
@@ -183,7 +192,7 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
     if (opts.maxPages !== undefined && counts.fetches >= opts.maxPages) { stoppedBy = 'max-pages'; break; }
     if (opts.maxSecs !== undefined && Date.now() - started >= opts.maxSecs * 1000) { stoppedBy = 'max-secs'; break; }
     idleTicks = runner.idle() ? idleTicks + 1 : 0;
-    if (idleTicks >= 5) break;
+    if (idleTicks >= 5 && !opts.keepRunning) break;
   }
   const waitingRetry = frontier.state.stats().retrying + frontier.state.parked(Date.now());
   const pagesParsedBeforeStop = parsedEnd() - parsedAtStart;

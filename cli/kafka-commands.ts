@@ -20,7 +20,7 @@ import { buildStages, STAGE_NAMES, type StageName } from '../runtime/build-stage
 import { holdWhileOf, kafkaHoldRules } from '../runtime/backlog-holds';
 import { encodeRecords, runStageOnKafka, type KafkaRuntime, type RunningStage } from '../runtime/kafka-runner';
 import { allTopics, topics, type TopicId } from '../topologies/crawl';
-import { seedLinks } from './embedded';
+import { feedSeedLinks, seedLinks } from './embedded';
 import { redisSeenFromEnv } from './bloom';
 
 export interface KafkaEnv {
@@ -63,10 +63,11 @@ export async function init(env = kafkaEnv(), config = loadConfig()): Promise<voi
   process.stdout.write(`topics created: ${r.created.length}, updated: ${r.updated.length}; schemas registered: ${ids.size}\n`);
 }
 
-export async function seed(urls: string[], env = kafkaEnv(), config = loadConfig()): Promise<void> {
+export async function seed(urls: string[], feeds: string[] = [], env = kafkaEnv(), config = loadConfig()): Promise<void> {
   const log = createLogger();
-  const links = seedLinks(urls, log);
-  if (links.length === 0) throw new Error('no valid seed URL');
+  // Feeds are seeds of priority class 1; the frontier polls whatever answers as a feed.
+  const links = [...seedLinks(urls, log), ...feedSeedLinks(feeds, log)];
+  if (links.length === 0) throw new Error('no valid seed URL: give URLs or --feed URLs');
   const rt = await runtimeFor(env, config, log);
   const producer = await createProducer(rt.kafka);
   const outs = links.map((l) => ({ topic: 'links' as const, key: new URL(l.url).hostname, host: new URL(l.url).hostname, value: l }));

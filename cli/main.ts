@@ -35,6 +35,8 @@ export function program(): Command {
     .description('crawl in one process with no services: WARC files and handoff events under --out')
     .option('--seed <url>', 'a seed URL (repeatable)', collect, [])
     .option('--seeds-file <file>', 'a file of seed URLs, one per line (# comments)')
+    .option('--feed <url>', 'a feed (RSS, Atom, news sitemap) to poll, in priority class 1 (repeatable)', collect, [])
+    .option('--keep-running', 'do not stop when the crawl is idle: poll feeds and recrawl what comes due until --max-secs, --max-pages or Ctrl-C', false)
     .option('--out <dir>', 'output folder (WARC files, handoff .avro, journal)', './crawl-out')
     .option('--max-pages <n>', 'stop after this many pages fetched', positiveInt)
     .option('--max-secs <s>', 'stop after this many seconds', positiveInt)
@@ -42,16 +44,16 @@ export function program(): Command {
     .option('--allow-private-network', 'allow loopback, private and link-local targets (tests, intranets)', false)
     .option('--allow-cidr <cidr>', 'allow this address range even without --allow-private-network (repeatable)', collect, [])
     .option('--status-port <n>', 'serve the live status page, /stats and /metrics on 127.0.0.1:<n> while crawling (0 = any free port)', port)
-    .action(async (o: { seed: string[]; seedsFile?: string; out: string; maxPages?: number; maxSecs?: number; scope: 'domain' | 'host' | 'any'; allowPrivateNetwork: boolean; allowCidr: string[]; statusPort?: number }) => {
+    .action(async (o: { seed: string[]; seedsFile?: string; feed: string[]; keepRunning: boolean; out: string; maxPages?: number; maxSecs?: number; scope: 'domain' | 'host' | 'any'; allowPrivateNetwork: boolean; allowCidr: string[]; statusPort?: number }) => {
       const seeds = [...o.seed, ...(o.seedsFile ? seedsFromFile(o.seedsFile) : [])];
-      if (seeds.length === 0) throw new Error('give at least one --seed URL or a --seeds-file');
+      if (seeds.length === 0 && o.feed.length === 0) throw new Error('give at least one --seed URL, a --seeds-file or a --feed');
       const ac = new AbortController();
       const onSignal = (): void => ac.abort();
       process.once('SIGINT', onSignal);
       process.once('SIGTERM', onSignal);
       const s = await runEmbedded(
         {
-          seeds, out: o.out, maxPages: o.maxPages, maxSecs: o.maxSecs, scope: o.scope, allowPrivateNetwork: o.allowPrivateNetwork,
+          seeds, feeds: o.feed, keepRunning: o.keepRunning, out: o.out, maxPages: o.maxPages, maxSecs: o.maxSecs, scope: o.scope, allowPrivateNetwork: o.allowPrivateNetwork,
           config: o.allowCidr.length ? { allowCidrs: o.allowCidr } : {}, progress: true, statusPort: o.statusPort,
         },
         ac.signal,
@@ -100,8 +102,9 @@ function registerKafkaCommands(cmd: Command): void {
   cmd
     .command('seed')
     .description('send seed URLs to crawl.links (Kafka mode)')
-    .argument('<url...>')
-    .action(async (urls: string[]) => (await import('./kafka-commands')).seed(urls));
+    .argument('[url...]')
+    .option('--feed <url>', 'a feed (RSS, Atom, news sitemap) to poll, in priority class 1 (repeatable)', (v: string, p: string[]) => [...p, v], [])
+    .action(async (urls: string[], o: { feed: string[] }) => (await import('./kafka-commands')).seed(urls, o.feed));
   cmd
     .command('serve')
     .description('control API, Prometheus metrics and the live status page (Kafka mode; needs CRAWL_API_TOKEN)')

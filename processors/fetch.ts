@@ -290,6 +290,10 @@ export function fetchStage(deps: FetchDeps): Stage {
       etag: header(c, 'etag'), last_modified: header(c, 'last-modified'), ip: c.ip, ...feedStatusFields(feed, news, cfg.feedMaxItems),
     });
     const early = [statusRecord({ ...base, stored: false }), ...robotsRecs];
+    // A feed's items go out at once, not when the feed's WARC file is stored (up to warcMaxAgeMs
+    // later): news is what feeds are polled for. Were the feed not stored, it is fetched again and
+    // its items are found again, which the seen test drops.
+    if (feed) for (const link of feedLinks(feed, req.url, req.depth, finished)) early.push({ topic: 'links', key: req.host, host: hostKey(link.url), value: link });
     // What the page record needs of the capture, taken now: `pending` waits until the WARC file
     // is stored (up to warcMaxAgeMs), and a closure that kept the capture kept its body that long,
     // a body per page of the open file (2,048 bodies, 100 MB, in a heap snapshot of `crawl run`).
@@ -339,9 +343,6 @@ export function fetchStage(deps: FetchDeps): Stage {
       }
       if (sitemap && ptr) {
         for (const link of sitemapLinks(sitemap, req.url, req.depth, finished)) out.push({ topic: 'links', key: req.host, host: hostKey(link.url), value: link });
-      }
-      if (feed && ptr) {
-        for (const link of feedLinks(feed, req.url, req.depth, finished)) out.push({ topic: 'links', key: req.host, host: hostKey(link.url), value: link });
       }
       return out;
     })();
