@@ -113,6 +113,11 @@ export class FrontierState {
   private readonly fetchedByClass = [0, 0, 0];
   /** [feeds] The feeds of this frontier's partitions. */
   readonly feeds: FeedTable;
+  /**
+   * What applyAnswer needs, built once: spreading the policy and tuning into a new object on
+   * every status was most of the frontier's time and most of its garbage.
+   */
+  private readonly pace: FrontierPolicy & FrontierTuning;
 
   constructor(
     private readonly policy: FrontierPolicy & Partial<FrontierTuning>,
@@ -126,6 +131,7 @@ export class FrontierState {
     this.ips = new LayerGroups({ maxInflight: Math.max(1, this.tuning.ipMaxInflight), minGapMs: this.tuning.ipMinGapMs });
     this.budget = new ClassBudget(this.tuning);
     this.feeds = new FeedTable(this.tuning);
+    this.pace = { ...policy, ...this.tuning };
   }
 
   /** [budget] This process's part of the crawl (Kafka mode: owned partitions / all partitions). */
@@ -340,7 +346,7 @@ export class FrontierState {
     const h = this.hostState(s.host, now);
     const out: FrontierEmits = { rows: [], fetches: [] };
     if (h.inflight?.id === s.lease_id) {
-      const policy = applyAnswer(h, s, now, { ...this.policy, ...this.tuning }, this.table.minDelayMs(s.host), this.table.block(s.host, now)?.until ?? null);
+      const policy = applyAnswer(h, s, now, this.pace, this.table.minDelayMs(s.host), this.table.block(s.host, now)?.until ?? null);
       if (policy) out.policies = [policy];
       this.free(h);
       this.schedule(h);
