@@ -154,6 +154,7 @@ export class ClassBudget<T> {
   }
 
   private drainAll(): T[] {
+    if (this.waiting.every((w) => w.size === 0)) return [];
     const all = new Set<T>();
     for (const w of this.waiting) for (const item of w) all.add(item);
     for (const w of this.waiting) w.clear();

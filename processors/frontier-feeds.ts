@@ -105,6 +105,7 @@ export class FeedTable {
   /** A final fetch status (stored = true) of any URL of this frontier. */
   onStatus(s: FetchStatusMsg, now: number): FeedPoll {
     const known = this.feeds.get(s.url);
+    if (!known && !s.feed_kind) return NONE; // most answers: a page
     const at = { last_polled_at: s.finished_at, updated_at: now, last_status: s.http_status };
     if (s.outcome === 'FETCHED' && s.feed_kind) {
       if (!known && (this.perHost.get(s.host) ?? 0) >= this.p.feedMaxPerHost) return NONE;

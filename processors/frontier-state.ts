@@ -454,7 +454,7 @@ export class FrontierState {
       if (!h.levels[slot]?.length) continue;
       const cls = slotClass(slot, levels);
       if (this.budget.mayLease(cls, now)) return slot;
-      (waiting ??= []).push(cls);
+      if (!waiting?.includes(cls)) (waiting ??= []).push(cls);
     }
     for (const cls of waiting ?? []) this.budget.park(cls, h);
     return null;
