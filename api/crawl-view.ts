@@ -1,15 +1,22 @@
 /**
  * What `crawl serve` (and `crawl run --status-port`) knows of the crawl, built only from the
  * log: the compacted URL table (crawl.urls), the feeds table (crawl.feeds), the host-policy and
- * opt-out tables, and the stream of fetch statuses. Pure: the wiring feeds rows in, routes read views out.
+ * opt-out tables, the webmaster accounts and sites, every process's applied registry version
+ * (crawl.optout-applied), and the stream of fetch statuses (with a per-host summary of the last
+ * day, api/host-day.ts). Pure: the wiring feeds rows in, routes read views out.
  *
  * Memory: one UrlStateMsg per URL. That suits a crawl of millions of URLs on one serve
  * process; beyond that the URL lookup belongs in a key-value store fed the same way.
  */
 import { createHash } from 'node:crypto';
 import { HostPolicyTable } from '../lib/host-policy';
-import type { FeedStateMsg, FetchStatusMsg, HostPolicyMsg, OptOutMsg, UrlStateMsg, UrlStatus } from '../lib/messages';
+import { DEFAULTS } from '../lib/config';
+import type { FeedStateMsg, FetchStatusMsg, HostPolicyMsg, OptOutAppliedMsg, OptOutMsg, UrlStateMsg, UrlStatus, WebmasterAccountMsg, WebmasterSiteMsg } from '../lib/messages';
 import { OptOutRegistry } from '../lib/optout-registry';
+import { WebmasterState } from '../lib/webmaster';
+import type { OutRecord } from '../runtime/stage';
+import { HostDays } from './host-day';
+import { AppliedReports, type RegistryLag } from './registry-lag';
 
 /** How many seconds of pages/s history /stats returns. */
 export const TIMELINE_SECONDS = 300;
@@ -52,6 +59,15 @@ export interface Stats {
   politeness: Incident[];
   errors: Incident[];
   blocks: Array<{ host: string; until: number; reason: string | null }>;
+  /** The opt-out registry version and how far behind it each process is. */
+  optout_registry: RegistryLag;
+}
+
+export interface CrawlViewOptions {
+  /** A process more than this behind the opt-out registry raises the alarm. */
+  registryLagAlarmMs?: number;
+  /** How often processes report their applied version (a process three intervals quiet is silent). */
+  registryReportMs?: number;
 }
 
 export function urlHash(url: string): string {
@@ -61,6 +77,11 @@ export function urlHash(url: string): string {
 export class CrawlView {
   readonly policy = new HostPolicyTable();
   readonly optouts = new OptOutRegistry();
+  readonly webmaster = new WebmasterState();
+  /** What was fetched from each host over the last day. */
+  readonly hostDays = new HostDays();
+  private readonly applied = new AppliedReports();
+  private readonly lagOptions: { alarmMs: number; reportMs: number };
   private readonly urls = new Map<string, UrlStateMsg>();
   /** The feeds the frontiers poll (at most CRAWL_FEED_MAX_PER_HOST a host). */
   private readonly feedRows = new Map<string, FeedStateMsg>();
@@ -72,6 +93,11 @@ export class CrawlView {
   private readonly politeness: Incident[] = [];
   private readonly errors: Incident[] = [];
   private pagesTotal = 0;
+  private issuedVersion = 0;
+
+  constructor(o: CrawlViewOptions = {}) {
+    this.lagOptions = { alarmMs: o.registryLagAlarmMs ?? DEFAULTS.optoutLagAlarmMs, reportMs: o.registryReportMs ?? DEFAULTS.optoutReportMs };
+  }
 
   applyUrl(key: string, value: UrlStateMsg | null): void {
     if (value === null) {
@@ -107,9 +133,52 @@ export class CrawlView {
     this.optouts.apply(key, value);
   }
 
+  applyOptOutApplied(key: string, value: OptOutAppliedMsg | null): void {
+    this.applied.apply(key, value);
+  }
+
+  applyWebmasterAccount(key: string, value: WebmasterAccountMsg | null): void {
+    this.webmaster.applyAccount(key, value);
+  }
+
+  applyWebmasterSite(key: string, value: WebmasterSiteMsg | null): void {
+    this.webmaster.applySite(key, value);
+  }
+
+  /**
+   * The registry version for the next opt-out this server writes: one more than the registry
+   * has, and than this server last issued (two writes may come before the first is read back).
+   */
+  issueOptOutVersion(): number {
+    this.issuedVersion = Math.max(this.issuedVersion + 1, this.optouts.nextVersion());
+    return this.issuedVersion;
+  }
+
+  /**
+   * Apply rows this server has just written, before they come back from the log, so the next
+   * request sees them (a site added, then verified at once). Applying them again later is harmless.
+   */
+  applyOwn(outs: readonly OutRecord[]): void {
+    for (const o of outs) {
+      switch (o.topic) {
+        case 'hostPolicy': this.applyPolicy(o.key, o.value as HostPolicyMsg | null); break;
+        case 'optout': this.applyOptOut(o.key, o.value as OptOutMsg | null); break;
+        case 'webmasterAccounts': this.applyWebmasterAccount(o.key, o.value as WebmasterAccountMsg | null); break;
+        case 'webmasterSites': this.applyWebmasterSite(o.key, o.value as WebmasterSiteMsg | null); break;
+        default: break;
+      }
+    }
+  }
+
+  /** Every process's lag behind the opt-out registry, and whether the alarm is raised. */
+  registryLag(now: number): RegistryLag {
+    return this.applied.view(now, this.optouts, this.lagOptions);
+  }
+
   /** One fetch status; only final ones (stored = true) count, so no fetch counts twice. */
   applyStatus(s: FetchStatusMsg): void {
     if (!s.stored) return;
+    this.hostDays.apply(s);
     const h = this.host(s.host, s.finished_at);
     this.outcomes[s.outcome] = (this.outcomes[s.outcome] ?? 0) + 1;
     if (s.http_status !== null) {
@@ -188,6 +257,7 @@ export class CrawlView {
       politeness: [...this.politeness].reverse(),
       errors: [...this.errors].reverse(),
       blocks,
+      optout_registry: this.registryLag(now),
     };
   }
 

@@ -3,11 +3,11 @@
  * operator, feeds to poll (POST /feeds: crawl.links records in priority class 1, what
  * `crawl seed --feed` writes). processors/feeds.ts and frontier-feeds.ts say how they are polled.
  */
-import type { LinkMsg } from '../lib/messages';
 import { normalizeUrl } from '../lib/url-normalize';
 import type { OutRecord } from '../runtime/stage';
 import type { CrawlView } from './crawl-view';
-import { readJson, sendJson, type Router } from './http';
+import { readChecked, sendJson, type Router } from './http';
+import { seedRecords } from './operator-routes';
 import { ApiError, parseSeeds } from './validate';
 
 /** Most feeds one GET /feeds returns. */
@@ -19,14 +19,6 @@ export interface FeedRouteDeps {
   send?: (outs: OutRecord[]) => Promise<void>;
   now: () => number;
   maxBodyBytes: number;
-}
-
-/** Feed URLs as crawl.links records: seeds (they pass the seen filter again) of priority class 1. */
-export function feedLinks(urls: readonly string[], now: number): OutRecord[] {
-  return urls.map((url): OutRecord => {
-    const host = new URL(url).hostname;
-    return { topic: 'links', key: host, host, value: { url, source_url: null, depth: 0, discovered_at: now, is_seed: true, priority_class: 1 } satisfies LinkMsg };
-  });
 }
 
 function limitOf(raw: string | null): number {
@@ -56,15 +48,8 @@ export function feedRoutes(router: Router, d: FeedRouteDeps): void {
   if (!d.send) return;
   const send = d.send;
   router.add('POST', '/feeds', async (req, res) => {
-    const { value, raw } = await readJson(req, d.maxBodyBytes);
-    let urls: string[];
-    try {
-      urls = parseSeeds(value);
-    } catch (err) {
-      if (err instanceof ApiError) Object.assign(err, { body: raw });
-      throw err;
-    }
-    await send(feedLinks(urls, d.now()));
+    const urls = await readChecked(req, d.maxBodyBytes, parseSeeds);
+    await send(seedRecords(urls, d.now(), 1));
     sendJson(res, 202, { accepted: true, feeds: urls.length, urls });
   }, { operator: true });
 }

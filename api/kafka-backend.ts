@@ -1,6 +1,7 @@
 /**
  * `crawl serve` in Kafka mode: the API's view is fed by following crawl.urls, crawl.host-policy,
- * crawl.optout, crawl.fetch-status and crawl.feeds; writes are produced with acks=all through the same
+ * crawl.optout, crawl.optout-applied, the webmaster accounts and sites, crawl.fetch-status and
+ * crawl.feeds; writes (the operator's and the webmaster API's) are produced with acks=all through the same
  * encoder as the processors; queue sizes are the processors' consumer lag, polled from admin.
  */
 import { createProducer, produce } from '../connectors/kafka';
@@ -9,13 +10,15 @@ import { createPageStore, pageStoreConfigFromEnv } from '../connectors/page-stor
 import type { PageStore } from '../connectors/types';
 import type { CrawlConfig } from '../lib/config';
 import type { Logger } from '../lib/logger';
-import type { FeedStateMsg, FetchStatusMsg, HostPolicyMsg, OptOutMsg, UrlStateMsg } from '../lib/messages';
-import { metrics, setMetricSources } from '../lib/metrics';
+import type { FeedStateMsg, FetchStatusMsg, HostPolicyMsg, OptOutAppliedMsg, OptOutMsg, UrlStateMsg, WebmasterAccountMsg, WebmasterSiteMsg } from '../lib/messages';
+import { metrics, setMetricSources, trackRegistryVersion } from '../lib/metrics';
 import type { StageName } from '../runtime/build-stages';
 import { encodeRecords, type KafkaRuntime } from '../runtime/kafka-runner';
+import type { OutRecord } from '../runtime/stage';
 import { topics, type TopicId } from '../topologies/crawl';
 import { CrawlView } from './crawl-view';
 import type { ApiBackend } from './server';
+import { webmasterBackend } from './webmaster-backend';
 
 /** Each processor's consumer group reads these topics (processors/*.ts `inputs`). */
 export const PROCESSOR_INPUTS: Record<StageName, TopicId[]> = {
@@ -35,9 +38,9 @@ export interface KafkaBackend {
 }
 
 export async function startKafkaBackend(rt: KafkaRuntime, config: CrawlConfig, log: Logger, pages: PageStore = createPageStore(pageStoreConfigFromEnv())): Promise<KafkaBackend> {
-  const view = new CrawlView();
+  const view = new CrawlView({ registryLagAlarmMs: config.optoutLagAlarmMs, registryReportMs: config.optoutReportMs });
   const producer = await createProducer(rt.kafka);
-  const followed: TopicId[] = ['urls', 'hostPolicy', 'optout', 'fetchStatus', 'feeds'];
+  const followed: TopicId[] = ['urls', 'hostPolicy', 'optout', 'optoutApplied', 'webmasterAccounts', 'webmasterSites', 'fetchStatus', 'feeds'];
   const byName = new Map(followed.map((id) => [rt.prefix + topics[id].name, id]));
   const follower: Follower = await followTopics(rt.kafka, `${rt.prefix}crawl.serve`, [...byName.keys()], async (topic, _p, key, raw) => {
     const value = raw === null ? null : await rt.registry.decode(raw);
@@ -45,6 +48,9 @@ export async function startKafkaBackend(rt: KafkaRuntime, config: CrawlConfig, l
       case 'urls': return view.applyUrl(key, value as UrlStateMsg | null);
       case 'hostPolicy': return view.applyPolicy(key, value as HostPolicyMsg | null);
       case 'optout': return view.applyOptOut(key, value as OptOutMsg | null);
+      case 'optoutApplied': return view.applyOptOutApplied(key, value as OptOutAppliedMsg | null);
+      case 'webmasterAccounts': return view.applyWebmasterAccount(key, value as WebmasterAccountMsg | null);
+      case 'webmasterSites': return view.applyWebmasterSite(key, value as WebmasterSiteMsg | null);
       case 'fetchStatus': if (value) view.applyStatus(value as FetchStatusMsg); return;
       case 'feeds': return view.applyFeed(key, value as FeedStateMsg | null);
     }
@@ -73,14 +79,18 @@ export async function startKafkaBackend(rt: KafkaRuntime, config: CrawlConfig, l
   setMetricSources({
     frontier: () => view.frontierNumbers(Date.now()),
     prices: { processHourUsd: config.costProcessHourUsd, storedGbMonthUsd: config.costStoredGbMonthUsd },
+    registryLag: () => view.registryLag(Date.now()),
   });
+  trackRegistryVersion('serve', () => view.optouts.version);
+  const send = async (outs: OutRecord[]): Promise<void> => produce(producer, await encodeRecords(rt, outs));
 
   return {
     backend: {
       view,
       pages,
       lag: () => ({ ...lag }),
-      send: async (outs) => produce(producer, await encodeRecords(rt, outs)),
+      send,
+      webmaster: webmasterBackend(config, send),
     },
     async stop() {
       clearInterval(lagTimer);

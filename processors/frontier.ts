@@ -3,11 +3,14 @@
  * In: crawl.frontier (candidates), crawl.fetch-status (answers). Out: crawl.fetch (leases),
  * crawl.urls (table rows), crawl.host-policy (field `backoff`: each owned host's adapted pace),
  * crawl.feeds (the feeds it polls). State is rebuilt from crawl.urls, crawl.feeds and the owned
- * hosts' `backoff` rows before any fetch is released; operator blocks and crawl-rate ceilings
- * come from the whole crawl.host-policy table.
+ * hosts' `backoff` rows before any fetch is released; operator blocks, crawl-rate ceilings and
+ * webmasters' rates come from the whole crawl.host-policy table, and opt-outs from crawling from
+ * the whole crawl.optout registry (a denied host gets no lease).
  */
 import { HostPolicyTable, hostPolicyKey } from '../lib/host-policy';
-import type { CandidateMsg, FeedStateMsg, FetchStatusMsg, HostPolicyMsg, UrlStateMsg } from '../lib/messages';
+import type { CandidateMsg, FeedStateMsg, FetchStatusMsg, HostPolicyMsg, OptOutMsg, UrlStateMsg } from '../lib/messages';
+import { OptOutRegistry } from '../lib/optout-registry';
+import type { FollowsOptOuts } from '../runtime/registry-report';
 import type { OutRecord, Stage, StageContext, TableRecord } from '../runtime/stage';
 import { expandCandidate } from '../lib/link-groups';
 import { partitionForHost } from '../lib/partitioner';
@@ -35,7 +38,7 @@ function toRecords(e: FrontierEmits): OutRecord[] {
   return out;
 }
 
-export interface FrontierStage extends Stage {
+export interface FrontierStage extends Stage, FollowsOptOuts {
   readonly state: FrontierState;
   idle(): boolean;
 }
@@ -45,27 +48,35 @@ export function frontierStage(
   opts: { partitions: number; tickMs?: number; now?: () => number },
 ): FrontierStage {
   const table = new HostPolicyTable();
-  const state = new FrontierState(policy, undefined, table);
+  const optout = new OptOutRegistry();
+  const state = new FrontierState(policy, undefined, table, optout);
   const now = opts.now ?? Date.now;
   return {
     id: 'frontier',
     inputs: ['frontier', 'fetchStatus'],
     outputs: ['fetch', 'urls', 'hostPolicy', 'feeds'],
     restoreFrom: ['urls', 'hostPolicy', 'feeds'],
-    globalTables: ['hostPolicy'],
+    globalTables: ['hostPolicy', 'optout'],
     tickMs: opts.tickMs ?? 50,
     concurrency: FRONTIER_RECORDS_AT_ONCE,
     state,
+    optoutRegistry: optout,
     restore(rec: TableRecord, topic) {
       if (!rec.value) return;
       if (topic === 'urls') state.restore(rec.value as UrlStateMsg, now());
       else if (topic === 'feeds') state.restoreFeed(rec.key, rec.value as FeedStateMsg);
       else if (topic === 'hostPolicy' && (rec.value as HostPolicyMsg).field === 'backoff') state.restoreBackoff(rec.value as HostPolicyMsg, now());
     },
-    onGlobal(rec: TableRecord) {
+    onGlobal(rec: TableRecord, topic) {
+      const bar = rec.key.indexOf('|');
+      if (topic === 'optout') {
+        optout.apply(rec.key, rec.value as OptOutMsg | null);
+        // A subject's hosts are looked at again: a lifted opt-out of the host itself wakes it now.
+        state.onPolicyChange(bar < 0 ? rec.key : rec.key.slice(0, bar), now());
+        return;
+      }
       // Our own `backoff` rows come back here too; they only feed `crawl explain`-style reads.
       table.apply(rec.key, rec.value as HostPolicyMsg | null);
-      const bar = rec.key.indexOf('|');
       if (bar > 0) state.onPolicyChange(rec.key.slice(0, bar), now());
     },
     handle(rec) {

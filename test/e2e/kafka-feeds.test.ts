@@ -9,7 +9,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { FixtureWeb, page } from '../fixtures/web';
 import { CLI } from '../support/cli';
-import { CrawlProcess, HandoffReader, stackEnv, uniquePrefix } from '../support/kafka-stack';
+import { cliAsync, CrawlProcess, HandoffReader, stackEnv, uniquePrefix } from '../support/kafka-stack';
 
 const prefix = uniquePrefix('e2e-feeds');
 const TOKEN = 'feeds-test-token-0123456789';
@@ -21,17 +21,7 @@ const env = stackEnv(prefix, {
 const IP = '127.39.4.1';
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** Runs the CLI without blocking this process's event loop (the fixture server lives here). */
-function cli(args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [CLI, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    p.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    p.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-    p.once('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`crawl ${args.join(' ')} exited ${code}: ${err.slice(-2000)}`))));
-  });
-}
+const cli = (args: string[]): Promise<string> => cliAsync(args, env);
 
 async function until(cond: () => boolean | Promise<boolean>, ms: number): Promise<boolean> {
   for (const end = Date.now() + ms; Date.now() < end; await sleep(100)) if (await cond()) return true;
