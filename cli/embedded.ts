@@ -11,7 +11,6 @@ import { loadSchema, avroType } from '../lib/avro';
 import { loadConfig, type CrawlConfig } from '../lib/config';
 import { createLogger, type Logger } from '../lib/logger';
 import type { LinkMsg } from '../lib/messages';
-import { normalizeUrl, registeredDomain } from '../lib/url-normalize';
 import { WarcWriter } from '../lib/warc/writer';
 import type { FrontierStage } from '../processors/frontier';
 import { AvroFileSink } from '../runtime/avro-file-sink';
@@ -23,14 +22,20 @@ import { FileLog } from '../runtime/file-log';
 import type { OutRecord, Stage } from '../runtime/stage';
 import { topics } from '../topologies/crawl';
 import type { GroupLag } from '../api/embedded-status';
-import { Progress } from './progress';
+import { crawlView, ProgressReporter, type ProgressCounts } from './progress';
+import { SeedFeed } from './seed-feed';
 
 export interface RunOptions {
+  /** Seed URLs (--seed); one without a scheme is taken as https://. */
   seeds: string[];
   /** Feed URLs (RSS, Atom, news sitemaps) to poll, in priority class 1 (`--feed`). */
   feeds?: string[];
   /** Do not stop once the crawl is idle: poll feeds and recrawl what comes due until maxSecs, maxPages or a signal (`--keep-running`). */
   keepRunning?: boolean;
+  /** A list of seed URLs, one a line (--seeds-file): a path, or `-` for standard input; streamed (cli/seed-feed.ts). */
+  seedsFile?: string;
+  /** Where to tell the user about seeds refused or taken as https:// (the first few of each); default: the log. */
+  notice?: (line: string) => void;
   out: string;
   maxPages?: number;
   maxSecs?: number;
@@ -39,7 +44,7 @@ export interface RunOptions {
   scope?: 'domain' | 'host' | 'any';
   config?: Partial<CrawlConfig>;
   logger?: Logger;
-  /** Print a progress line to stderr every second. */
+  /** Print a progress line to stderr every second (cli/progress.ts). */
   progress?: boolean;
   /** Serve the live status page, /stats and /metrics on 127.0.0.1:<port> while crawling (0 = any free port). */
   statusPort?: number;
@@ -61,35 +66,8 @@ export interface RunSummary {
   handoffFile: string;
   /** URLs parked for a later retry or behind a host that may not be contacted for a while (Retry-After, a 503 pause); a re-run takes them up when due. */
   waitingRetry: number;
-}
-
-/** Feed URLs as seed links of priority class 1 (invalid ones reported and skipped, as seeds are). */
-export function feedSeedLinks(feeds: readonly string[], log: Logger, now = Date.now()): LinkMsg[] {
-  return seedLinks(feeds, log, now).map((l) => ({ ...l, priority_class: 1 }));
-}
-
-/** Valid seeds as links; each invalid one is reported and skipped. */
-export function seedLinks(seeds: readonly string[], log: Logger, now = Date.now()): LinkMsg[] {
-  const links: LinkMsg[] = [];
-  for (const s of seeds) {
-    const n = normalizeUrl(s);
-    if (!n.ok) {
-      log.error({ seed: s, reason: n.reason, detail: n.detail }, 'invalid seed URL: skipped');
-      continue;
-    }
-    links.push({ url: n.url, source_url: null, depth: 0, discovered_at: now, is_seed: true });
-  }
-  return links;
-}
-
-export function scopeOf(links: readonly LinkMsg[], scope: RunOptions['scope']): Set<string> {
-  if (scope === 'any') return new Set();
-  return new Set(
-    links.map((l) => {
-      const host = new URL(l.url).hostname;
-      return scope === 'host' ? host : registeredDomain(host) ?? host;
-    }),
-  );
+  /** What became of the seeds: "N accepted, M refused (reason n, …)…" (lib/seed-source.ts SeedTally). */
+  seeds: string;
 }
 
 /** A killed crawl may leave a half-written `.partial` file; its pages are fetched again. */
@@ -108,7 +86,7 @@ function removePartials(dir: string, log: Logger): void {
  * default would hold every page of a small crawl back from parse that long) and at 1,000 records,
  * about 500 pages, rather than 4,000. Pages reach parse only once their file is stored; on the
  * benchmark's web with 200 ms responses, files of 500 pages kept the crawler 91.4-92.7% busy
- * against 87.3-90.3% with 2,000 (four pairs, README "Performance").
+ * against 87.3-90.3% with 2,000 (four pairs, bench/HISTORY.md, 29th edition).
  */
 export const EMBEDDED_WARC_DEFAULTS: Readonly<Partial<CrawlConfig>> = { warcMaxAgeMs: 2000, warcMaxRecords: 1000 };
 
@@ -120,8 +98,14 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
     { ...opts.config, allowPrivateNetwork: opts.allowPrivateNetwork ?? false },
     EMBEDDED_WARC_DEFAULTS,
   );
-  const seeds = [...seedLinks(opts.seeds, log), ...feedSeedLinks(opts.feeds ?? [], log)];
-  if (seeds.length === 0) throw new Error('no valid seed URL: give --seed http(s)://…, --seeds-file or --feed');
+  const feed = new SeedFeed({ args: opts.seeds, file: opts.seedsFile, scope: opts.scope ?? 'domain' }, log, opts.notice ?? ((line) => log.warn(line)));
+  await feed.readScope();
+  // Feeds are seeds of priority class 1; the frontier polls whatever answers as a feed.
+  const firstSeeds = [...feed.feedLinks(opts.feeds ?? []), ...(await feed.first())];
+  if (firstSeeds.length === 0) {
+    await feed.close();
+    throw new Error(`no valid seed URL (${feed.tally.summary()}): give --seed URL, --seeds-file FILE or --feed URL`);
+  }
 
   const fileLog = new FileLog({ dir: join(opts.out, 'state'), partitions: config.partitions, diskForms: { fetched: fetchedWithoutBody } });
   removePartials(join(opts.out, 'warc'), log);
@@ -143,13 +127,17 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   const parsedEnd = (): number => Array.from({ length: fileLog.partitions }, (_, p) => fileLog.endOffset('parsed', p)).reduce((a, b) => a + b, 0);
   const parsedAtStart = parsedEnd();
 
-  const counts = { pages: 0, fetches: 0, failures: 0 };
+  // responses: pages in hand as their responses arrive; fetches: pages stored (their WARC file is).
+  const counts = { pages: 0, fetches: 0, failures: 0, responses: 0 };
   const stages = buildStages(STAGE_NAMES, {
-    config, http, warc, textWarc, scope: scopeOf(seeds, opts.scope ?? 'domain'),
+    config, http, warc, textWarc, scope: feed.scope,
     onOutcome: (outcome, status) => {
       if (outcome === 'FETCHED' || outcome === 'NOT_HTML') {
         if (status !== null) counts.fetches++;
       } else if (outcome === 'FAILED' || outcome === 'REFUSED' || outcome === 'ROBOTS_UNAVAILABLE') counts.failures++;
+    },
+    onFetchStatus: (s) => {
+      if (!s.stored && s.http_status !== null) counts.responses++;
     },
     onReject: (reason, url) => log.debug({ reason, url }, 'link dropped'),
   });
@@ -179,25 +167,44 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   });
   const frontier = stages.find((s) => s.id === 'frontier') as FrontierStage;
   runner.start();
-  fileLog.append(seeds.map((l) => ({ topic: 'links' as const, key: new URL(l.url).hostname, host: new URL(l.url).hostname, value: l })));
-  log.info({ seeds: seeds.length, out: opts.out }, 'crawl started');
+  const appendSeeds = (links: LinkMsg[]): void => {
+    fileLog.append(links.map((l) => {
+      const host = new URL(l.url).hostname;
+      return { topic: 'links' as const, key: host, host, value: l };
+    }));
+  };
+  appendSeeds(firstSeeds);
+  log.info({ out: opts.out }, 'crawl started');
+  // The rest of the seeds, a batch at a time while seen-test keeps up (CRAWL_STAGE_BACKLOG_MAX).
+  let seedError: unknown = null;
+  const seenTestLag = (): number => fileLog.lag('crawl.seen-test', 'links');
+  const seeding = feed
+    .feed(appendSeeds, () => config.stageBacklogMax > 0 && seenTestLag() > config.stageBacklogMax)
+    .catch((err: unknown) => void (seedError = err));
 
   const started = Date.now();
-  const progress = opts.progress ? new Progress(process.stderr) : null;
+  const progressCounts = (): ProgressCounts => {
+    const st = frontier.state.stats();
+    return { fetched: counts.responses, stored: counts.fetches, parsed: parsedEnd() - parsedAtStart, handedOff: counts.pages, queued: st.queued, inFlight: st.leased, hosts: st.hosts };
+  };
+  const progress = opts.progress ? new ProgressReporter(process.stderr, crawlView(progressCounts, { maxPages: opts.maxPages, maxSecs: opts.maxSecs })) : null;
+  progress?.start();
   let stoppedBy: RunSummary['stoppedBy'] = 'done';
   let idleTicks = 0;
   for (;;) {
     await new Promise((r) => setTimeout(r, 200));
-    const st = frontier.state.stats();
-    progress?.update(counts.fetches, `queued ${st.queued}, in flight ${st.leased}, hosts ${st.hosts}, parsed ${parsedEnd() - parsedAtStart}, handoff ${counts.pages}`);
+    if (seedError) break;
     if (signal?.aborted) { stoppedBy = 'signal'; break; }
     if (opts.maxPages !== undefined && counts.fetches >= opts.maxPages) { stoppedBy = 'max-pages'; break; }
     if (opts.maxSecs !== undefined && Date.now() - started >= opts.maxSecs * 1000) { stoppedBy = 'max-secs'; break; }
-    idleTicks = runner.idle() ? idleTicks + 1 : 0;
+    idleTicks = runner.idle() && feed.done ? idleTicks + 1 : 0;
     if (idleTicks >= 5 && !opts.keepRunning) break;
   }
   const waitingRetry = frontier.state.stats().retrying + frontier.state.parked(Date.now());
   const pagesParsedBeforeStop = parsedEnd() - parsedAtStart;
+  progress?.stop();
+  await feed.close();
+  await seeding;
   await runner.stop();
   await warc.close();
   await http.close();
@@ -212,12 +219,12 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   const pagesParsed = parsedEnd() - parsedAtStart;
   fileLog.close();
   sink.close();
-  progress?.done();
   const seconds = (Date.now() - started) / 1000;
   const summary: RunSummary = {
     pagesStored: counts.fetches, fetches: counts.fetches, failures: counts.failures, handoffEvents: sink.count - handoffAtStart, pagesParsed, pagesParsedBeforeStop,
-    warcFiles: warc.stats.files, seconds, pagesPerSecond: counts.fetches / seconds, stoppedBy, handoffFile, waitingRetry,
+    warcFiles: warc.stats.files, seconds, pagesPerSecond: counts.fetches / seconds, stoppedBy, handoffFile, waitingRetry, seeds: feed.tally.summary(),
   };
   log.info(summary, 'crawl stopped');
+  if (seedError) throw seedError;
   return summary;
 }

@@ -1,7 +1,6 @@
 /**
  * The `crawl` command. Each subcommand is a thin shell over a module that tests call directly.
  */
-import { readFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
@@ -20,13 +19,6 @@ const port = (v: string): number => {
   return n;
 };
 
-export function seedsFromFile(path: string): string[] {
-  return readFileSync(path, 'utf8')
-    .split(/\r?\n/)
-    .map((l) => l.trim())
-    .filter((l) => l && !l.startsWith('#'));
-}
-
 export function program(): Command {
   const cmd = new Command('crawl').description('A polite, distributed web crawler on Apache Kafka').showHelpAfterError();
 
@@ -34,7 +26,7 @@ export function program(): Command {
     .command('run')
     .description('crawl in one process with no services: WARC files and handoff events under --out')
     .option('--seed <url>', 'a seed URL (repeatable)', collect, [])
-    .option('--seeds-file <file>', 'a file of seed URLs, one per line (# comments)')
+    .option('--seeds-file <file>', 'a file of seed URLs, one per line (# comments; - for standard input), streamed')
     .option('--feed <url>', 'a feed (RSS, Atom, news sitemap) to poll, in priority class 1 (repeatable)', collect, [])
     .option('--keep-running', 'do not stop when the crawl is idle: poll feeds and recrawl what comes due until --max-secs, --max-pages or Ctrl-C', false)
     .option('--out <dir>', 'output folder (WARC files, handoff .avro, journal)', './crawl-out')
@@ -45,15 +37,14 @@ export function program(): Command {
     .option('--allow-cidr <cidr>', 'allow this address range even without --allow-private-network (repeatable)', collect, [])
     .option('--status-port <n>', 'serve the live status page, /stats and /metrics on 127.0.0.1:<n> while crawling (0 = any free port)', port)
     .action(async (o: { seed: string[]; seedsFile?: string; feed: string[]; keepRunning: boolean; out: string; maxPages?: number; maxSecs?: number; scope: 'domain' | 'host' | 'any'; allowPrivateNetwork: boolean; allowCidr: string[]; statusPort?: number }) => {
-      const seeds = [...o.seed, ...(o.seedsFile ? seedsFromFile(o.seedsFile) : [])];
-      if (seeds.length === 0 && o.feed.length === 0) throw new Error('give at least one --seed URL, a --seeds-file or a --feed');
+      if (o.seed.length === 0 && !o.seedsFile && o.feed.length === 0) throw new Error('give at least one --seed URL, a --seeds-file or a --feed URL');
       const ac = new AbortController();
       const onSignal = (): void => ac.abort();
       process.once('SIGINT', onSignal);
       process.once('SIGTERM', onSignal);
       const s = await runEmbedded(
         {
-          seeds, feeds: o.feed, keepRunning: o.keepRunning, out: o.out, maxPages: o.maxPages, maxSecs: o.maxSecs, scope: o.scope, allowPrivateNetwork: o.allowPrivateNetwork,
+          seeds: o.seed, seedsFile: o.seedsFile, feeds: o.feed, keepRunning: o.keepRunning, notice: (line) => process.stderr.write(`crawl run: ${line}\n`), out: o.out, maxPages: o.maxPages, maxSecs: o.maxSecs, scope: o.scope, allowPrivateNetwork: o.allowPrivateNetwork,
           config: o.allowCidr.length ? { allowCidrs: o.allowCidr } : {}, progress: true, statusPort: o.statusPort,
         },
         ac.signal,
@@ -61,6 +52,7 @@ export function program(): Command {
       process.stdout.write(
         `crawl ${s.stoppedBy}: ${s.pagesStored} pages stored, ${s.pagesParsed} parsed (${s.pagesParsedBeforeStop} before stopping), ${s.failures} failures, ${s.handoffEvents} handoff events, ` +
           `${s.warcFiles} WARC files, ${s.seconds.toFixed(1)} s (${s.pagesPerSecond.toFixed(2)} pages/s)\n` +
+          `  seeds: ${s.seeds}\n` +
           (s.waitingRetry ? `  ${s.waitingRetry} URL(s) wait for a retry or a host's back-off; run the same command again later to take them up\n` : '') +
           `  WARC: ${join(o.out, 'warc')}\n  handoff: ${s.handoffFile}\n  log: ${join(o.out, 'crawl.log')}\n`,
       );
@@ -101,10 +93,14 @@ function registerKafkaCommands(cmd: Command): void {
     .action(async () => (await import('./kafka-commands')).init());
   cmd
     .command('seed')
-    .description('send seed URLs to crawl.links (Kafka mode)')
+    .description('send seed URLs to crawl.links (Kafka mode); a URL without a scheme is taken as https://')
     .argument('[url...]')
-    .option('--feed <url>', 'a feed (RSS, Atom, news sitemap) to poll, in priority class 1 (repeatable)', (v: string, p: string[]) => [...p, v], [])
-    .action(async (urls: string[], o: { feed: string[] }) => (await import('./kafka-commands')).seed(urls, o.feed));
+    .option('--file <file>', 'a file of seed URLs, one per line (# comments; - for standard input), streamed in batches')
+    .option('--feed <url>', 'a feed (RSS, Atom, news sitemap) to poll, in priority class 1 (repeatable)', collect, [])
+    .action(async (urls: string[], o: { file?: string; feed: string[] }) => {
+      if (urls.length === 0 && !o.file && o.feed.length === 0) throw new Error('give seed URLs, --file FILE (- for standard input) or --feed URL');
+      await (await import('./kafka-commands')).seed(urls, { file: o.file, feeds: o.feed });
+    });
   cmd
     .command('serve')
     .description('control API, Prometheus metrics and the live status page (Kafka mode; needs CRAWL_API_TOKEN)')
