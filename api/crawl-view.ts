@@ -1,9 +1,9 @@
 /**
  * What `crawl serve` (and `crawl run --status-port`) knows of the crawl, built only from the
- * log: the compacted URL table (crawl.urls), the host-policy and opt-out tables, the webmaster
- * accounts and sites, every process's applied registry version (crawl.optout-applied), and the
- * stream of fetch statuses (with a per-host summary of the last day, api/host-day.ts). Pure: the
- * wiring feeds rows in, routes read views out.
+ * log: the compacted URL table (crawl.urls), the feeds table (crawl.feeds), the host-policy and
+ * opt-out tables, the webmaster accounts and sites, every process's applied registry version
+ * (crawl.optout-applied), and the stream of fetch statuses (with a per-host summary of the last
+ * day, api/host-day.ts). Pure: the wiring feeds rows in, routes read views out.
  *
  * Memory: one UrlStateMsg per URL. That suits a crawl of millions of URLs on one serve
  * process; beyond that the URL lookup belongs in a key-value store fed the same way.
@@ -11,7 +11,7 @@
 import { createHash } from 'node:crypto';
 import { HostPolicyTable } from '../lib/host-policy';
 import { DEFAULTS } from '../lib/config';
-import type { FetchStatusMsg, HostPolicyMsg, OptOutAppliedMsg, OptOutMsg, UrlStateMsg, UrlStatus, WebmasterAccountMsg, WebmasterSiteMsg } from '../lib/messages';
+import type { FeedStateMsg, FetchStatusMsg, HostPolicyMsg, OptOutAppliedMsg, OptOutMsg, UrlStateMsg, UrlStatus, WebmasterAccountMsg, WebmasterSiteMsg } from '../lib/messages';
 import { OptOutRegistry } from '../lib/optout-registry';
 import { WebmasterState } from '../lib/webmaster';
 import type { OutRecord } from '../runtime/stage';
@@ -83,6 +83,8 @@ export class CrawlView {
   private readonly applied = new AppliedReports();
   private readonly lagOptions: { alarmMs: number; reportMs: number };
   private readonly urls = new Map<string, UrlStateMsg>();
+  /** The feeds the frontiers poll (at most CRAWL_FEED_MAX_PER_HOST a host). */
+  private readonly feedRows = new Map<string, FeedStateMsg>();
   private readonly byHash = new Map<string, string>();
   private readonly hosts = new Map<string, HostCounters>();
   private readonly perSecond = new Map<number, number>();
@@ -105,6 +107,22 @@ export class CrawlView {
     }
     if (!this.urls.has(key)) this.byHash.set(urlHash(key), key);
     this.urls.set(key, value);
+  }
+
+  applyFeed(key: string, value: FeedStateMsg | null): void {
+    if (value === null) this.feedRows.delete(key);
+    else this.feedRows.set(key, value);
+  }
+
+  feed(url: string): FeedStateMsg | undefined {
+    return this.feedRows.get(url);
+  }
+
+  /** Feeds in URL order, of one host when given, from the first URL after `after`, at most `limit`; and how many match. */
+  feeds(o: { host?: string; after?: string; limit: number }): { total: number; feeds: FeedStateMsg[] } {
+    const all = [...this.feedRows.values()].filter((f) => !o.host || f.host === o.host).sort((a, b) => (a.url < b.url ? -1 : a.url > b.url ? 1 : 0));
+    const from = o.after === undefined ? 0 : all.findIndex((f) => f.url > o.after!);
+    return { total: all.length, feeds: from < 0 ? [] : all.slice(from, from + o.limit) };
   }
 
   applyPolicy(key: string, value: HostPolicyMsg | null): void {

@@ -8,7 +8,7 @@
  */
 import type { Logger } from 'pino';
 import type { CrawlConfig } from '../lib/config';
-import type { FetchStatusMsg, HostPolicyMsg, OptOutAppliedMsg, OptOutMsg, UrlStateMsg, WebmasterAccountMsg, WebmasterSiteMsg } from '../lib/messages';
+import type { FeedStateMsg, FetchStatusMsg, HostPolicyMsg, OptOutAppliedMsg, OptOutMsg, UrlStateMsg, WebmasterAccountMsg, WebmasterSiteMsg } from '../lib/messages';
 import { metrics, setMetricSources } from '../lib/metrics';
 import type { OutRecord, Stage } from '../runtime/stage';
 import { CrawlView } from './crawl-view';
@@ -28,10 +28,11 @@ export function statusViewStage(view: CrawlView): Stage {
     inputs: ['fetchStatus'],
     outputs: [],
     // The embedded log keeps compacted topics as tables: their rows arrive as a global table.
-    globalTables: ['urls', 'hostPolicy', 'optout', 'optoutApplied', 'webmasterAccounts', 'webmasterSites'],
+    globalTables: ['urls', 'feeds', 'hostPolicy', 'optout', 'optoutApplied', 'webmasterAccounts', 'webmasterSites'],
     onGlobal: (rec, topic) => {
       switch (topic) {
         case 'urls': return view.applyUrl(rec.key, rec.value as UrlStateMsg | null);
+        case 'feeds': return view.applyFeed(rec.key, rec.value as FeedStateMsg | null);
         case 'hostPolicy': return view.applyPolicy(rec.key, rec.value as HostPolicyMsg | null);
         case 'optout': return view.applyOptOut(rec.key, rec.value as OptOutMsg | null);
         case 'optoutApplied': return view.applyOptOutApplied(rec.key, rec.value as OptOutAppliedMsg | null);

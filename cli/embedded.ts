@@ -28,6 +28,10 @@ import { SeedFeed } from './seed-feed';
 export interface RunOptions {
   /** Seed URLs (--seed); one without a scheme is taken as https://. */
   seeds: string[];
+  /** Feed URLs (RSS, Atom, news sitemaps) to poll, in priority class 1 (`--feed`). */
+  feeds?: string[];
+  /** Do not stop once the crawl is idle: poll feeds and recrawl what comes due until maxSecs, maxPages or a signal (`--keep-running`). */
+  keepRunning?: boolean;
   /** A list of seed URLs, one a line (--seeds-file): a path, or `-` for standard input; streamed (cli/seed-feed.ts). */
   seedsFile?: string;
   /** Where to tell the user about seeds refused or taken as https:// (the first few of each); default: the log. */
@@ -96,10 +100,11 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   );
   const feed = new SeedFeed({ args: opts.seeds, file: opts.seedsFile, scope: opts.scope ?? 'domain' }, log, opts.notice ?? ((line) => log.warn(line)));
   await feed.readScope();
-  const firstSeeds = await feed.first();
+  // Feeds are seeds of priority class 1; the frontier polls whatever answers as a feed.
+  const firstSeeds = [...feed.feedLinks(opts.feeds ?? []), ...(await feed.first())];
   if (firstSeeds.length === 0) {
     await feed.close();
-    throw new Error(`no valid seed URL (${feed.tally.summary()}): give --seed URL or --seeds-file FILE`);
+    throw new Error(`no valid seed URL (${feed.tally.summary()}): give --seed URL, --seeds-file FILE or --feed URL`);
   }
 
   const fileLog = new FileLog({ dir: join(opts.out, 'state'), partitions: config.partitions, diskForms: { fetched: fetchedWithoutBody } });
@@ -193,7 +198,7 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
     if (opts.maxPages !== undefined && counts.fetches >= opts.maxPages) { stoppedBy = 'max-pages'; break; }
     if (opts.maxSecs !== undefined && Date.now() - started >= opts.maxSecs * 1000) { stoppedBy = 'max-secs'; break; }
     idleTicks = runner.idle() && feed.done ? idleTicks + 1 : 0;
-    if (idleTicks >= 5) break;
+    if (idleTicks >= 5 && !opts.keepRunning) break;
   }
   const waitingRetry = frontier.state.stats().retrying + frontier.state.parked(Date.now());
   const pagesParsedBeforeStop = parsedEnd() - parsedAtStart;

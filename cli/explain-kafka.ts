@@ -3,7 +3,7 @@ import { readTable } from '../connectors/kafka';
 import type { CrawlConfig } from '../lib/config';
 import { HostPolicyTable } from '../lib/host-policy';
 import { createLogger } from '../lib/logger';
-import type { HostPolicyMsg, OptOutMsg, UrlStateMsg } from '../lib/messages';
+import type { FeedStateMsg, HostPolicyMsg, OptOutMsg, UrlStateMsg } from '../lib/messages';
 import { OptOutRegistry } from '../lib/optout-registry';
 import { partitionForHost } from '../lib/partitioner';
 import type { KafkaRuntime } from '../runtime/kafka-runner';
@@ -27,6 +27,8 @@ export async function stateFromKafka(url: string, config: CrawlConfig): Promise<
   const optout = new OptOutRegistry();
   for (const [k, v] of await latest(rt, 'optout', all)) optout.apply(k, v as OptOutMsg | null);
   const host = new URL(url).hostname;
-  const row = ((await latest(rt, 'urls', [partitionForHost(host, rt.partitions)])).get(url) as UrlStateMsg | null | undefined) ?? null;
-  return { policy, optout, row };
+  const own = [partitionForHost(host, rt.partitions)];
+  const row = ((await latest(rt, 'urls', own)).get(url) as UrlStateMsg | null | undefined) ?? null;
+  const feed = ((await latest(rt, 'feeds', own)).get(url) as FeedStateMsg | null | undefined) ?? null;
+  return { policy, optout, row, feed };
 }

@@ -7,13 +7,14 @@
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { avroType } from '../lib/avro';
+import { avroReader } from '../lib/avro';
 import { topics, type TopicId } from '../topologies/crawl';
 
 /** Latest value per key of a compacted topic, across all partitions (tombstones remove). */
 export function readJournaledTable<V>(stateDir: string, topic: TopicId): Map<string, V> {
   const spec = topics[topic];
-  const type = avroType(spec.valueSchema);
+  // Rows of an earlier release (before a field was added) read too (lib/avro avroReader).
+  const read = avroReader(spec.valueSchema);
   const rows = new Map<string, V>();
   const base = join(stateDir, 'topics', spec.name);
   if (!existsSync(base)) return rows;
@@ -30,7 +31,7 @@ export function readJournaledTable<V>(stateDir: string, topic: TopicId): Map<str
         const key = frame.toString('utf8', 4, 4 + keyLen);
         const value = frame.subarray(12 + keyLen);
         if (value.length === 0) rows.delete(key);
-        else rows.set(key, type.fromBuffer(value) as V);
+        else rows.set(key, read(value) as V);
         pos += 4 + len;
       }
     }

@@ -22,7 +22,7 @@ import { holdWhileOf, kafkaHoldRules } from '../runtime/backlog-holds';
 import { encodeRecords, runStageOnKafka, type KafkaRuntime, type RunningStage } from '../runtime/kafka-runner';
 import { Deadline, stopSignals } from '../runtime/shutdown';
 import { allTopics, topics, type TopicId } from '../topologies/crawl';
-import { argLines, seedBatches, seedLines, seedLink, SeedTally, type SeedLine } from '../lib/seed-source';
+import { argLines, feedSeeds, seedBatches, seedLines, seedLink, SeedTally, type SeedLine } from '../lib/seed-source';
 import type { OutRecord } from '../runtime/stage';
 import { redisSeenFromEnv } from './bloom';
 
@@ -76,6 +76,8 @@ export interface SeedOptions {
   batchSize?: number;
   /** Where the first few refusals and added schemes are told; default stderr. */
   notice?: (line: string) => void;
+  /** Feed URLs (--feed): seeds of priority class 1, which the frontier polls once they answer as feeds. */
+  feeds?: readonly string[];
 }
 
 /**
@@ -94,6 +96,8 @@ export async function seed(urls: string[], o: SeedOptions = {}, env = kafkaEnv()
       yield* argLines(urls);
       if (o.file) yield* seedLines(o.file);
     }
+    const feeds = feedSeeds(o.feeds ?? [], tally, Date.now()).map(({ host, link }): OutRecord => ({ topic: 'links', key: host, host, value: link }));
+    if (feeds.length) await produce(producer, await encodeRecords(rt, feeds));
     for await (const batch of seedBatches(lines(), o.batchSize ?? 1000)) {
       const now = Date.now();
       const outs: OutRecord[] = [];

@@ -27,6 +27,8 @@ export function program(): Command {
     .description('crawl in one process with no services: WARC files and handoff events under --out')
     .option('--seed <url>', 'a seed URL (repeatable)', collect, [])
     .option('--seeds-file <file>', 'a file of seed URLs, one per line (# comments; - for standard input), streamed')
+    .option('--feed <url>', 'a feed (RSS, Atom, news sitemap) to poll, in priority class 1 (repeatable)', collect, [])
+    .option('--keep-running', 'do not stop when the crawl is idle: poll feeds and recrawl what comes due until --max-secs, --max-pages or Ctrl-C', false)
     .option('--out <dir>', 'output folder (WARC files, handoff .avro, journal)', './crawl-out')
     .option('--max-pages <n>', 'stop after this many pages fetched', positiveInt)
     .option('--max-secs <s>', 'stop after this many seconds', positiveInt)
@@ -34,15 +36,15 @@ export function program(): Command {
     .option('--allow-private-network', 'allow loopback, private and link-local targets (tests, intranets)', false)
     .option('--allow-cidr <cidr>', 'allow this address range even without --allow-private-network (repeatable)', collect, [])
     .option('--status-port <n>', 'serve the live status page, /stats and /metrics on 127.0.0.1:<n> while crawling (0 = any free port)', port)
-    .action(async (o: { seed: string[]; seedsFile?: string; out: string; maxPages?: number; maxSecs?: number; scope: 'domain' | 'host' | 'any'; allowPrivateNetwork: boolean; allowCidr: string[]; statusPort?: number }) => {
-      if (o.seed.length === 0 && !o.seedsFile) throw new Error('give at least one --seed URL or a --seeds-file');
+    .action(async (o: { seed: string[]; seedsFile?: string; feed: string[]; keepRunning: boolean; out: string; maxPages?: number; maxSecs?: number; scope: 'domain' | 'host' | 'any'; allowPrivateNetwork: boolean; allowCidr: string[]; statusPort?: number }) => {
+      if (o.seed.length === 0 && !o.seedsFile && o.feed.length === 0) throw new Error('give at least one --seed URL, a --seeds-file or a --feed URL');
       const ac = new AbortController();
       const onSignal = (): void => ac.abort();
       process.once('SIGINT', onSignal);
       process.once('SIGTERM', onSignal);
       const s = await runEmbedded(
         {
-          seeds: o.seed, seedsFile: o.seedsFile, notice: (line) => process.stderr.write(`crawl run: ${line}\n`), out: o.out, maxPages: o.maxPages, maxSecs: o.maxSecs, scope: o.scope, allowPrivateNetwork: o.allowPrivateNetwork,
+          seeds: o.seed, seedsFile: o.seedsFile, feeds: o.feed, keepRunning: o.keepRunning, notice: (line) => process.stderr.write(`crawl run: ${line}\n`), out: o.out, maxPages: o.maxPages, maxSecs: o.maxSecs, scope: o.scope, allowPrivateNetwork: o.allowPrivateNetwork,
           config: o.allowCidr.length ? { allowCidrs: o.allowCidr } : {}, progress: true, statusPort: o.statusPort,
         },
         ac.signal,
@@ -95,9 +97,10 @@ function registerKafkaCommands(cmd: Command): void {
     .description('send seed URLs to crawl.links (Kafka mode); a URL without a scheme is taken as https://')
     .argument('[url...]')
     .option('--file <file>', 'a file of seed URLs, one per line (# comments; - for standard input), streamed in batches')
-    .action(async (urls: string[], o: { file?: string }) => {
-      if (urls.length === 0 && !o.file) throw new Error('give seed URLs or --file FILE (- for standard input)');
-      await (await import('./kafka-commands')).seed(urls, { file: o.file });
+    .option('--feed <url>', 'a feed (RSS, Atom, news sitemap) to poll, in priority class 1 (repeatable)', collect, [])
+    .action(async (urls: string[], o: { file?: string; feed: string[] }) => {
+      if (urls.length === 0 && !o.file && o.feed.length === 0) throw new Error('give seed URLs, --file FILE (- for standard input) or --feed URL');
+      await (await import('./kafka-commands')).seed(urls, { file: o.file, feeds: o.feed });
     });
   cmd
     .command('serve')

@@ -22,7 +22,8 @@ import type { FollowsOptOuts } from '../runtime/registry-report';
 import type { HandleResult, OutRecord, Stage, StageContext } from '../runtime/stage';
 import { firstContactAt, gate, HostPacer, PartitionGains, type HostSlot } from './fetch-gate';
 import { RobotsCache, type RobotsEntry } from './robots-cache';
-import { sitemapLinks, sitemapOf, sitemapSeeds } from './sitemaps';
+import { feedLinks, feedOf, feedStatusFields } from './feeds';
+import { newsEntries, sitemapLinks, sitemapOf, sitemapSeeds } from './sitemaps';
 
 /**
  * Stores an entry; resolves with its pointer once the file holding it is stored. `onBuilt`, if
@@ -281,10 +282,14 @@ export function fetchStage(deps: FetchDeps): Stage & FollowsOptOuts {
       v.reason = TOO_MANY_REDIRECTS;
     }
     const sitemap = v.page ? null : sitemapOf(c.status, header(c, 'content-type'), req.url, c.body);
-    if (sitemap) {
-      // A sitemap is kept whole (not as metadata) and its entries go to crawl.links.
+    // A feed (RSS, Atom) likewise; the frontier polls it (and a news sitemap) at its own interval.
+    const feed = v.page || sitemap ? null : feedOf(c.status, header(c, 'content-type'), req.url, c.body, cfg.feedMaxItems);
+    const news = sitemap ? newsEntries(sitemap).map((e) => e.loc) : [];
+    if (sitemap || feed) {
+      // A sitemap or feed is kept whole (not as metadata) and its entries go to crawl.links.
       Object.assign(v, { outcome: 'FETCHED', reason: null, entry: { type: 'exchange', capture: c } });
-      ctx.log.info({ url: req.url, kind: sitemap.kind, entries: sitemap.entries.length }, 'sitemap read');
+      if (sitemap) ctx.log.info({ url: req.url, kind: sitemap.kind, entries: sitemap.entries.length, news: news.length }, 'sitemap read');
+      else ctx.log.info({ url: req.url, kind: feed!.kind, items: feed!.items.length }, 'feed read');
     }
     if (c.truncated) ctx.log.info({ url: req.url, truncated: c.truncated, bytes: c.body.length }, 'body truncated');
     if (v.outcome === 'NOT_HTML') ctx.log.info({ url: req.url, contentType: header(c, 'content-type') }, 'not HTML: metadata only');
@@ -294,9 +299,13 @@ export function fetchStage(deps: FetchDeps): Stage & FollowsOptOuts {
     const base = status(req, {
       outcome: v.outcome, reason: v.reason, http_status: c.status, started_at: started, finished_at: finished, response_ms: c.responseMs,
       crawl_delay_ms: delay, retry_after_ms: v.retryAfter, sha256: c.status === 304 ? req.prev_sha256 : sha256,
-      etag: header(c, 'etag'), last_modified: header(c, 'last-modified'), ip: c.ip,
+      etag: header(c, 'etag'), last_modified: header(c, 'last-modified'), ip: c.ip, ...feedStatusFields(feed, news, cfg.feedMaxItems),
     });
     const early = [statusRecord({ ...base, stored: false }), ...robotsRecs];
+    // A feed's items go out at once, not when the feed's WARC file is stored (up to warcMaxAgeMs
+    // later): news is what feeds are polled for. Were the feed not stored, it is fetched again and
+    // its items are found again, which the seen test drops.
+    if (feed) for (const link of feedLinks(feed, req.url, req.depth, finished)) early.push({ topic: 'links', key: req.host, host: hostKey(link.url), value: link });
     // What the page record needs of the capture, taken now: `pending` waits until the WARC file
     // is stored (up to warcMaxAgeMs), and a closure that kept the capture kept its body that long,
     // a body per page of the open file (2,048 bodies, 100 MB, in a heap snapshot of `crawl run`).
@@ -337,8 +346,11 @@ export function fetchStage(deps: FetchDeps): Stage & FollowsOptOuts {
         out.push({ topic: 'fetched', key: req.host, host: req.host, value: page });
       }
       for (const url of links) {
-        // A redirect target stands for the same page: it keeps the page's importance.
-        const link: LinkMsg = { url, source_url: req.url, depth: req.depth, discovered_at: finished, is_seed: false, redirects: hop!, priority: req.priority ?? null };
+        // A redirect target stands for the same page: it keeps the page's importance and class.
+        const link: LinkMsg = {
+          url, source_url: req.url, depth: req.depth, discovered_at: finished, is_seed: false, redirects: hop!, priority: req.priority ?? null,
+          ...(req.priority_class ? { priority_class: req.priority_class } : {}),
+        };
         out.push({ topic: 'links', key: req.host, host: hostKey(url), value: link });
       }
       if (sitemap && ptr) {

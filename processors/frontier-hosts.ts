@@ -11,7 +11,7 @@ export interface HostState {
   domain: string;
   /** Last address a fetch of this host connected to (per-IP cap); null until known. */
   ip: string | null;
-  /** Back queue by priority level, level 0 first. */
+  /** Back queue by slot, slot 0 first: priority class, then priority level (processors/priority-class.ts queueSlot). */
   levels: string[][];
   size: number;
   /** The one request in flight to this host, if any (politeness: never two at once). */
@@ -42,8 +42,16 @@ export function pushUrl(h: HostState, url: string, level: number, front: boolean
   h.size++;
 }
 
-/** The host's most important waiting URL (FIFO within a level). */
-export function takeUrl(h: HostState): string {
+/**
+ * The host's most important waiting URL (FIFO within a level), or the first of back-queue
+ * `slot` when one is given (the fetch budget's choice: frontier-budget.ts).
+ */
+export function takeUrl(h: HostState, slot?: number): string {
+  const chosen = slot === undefined ? undefined : h.levels[slot];
+  if (chosen && chosen.length > 0) {
+    h.size--;
+    return chosen.shift()!;
+  }
   for (const q of h.levels) {
     if (q && q.length > 0) {
       h.size--;

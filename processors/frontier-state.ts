@@ -14,19 +14,28 @@
  *   opt-out from crawling (crawl.optout, crawl=deny) while it stands: no lease (frontier-holds.ts);
  * - registered domain and resolved IP: processors/frontier-layers.ts;
  * - at most hostBudgetPerCycle fetches per host per cycle (this process's lifetime).
+ *
+ * Priority classes and the fetch budget (processors/priority-class.ts, frontier-budget.ts): each
+ * new row gets a class, a host's back queue is ordered by class and then level, and a host's URL
+ * is released only when its class has budget; a host whose classes have none waits for it. Feeds
+ * (frontier-feeds.ts) are rows polled at their own interval. The call sites are marked [class],
+ * [budget] and [feeds].
  */
 import { randomUUID } from 'node:crypto';
 import { MinHeap } from '../lib/heap';
 import { HostPolicyTable } from '../lib/host-policy';
 import { OptOutRegistry } from '../lib/optout-registry';
-import type { CandidateMsg, FetchRequestMsg, FetchStatusMsg, HostPolicyMsg, UrlStateMsg } from '../lib/messages';
+import type { CandidateMsg, FeedStateMsg, FetchRequestMsg, FetchStatusMsg, HostPolicyMsg, UrlStateMsg } from '../lib/messages';
 import { DEFAULTS, type CrawlConfig } from '../lib/config';
 import { routingKey } from '../lib/partitioner';
 import { redirectField } from '../lib/redirect-hops';
 import { AIMD_DEFAULTS, backoffFromRecord, handOverWaitMs, type AimdPolicy, type HostBackoff } from './frontier-aimd';
 import { applyAnswer, newHost, pushUrl, takeUrl, type HostState } from './frontier-hosts';
+import { ClassBudget, type BudgetPolicy, type ClassBudgetView } from './frontier-budget';
+import { FeedTable, type FeedPolicy } from './frontier-feeds';
 import { heldUntil } from './frontier-holds';
 import { LayerGroups } from './frontier-layers';
+import { givenClass, priorityClassOf, queueSlot, slotClass, type ClassPolicy, type PriorityClass } from './priority-class';
 import { UrlTable } from './frontier-urls';
 import { priorityLevel, recrawlIntervalMs, type RecrawlPolicy } from './frontier-schedule';
 
@@ -36,6 +45,9 @@ export type FrontierPolicy = Pick<CrawlConfig, 'minHostDelayMs' | 'maxCrawlDelay
 /** The newer knobs (documented in lib/config.ts); any left out take TUNING_DEFAULTS. */
 export type FrontierTuning = AimdPolicy &
   RecrawlPolicy &
+  ClassPolicy &
+  BudgetPolicy &
+  FeedPolicy &
   Pick<CrawlConfig, 'domainMaxInflight' | 'domainMinGapMs' | 'ipMaxInflight' | 'ipMinGapMs' | 'priorityLevels' | 'hostBudgetPerCycle'>;
 
 export const TUNING_DEFAULTS: FrontierTuning = {
@@ -44,6 +56,12 @@ export const TUNING_DEFAULTS: FrontierTuning = {
   ipMaxInflight: DEFAULTS.ipMaxInflight, ipMinGapMs: DEFAULTS.ipMinGapMs,
   priorityLevels: DEFAULTS.priorityLevels, hostBudgetPerCycle: DEFAULTS.hostBudgetPerCycle,
   recrawlInitialMs: DEFAULTS.recrawlInitialMs, recrawlMinMs: DEFAULTS.recrawlMinMs, recrawlMaxMs: DEFAULTS.recrawlMaxMs,
+  priorityClassTailDepth: DEFAULTS.priorityClassTailDepth, priorityClassHighMin: DEFAULTS.priorityClassHighMin,
+  priorityClassLowBelow: DEFAULTS.priorityClassLowBelow,
+  budgetPagesPerDay: DEFAULTS.budgetPagesPerDay, budgetClassShares: DEFAULTS.budgetClassShares, budgetLendUnused: DEFAULTS.budgetLendUnused,
+  budgetBurstSecs: DEFAULTS.budgetBurstSecs,
+  feedPollMs: DEFAULTS.feedPollMs, feedMinPollMs: DEFAULTS.feedMinPollMs, feedMaxPollMs: DEFAULTS.feedMaxPollMs, feedMaxItems: DEFAULTS.feedMaxItems,
+  feedMaxPerHost: DEFAULTS.feedMaxPerHost,
 };
 
 /** `{ priority }` only when known, so rows and requests of unscored URLs stay as they were. */
@@ -56,6 +74,14 @@ export interface FrontierEmits {
   fetches: FetchRequestMsg[];
   /** crawl.host-policy rows (field `backoff`); absent when none. */
   policies?: HostPolicyMsg[];
+  /** crawl.feeds rows (value null: a tombstone); absent when none. */
+  feeds?: Array<{ url: string; host: string; value: FeedStateMsg | null }>;
+}
+
+/** Per priority class, for metrics and the status page. */
+export interface ClassStats extends ClassBudgetView {
+  /** Pages fetched (a final status with an HTTP status) of the class since this process started. */
+  fetched: number;
 }
 
 /** What the frontier knows of a host, for `crawl explain`. */
@@ -85,6 +111,17 @@ export class FrontierState {
   private readonly tuning: FrontierTuning;
   /** URLs queued at hosts still under their budget (the work left this cycle). */
   private queued = 0;
+  /** [budget] The fetch budget by class; hosts waiting for it. */
+  private readonly budget: ClassBudget<HostState>;
+  /** [class] Pages fetched by class. */
+  private readonly fetchedByClass = [0, 0, 0];
+  /** [feeds] The feeds of this frontier's partitions. */
+  readonly feeds: FeedTable;
+  /**
+   * What applyAnswer needs, built once: spreading the policy and tuning into a new object on
+   * every status was most of the frontier's time and most of its garbage.
+   */
+  private readonly pace: FrontierPolicy & FrontierTuning;
 
   constructor(
     private readonly policy: FrontierPolicy & Partial<FrontierTuning>,
@@ -94,10 +131,28 @@ export class FrontierState {
     /** The opt-out registry (fed from crawl.optout by the stage): crawl=deny holds a host. */
     readonly optout: OptOutRegistry = new OptOutRegistry(),
   ) {
-    const pick = <K extends keyof FrontierTuning>(k: K): FrontierTuning[K] => policy[k] ?? TUNING_DEFAULTS[k];
+    const pick = <K extends keyof FrontierTuning>(k: K): FrontierTuning[K] => (policy[k] ?? TUNING_DEFAULTS[k]) as FrontierTuning[K];
     this.tuning = Object.fromEntries((Object.keys(TUNING_DEFAULTS) as Array<keyof FrontierTuning>).map((k) => [k, pick(k)])) as unknown as FrontierTuning;
     this.domains = new LayerGroups({ maxInflight: Math.max(1, this.tuning.domainMaxInflight), minGapMs: this.tuning.domainMinGapMs });
     this.ips = new LayerGroups({ maxInflight: Math.max(1, this.tuning.ipMaxInflight), minGapMs: this.tuning.ipMinGapMs });
+    this.budget = new ClassBudget(this.tuning);
+    this.feeds = new FeedTable(this.tuning);
+    this.pace = { ...policy, ...this.tuning };
+  }
+
+  /** [budget] This process's part of the crawl (Kafka mode: owned partitions / all partitions). */
+  setBudgetFraction(f: number, now: number): void {
+    this.budget.setFraction(f, now);
+  }
+
+  /** [class] Leases, pages fetched and budget by class. */
+  classStats(now: number): ClassStats[] {
+    return this.budget.view(now).map((v) => ({ ...v, fetched: this.fetchedByClass[v.priority_class - 1] }));
+  }
+
+  /** [class] A row's class: as written, or derived for rows written before classes existed. */
+  classOf(row: UrlStateMsg): PriorityClass {
+    return givenClass(row.priority_class) ?? priorityClassOf(row, this.tuning);
   }
 
   /** Counts for progress lines and metrics. */
@@ -166,15 +221,17 @@ export class FrontierState {
   }
 
   /**
-   * The row's front queue: by the importance a scorer gave it (Candidate.priority) until the URL
-   * is first fetched, by depth after that (a recrawl) or when it has none.
+   * The row's front queue: [class] its class first, then its level: by the importance a scorer
+   * gave it (Candidate.priority) until the URL is first fetched, by depth after that (a recrawl)
+   * or when it has none.
    */
-  private levelOf(row: UrlStateMsg): number {
-    return priorityLevel(row.fetched_at === null ? row.priority : undefined, row.depth, this.tuning.priorityLevels);
+  private slotOf(row: UrlStateMsg): number {
+    const level = priorityLevel(row.fetched_at === null ? row.priority : undefined, row.depth, this.tuning.priorityLevels);
+    return queueSlot(this.classOf(row), level, this.tuning.priorityLevels);
   }
 
   private enqueue(h: HostState, row: UrlStateMsg, front = false): void {
-    pushUrl(h, row.url, this.levelOf(row), front);
+    pushUrl(h, row.url, this.slotOf(row), front);
     if (this.underBudget(h)) this.queued++;
     this.schedule(h);
   }
@@ -213,6 +270,11 @@ export class FrontierState {
     h.nextAt = Math.max(h.nextAt, backoff.notBefore, now + handOverWaitMs(this.policy.minHostDelayMs, gapMs));
   }
 
+  /** [feeds] Rebuild a feed from its crawl.feeds row (null: a tombstone). */
+  restoreFeed(url: string, value: FeedStateMsg | null): void {
+    this.feeds.restore(url, value);
+  }
+
   private lease(url: string, id: string, expiresAt: number): void {
     this.urlLeases.set(url, { id, expiresAt });
     this.leases.push(expiresAt, { url, id });
@@ -233,6 +295,8 @@ export class FrontierState {
       this.rows.delete(url);
       this.urlLeases.delete(url);
     }
+    this.feeds.retain(owns); // [feeds]
+    this.budget.retain((h) => this.hosts.get(h.host) === h); // [budget]
     this.domains.clear();
     this.ips.clear();
     for (const h of this.hosts.values()) {
@@ -252,6 +316,7 @@ export class FrontierState {
       lease_id: null, lease_expires_at: null, attempts: 0, next_due_at: null, fetched_at: null, http_status: null,
       sha256: null, etag: null, last_modified: null, warc_uri: null, warc_offset: null, warc_length: null, reason: null,
       ...redirectField(c.redirects), ...priorityField(c.priority),
+      priority_class: priorityClassOf(c, this.tuning), // [class]
     };
     const h = this.hostState(c.host, now);
     this.rows.set(row, h.host);
@@ -288,20 +353,27 @@ export class FrontierState {
     const out: FrontierEmits = { rows: [], fetches: [] };
     if (h.inflight?.id === s.lease_id) {
       const leastGap = this.table.leastGapMs(s.host, now, this.policy.minHostDelayMs);
-      const policy = applyAnswer(h, s, now, { ...this.policy, ...this.tuning }, leastGap, this.table.block(s.host, now)?.until ?? null);
+      const policy = applyAnswer(h, s, now, this.pace, leastGap, this.table.block(s.host, now)?.until ?? null);
       if (policy) out.policies = [policy];
       this.free(h);
       this.schedule(h);
     }
     if (!s.stored) return out;
     this.urlLeases.delete(s.url);
+    if (s.http_status !== null) this.fetchedByClass[this.classOf(row) - 1]++; // [class]
+    // [feeds] A feed's next poll, and its crawl.feeds row.
+    const feed = this.feeds.onStatus(s, now);
+    if (feed.write) out.feeds = [feed.write];
     const next: UrlStateMsg = { ...row, updated_at: now, lease_id: null, lease_expires_at: null, http_status: s.http_status, reason: s.reason };
     switch (s.outcome) {
       case 'FETCHED':
       case 'NOT_HTML': {
-        const interval = recrawlIntervalMs(row, s.sha256 ?? row.sha256, this.tuning);
+        const interval = feed.intervalMs ?? recrawlIntervalMs(row, s.sha256 ?? row.sha256, this.tuning);
+        // A 304 need not repeat the validators: keep the ones it answered, for the next conditional GET.
+        const notModified = s.http_status === 304;
         Object.assign(next, {
-          state: 'FETCHED', attempts: 0, fetched_at: s.finished_at, sha256: s.sha256 ?? row.sha256, etag: s.etag, last_modified: s.last_modified,
+          state: 'FETCHED', attempts: 0, fetched_at: s.finished_at, sha256: s.sha256 ?? row.sha256,
+          etag: s.etag ?? (notModified ? row.etag : null), last_modified: s.last_modified ?? (notModified ? row.last_modified : null),
           warc_uri: s.warc_uri, warc_offset: s.warc_offset, warc_length: s.warc_length, next_due_at: s.finished_at + interval,
         });
         this.recrawls.push(next.next_due_at!, s.url);
@@ -330,6 +402,14 @@ export class FrontierState {
 
   private fail(row: UrlStateMsg, now: number, retryAfterMs: number | null): void {
     row.attempts += 1;
+    if (row.attempts >= this.policy.maxAttempts && this.feeds.has(row.url)) {
+      // [feeds] A feed is not given up for an outage: asked again after its longest interval.
+      row.attempts = 0;
+      row.state = 'FAILED';
+      row.next_due_at = now + this.tuning.feedMaxPollMs;
+      this.retries.push(row.next_due_at, row.url);
+      return;
+    }
     if (row.attempts >= this.policy.maxAttempts) {
       row.state = 'DEAD';
       row.next_due_at = null;
@@ -347,6 +427,7 @@ export class FrontierState {
     this.requeueDue(this.retries, 'FAILED', now, out);
     this.requeueDue(this.recrawls, 'FETCHED', now, out);
     this.expireLeases(now, out);
+    for (const h of this.budget.wake(now)) this.schedule(h); // [budget] hosts whose class has budget again
     while (out.fetches.length < maxFetches && (this.ready.peekKey() ?? Infinity) <= now) {
       const h = this.ready.pop()!;
       h.scheduled = false;
@@ -363,9 +444,28 @@ export class FrontierState {
         continue;
       }
       if (!this.layersAllow(h, now)) continue;
-      this.release(h, now, out);
+      const slot = this.budgetSlot(h, now); // [budget]
+      if (slot === null) continue;
+      this.release(h, now, out, slot);
     }
     return out;
+  }
+
+  /**
+   * [budget] The host's first back-queue slot whose class has budget now; null when none has,
+   * and the host waits (parked on each of its classes) until one has.
+   */
+  private budgetSlot(h: HostState, now: number): number | null {
+    const levels = this.tuning.priorityLevels;
+    let waiting: PriorityClass[] | null = null;
+    for (let slot = 0; slot < h.levels.length; slot++) {
+      if (!h.levels[slot]?.length) continue;
+      const cls = slotClass(slot, levels);
+      if (this.budget.mayLease(cls, now)) return slot;
+      if (!waiting?.includes(cls)) (waiting ??= []).push(cls);
+    }
+    for (const cls of waiting ?? []) this.budget.park(cls, h);
+    return null;
   }
 
   /** Domain and IP caps: parks or re-times the host when either is full or inside its gap. */
@@ -388,10 +488,12 @@ export class FrontierState {
     return true;
   }
 
-  private release(h: HostState, now: number, out: FrontierEmits): void {
-    const url = takeUrl(h);
+  private release(h: HostState, now: number, out: FrontierEmits, slot: number): void {
+    const url = takeUrl(h, slot);
     this.queued--;
     const row = this.rows.get(url)!;
+    const cls = this.classOf(row); // [class] [budget]
+    this.budget.take(cls);
     const lease = { id: this.newLeaseId(), url, expiresAt: now + this.policy.leaseMs };
     h.inflight = { id: lease.id, url, domain: h.domain, ip: h.ip };
     this.domains.acquire(h.domain, now, h.host);
@@ -406,7 +508,7 @@ export class FrontierState {
       url, host: h.host, depth: row.depth, lease_id: lease.id, lease_expires_at: lease.expiresAt, attempt: row.attempts + 1,
       prev_sha256: row.sha256, etag: row.etag, last_modified: row.last_modified, ...redirectField(row.redirects),
       // The row keeps the importance after the fetch, so a recrawl still hands it on.
-      ...priorityField(row.priority),
+      ...priorityField(row.priority), priority_class: cls,
     });
   }
 
@@ -418,7 +520,8 @@ export class FrontierState {
       const queuedRow: UrlStateMsg = { ...row, state: 'QUEUED', updated_at: now };
       this.rows.set(queuedRow);
       out.rows.push(queuedRow);
-      this.enqueue(this.hostState(row.host, now), queuedRow);
+      // [feeds] A due feed poll goes before its host's other URLs of its class.
+      this.enqueue(this.hostState(row.host, now), queuedRow, this.feeds.has(url));
     }
   }
 

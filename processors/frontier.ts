@@ -1,14 +1,14 @@
 /**
  * frontier: owns the URL table and the per-host politeness of its partitions.
  * In: crawl.frontier (candidates), crawl.fetch-status (answers). Out: crawl.fetch (leases),
- * crawl.urls (table rows), crawl.host-policy (field `backoff`: each owned host's adapted pace).
- * State is rebuilt from crawl.urls and the owned hosts' `backoff` rows before any fetch is
- * released; operator blocks, crawl-rate ceilings and webmasters' rates come from the whole
- * crawl.host-policy table, and opt-outs from crawling from the whole crawl.optout registry (a
- * denied host gets no lease).
+ * crawl.urls (table rows), crawl.host-policy (field `backoff`: each owned host's adapted pace),
+ * crawl.feeds (the feeds it polls). State is rebuilt from crawl.urls, crawl.feeds and the owned
+ * hosts' `backoff` rows before any fetch is released; operator blocks, crawl-rate ceilings and
+ * webmasters' rates come from the whole crawl.host-policy table, and opt-outs from crawling from
+ * the whole crawl.optout registry (a denied host gets no lease).
  */
 import { HostPolicyTable, hostPolicyKey } from '../lib/host-policy';
-import type { CandidateMsg, FetchStatusMsg, HostPolicyMsg, OptOutMsg, UrlStateMsg } from '../lib/messages';
+import type { CandidateMsg, FeedStateMsg, FetchStatusMsg, HostPolicyMsg, OptOutMsg, UrlStateMsg } from '../lib/messages';
 import { OptOutRegistry } from '../lib/optout-registry';
 import type { FollowsOptOuts } from '../runtime/registry-report';
 import type { OutRecord, Stage, StageContext, TableRecord } from '../runtime/stage';
@@ -33,6 +33,7 @@ function toRecords(e: FrontierEmits): OutRecord[] {
   for (const r of e.rows) out.push({ topic: 'urls', key: r.url, host: r.host, value: r });
   // Back-off before any further fetch, so a restart never forgets a Retry-After window.
   for (const p of e.policies ?? []) out.push({ topic: 'hostPolicy', key: hostPolicyKey(p.host, p.field), host: p.host, value: p });
+  for (const f of e.feeds ?? []) out.push({ topic: 'feeds', key: f.url, host: f.host, value: f.value });
   for (const f of e.fetches) out.push({ topic: 'fetch', key: f.host, host: f.host, value: f });
   return out;
 }
@@ -53,8 +54,8 @@ export function frontierStage(
   return {
     id: 'frontier',
     inputs: ['frontier', 'fetchStatus'],
-    outputs: ['fetch', 'urls', 'hostPolicy'],
-    restoreFrom: ['urls', 'hostPolicy'],
+    outputs: ['fetch', 'urls', 'hostPolicy', 'feeds'],
+    restoreFrom: ['urls', 'hostPolicy', 'feeds'],
     globalTables: ['hostPolicy', 'optout'],
     tickMs: opts.tickMs ?? 50,
     concurrency: FRONTIER_RECORDS_AT_ONCE,
@@ -63,6 +64,7 @@ export function frontierStage(
     restore(rec: TableRecord, topic) {
       if (!rec.value) return;
       if (topic === 'urls') state.restore(rec.value as UrlStateMsg, now());
+      else if (topic === 'feeds') state.restoreFeed(rec.key, rec.value as FeedStateMsg);
       else if (topic === 'hostPolicy' && (rec.value as HostPolicyMsg).field === 'backoff') state.restoreBackoff(rec.value as HostPolicyMsg, now());
     },
     onGlobal(rec: TableRecord, topic) {
@@ -91,6 +93,8 @@ export function frontierStage(
     assigned(partitions) {
       const owned = new Set(partitions);
       state.retain((host) => owned.has(partitionForHost(host, opts.partitions)));
+      // Each frontier spends its partitions' share of the crawl's budget (processors/frontier-budget.ts).
+      state.setBudgetFraction(owned.size / opts.partitions, now());
     },
     idle: () => state.idle(now()),
   };

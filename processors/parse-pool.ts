@@ -173,6 +173,6 @@ export function createParseAnalyzer(threads: number, userAgent: string): ParseAn
     }
     const span = a.textSpan;
     if (!span) return a;
-    return { parsed: a.parsed, linkUrls: a.linkUrls, text: texts.view(span), releaseText: () => texts.release(span) };
+    return { parsed: a.parsed, linkUrls: a.linkUrls, feedUrls: a.feedUrls, text: texts.view(span), releaseText: () => texts.release(span) };
   }
 }

@@ -79,6 +79,8 @@ export interface PageAnalysis {
    * URLs cross the thread boundary instead of 25 objects that each repeat the page's URL.
    */
   linkUrls: string[];
+  /** Feeds the page names (lib/html/extract.ts `feeds`), left out of linkUrls: they go in priority class 1. Absent when none. */
+  feedUrls?: string[];
   /** The visible text; from the parse worker, its UTF-8 bytes (the text record's block). */
   text: string | Uint8Array;
   /**
@@ -89,10 +91,17 @@ export interface PageAnalysis {
   releaseText?: () => void;
 }
 
-/** The links a page gives to follow, one hop deeper than the page, at `priority` (null: unset). */
-export function pageLinks(page: Pick<FetchedPageMsg, 'url' | 'depth' | 'fetched_at'>, urls: readonly string[], priority: number | null): LinkMsg[] {
+/** The links a page gives to follow, one hop deeper than the page, at `priority` (null: unset) and, for feeds, a class. */
+export function pageLinks(page: Pick<FetchedPageMsg, 'url' | 'depth' | 'fetched_at'>, urls: readonly string[], priority: number | null, priorityClass?: 1): LinkMsg[] {
   const depth = page.depth + 1;
-  return urls.map((url) => ({ url, source_url: page.url, depth, discovered_at: page.fetched_at, is_seed: false, priority }));
+  const cls = priorityClass ? { priority_class: priorityClass } : {};
+  return urls.map((url) => ({ url, source_url: page.url, depth, discovered_at: page.fetched_at, is_seed: false, priority, ...cls }));
+}
+
+/** A page's links and feeds (priority class 1: the frontier polls what answers as a feed). */
+function followed(page: Pick<FetchedPageMsg, 'url' | 'depth' | 'fetched_at'>, a: Pick<PageAnalysis, 'linkUrls' | 'feedUrls'>, priority: number | null): LinkMsg[] {
+  const links = pageLinks(page, a.linkUrls, priority);
+  return a.feedUrls ? [...pageLinks(page, a.feedUrls, priority, 1), ...links] : links;
 }
 
 /** A string's UTF-8 bytes in an ArrayBuffer of their own (one that can be transferred). */
@@ -114,10 +123,16 @@ export function analyzePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'user
   const { text: html } = decodeBody(fetchedBody(page), page.content_type);
   const ex = extract(html, page.final_url, { xRobotsTag: page.x_robots_tag, productToken: productToken(opts.userAgent) });
   const linkUrls: string[] = [];
+  let feedUrls: string[] | undefined;
   // Links of an unchanged page were already followed when it was new.
   const change = changeOf(page);
   if (change !== 'UNCHANGED' && !ex.metaRobots.nofollow) {
-    for (const l of ex.links) if (!l.nofollow) linkUrls.push(l.url);
+    const feeds = ex.feeds.length > 0 ? new Set(ex.feeds) : null;
+    for (const l of ex.links) {
+      if (l.nofollow) continue;
+      if (feeds?.has(l.url)) (feedUrls ??= []).push(l.url);
+      else linkUrls.push(l.url);
+    }
     if (ex.metaRefresh) linkUrls.push(ex.metaRefresh);
   }
   const canonical = ex.canonical ? normalizeUrl(ex.canonical) : null;
@@ -145,7 +160,7 @@ export function analyzePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'user
     // The page's own importance, from its lease; handoff sends it to the indexer.
     priority: page.priority ?? null,
   };
-  return { parsed, linkUrls, text: utf8 ?? ex.text };
+  return { parsed, linkUrls, ...(feedUrls ? { feedUrls } : {}), text: utf8 ?? ex.text };
 }
 
 /**
@@ -160,7 +175,7 @@ function linkRecords(links: readonly LinkMsg[]): OutRecord[] {
 /** Pure, one page alone (no duplicate tables, no text record): links and crawl.parsed. */
 export function parsePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'userAgent'>): OutRecord[] {
   const a = analyzePage(page, opts);
-  return [...linkRecords(pageLinks(page, a.linkUrls, null)), { topic: 'parsed', key: page.host, host: page.host, value: a.parsed }];
+  return [...linkRecords(followed(page, a, null)), { topic: 'parsed', key: page.host, host: page.host, value: a.parsed }];
 }
 
 /** `f` on its first call only. */
@@ -203,7 +218,7 @@ export function parseStage(opts: ParseOptions): ParseStage {
       if (d.kind) ctx.log.debug({ url: page.url, duplicate: d.kind, of: d.nearDuplicateOf }, 'duplicate: not handed off');
       if (d.trap) ctx.log.info({ host: page.host, field: d.trap.field, url: page.url }, 'trap rule from near-duplicates');
       const early = [
-        ...linkRecords(pageLinks(page, a.linkUrls, d.linkPriority)),
+        ...linkRecords(followed(page, a, d.linkPriority)),
         ...(d.content ? [contentRecord(d.content)] : []),
         ...(d.trap ? [trapRecord(d.trap)] : []),
       ];

@@ -28,6 +28,19 @@ export function cliSync(args: string[], env: NodeJS.ProcessEnv): string {
   return r.stdout;
 }
 
+/** Runs the CLI without blocking this process's event loop (where the fixture servers live); rejects on a non-zero exit. */
+export function cliAsync(args: string[], env: NodeJS.ProcessEnv): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, [CLI, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    p.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    p.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    p.once('error', reject);
+    p.once('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`crawl ${args.join(' ')} exited ${code}: ${err.slice(-2000)}`))));
+  });
+}
+
 /** A `crawl process …` child; its stderr (JSON log lines) is kept. */
 export class CrawlProcess {
   readonly child: ChildProcess;

@@ -272,7 +272,7 @@ describe('FrontierState: durable back-off (crash and restart)', () => {
   it('the stage writes backoff rows to crawl.host-policy and restores them from it', () => {
     let clock = 0;
     const stage = frontierStage(POLICY, { partitions: 1, now: () => clock });
-    expect(stage.restoreFrom).toEqual(['urls', 'hostPolicy']);
+    expect(stage.restoreFrom).toEqual(['urls', 'hostPolicy', 'feeds']);
     expect(stage.globalTables).toEqual(['hostPolicy', 'optout']);
     stage.handle({ topic: 'frontier', partition: 0, offset: 0, key: 'a.test', value: cand('http://a.test/'), timestamp: 0 }, undefined as never);
     const out = stage.tick!(undefined as never);

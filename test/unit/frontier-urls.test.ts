@@ -21,6 +21,9 @@ describe('UrlTable: rows read back exactly as written', () => {
     ['queued for a recrawl', row('http://a.test/8', { fetched_at: 9, sha256: 'ab'.repeat(32), warc_uri: 'file:///w', warc_offset: 0, warc_length: 10 })],
     ['fetched', row('http://a.test/9', { state: 'FETCHED', fetched_at: 9, http_status: 200, next_due_at: 99 })],
     ['a fractional time', row('http://a.test/10', { updated_at: 1.5 })],
+    ['with a priority class', row('http://a.test/11', { priority: 0.3, priority_class: 2 })],
+    ['class 3 with a redirect and no priority', row('http://a.test/12', { redirects: 1, priority_class: 3 })],
+    ['class 1 leased', row('http://a.test/13', { state: 'LEASED', lease_id: 'L2', lease_expires_at: 5, priority_class: 1 })],
   ];
   it.each(cases)('%s', (_label, r) => {
     const t = new UrlTable();
@@ -84,6 +87,17 @@ describe('UrlTable: rows read back exactly as written', () => {
       expect(t.host(url)).toBe(r.host);
     }
     expect(t.get('http://h3.test/3')).toBeUndefined();
+  });
+
+  it('a queued row with a priority class stays compact (not the object written)', () => {
+    const t = new UrlTable();
+    const r = row('http://a.test/c', { priority: 0.5, priority_class: 1 });
+    t.set(r);
+    expect(t.get(r.url)).not.toBe(r);
+    expect(t.get(r.url)).toStrictEqual(r);
+    const odd = row('http://a.test/d', { priority_class: 4 });
+    t.set(odd);
+    expect(t.get(odd.url)).toBe(odd);
   });
 
   it('a row with priority undefined (the key there, no value) is kept whole, so its keys stay', () => {

@@ -4,7 +4,7 @@ import * as avro from 'avsc';
 import { avroReader, avroType, loadSchema, schemaBefore } from '../../lib/avro';
 import { DEFAULTS, type CrawlConfig } from '../../lib/config';
 import type {
-  CandidateMsg, FetchOutcome, FetchRequestMsg, FetchStatusMsg, FetchedPageMsg, HandoffEvent, HostPolicyMsg, LinkMsg, ParsedPageMsg, UrlStateMsg,
+  CandidateMsg, FetchOutcome, FetchRequestMsg, FetchStatusMsg, FetchedPageMsg, HandoffEvent, FeedStateMsg, HostPolicyMsg, LinkMsg, ParsedPageMsg, UrlStateMsg,
 } from '../../lib/messages';
 import { HostPolicyTable } from '../../lib/host-policy';
 import type { WarcEntry } from '../../lib/warc/writer';
@@ -457,6 +457,22 @@ describe('parse', () => {
     expectAllValid(out);
   });
 
+  it('a page\'s feeds (link rel=alternate, RSS or Atom) go to crawl.links in class 1, once, and not among its other links', () => {
+    const html = '<html><head><link rel="alternate" type="application/rss+xml" href="/feed.xml">' +
+      '<link rel="alternate" type="application/atom+xml" href="http://b.test/atom">' +
+      '<link rel="alternate" hreflang="de" href="/de/"><link rel="alternate" type="application/json" href="/feed.json"></head>' +
+      '<body><a href="/feed.xml">feed</a><a href="sub">sub</a></body></html>';
+    const links = parsePage(fetchedPage(html), { userAgent: UA }).filter((o) => o.topic === 'links').flatMap((o) => {
+      const l = o.value as LinkMsg;
+      return [l.url, ...(l.more_urls ?? [])].map((url) => [url, l.priority_class ?? null]);
+    });
+    expect(links.sort()).toEqual([
+      ['http://a.test/de/', null], ['http://a.test/dir/sub', null], ['http://a.test/feed.json', null], ['http://a.test/feed.xml', 1], ['http://b.test/atom', 1],
+    ]);
+    const nofollow = parsePage(fetchedPage(html.replace('<head>', '<head><meta name="robots" content="nofollow">')), { userAgent: UA });
+    expect(nofollow.filter((o) => o.topic === 'links')).toEqual([]);
+  });
+
   it.each<[string, Partial<FetchedPageMsg>, string]>([
     ['meta robots nofollow', {}, '<meta name="robots" content="nofollow">'],
     ['X-Robots-Tag nofollow', { x_robots_tag: 'nofollow' }, ''],
@@ -544,27 +560,28 @@ describe('message types match their Avro schemas', () => {
   const fullRow: UrlStateMsg = {
     url, host: 'a.test', state: 'FETCHED', depth: 1, discovered_at: 1, updated_at: 2, lease_id: 'l', lease_expires_at: 3, attempts: 1,
     next_due_at: 4, fetched_at: 5, http_status: 200, sha256: 's', etag: '"e"', last_modified: 'x', warc_uri: 'file:///w', warc_offset: 6,
-    warc_length: 7, reason: 'r', redirects: 1, priority: 0.75,
+    warc_length: 7, reason: 'r', redirects: 1, priority: 0.75, priority_class: 2,
   };
   const nullRow: UrlStateMsg = {
     ...fullRow, state: 'QUEUED', lease_id: null, lease_expires_at: null, next_due_at: null, fetched_at: null, http_status: null, sha256: null,
-    etag: null, last_modified: null, warc_uri: null, warc_offset: null, warc_length: null, reason: null, priority: null,
+    etag: null, last_modified: null, warc_uri: null, warc_offset: null, warc_length: null, reason: null, priority: null, priority_class: null,
   };
   const status: FetchStatusMsg = {
     url, host: 'a.test', lease_id: 'l', stored: true, outcome: 'FETCHED', http_status: 200, reason: null, started_at: 1, finished_at: 2,
     response_ms: 3, crawl_delay_ms: 0, retry_after_ms: 1000, sha256: 's', etag: null, last_modified: null, warc_uri: 'u', warc_offset: 1,
-    warc_length: 2, ip: '127.0.3.1',
+    warc_length: 2, ip: '127.0.3.1', feed_kind: null, feed_items: [],
   };
   const samples: Array<[TopicId, unknown]> = [
-    ['links', link(url, { redirects: 2, priority: 0.25, lastmod: 1_700_000_000_000, more_urls: ['http://a.test/b', 'http://a.test/c'] })],
-    ['links', link(url, { source_url: null, is_seed: true, redirects: 0, priority: null, lastmod: null, more_urls: [] })],
-    ['frontier', { url, host: 'a.test', depth: 0, discovered_at: 1, source_url: null, redirects: 0, priority: 0.5, more_urls: ['http://a.test/b'] } satisfies CandidateMsg],
-    ['frontier', { url, host: 'a.test', depth: 0, discovered_at: 1, source_url: null, redirects: 0, priority: null, more_urls: [] } satisfies CandidateMsg],
-    ['fetch', request(url, { redirects: 5, priority: 0.5 })],
-    ['fetch', request(url, { prev_sha256: 's', etag: '"e"', last_modified: 'd', redirects: 0, priority: null })],
+    ['links', link(url, { redirects: 2, priority: 0.25, lastmod: 1_700_000_000_000, more_urls: ['http://a.test/b', 'http://a.test/c'], priority_class: 1 })],
+    ['links', link(url, { source_url: null, is_seed: true, redirects: 0, priority: null, lastmod: null, more_urls: [], priority_class: null })],
+    ['frontier', { url, host: 'a.test', depth: 0, discovered_at: 1, source_url: null, redirects: 0, priority: 0.5, more_urls: ['http://a.test/b'], priority_class: 1 } satisfies CandidateMsg],
+    ['frontier', { url, host: 'a.test', depth: 0, discovered_at: 1, source_url: null, redirects: 0, priority: null, more_urls: [], priority_class: null } satisfies CandidateMsg],
+    ['fetch', request(url, { redirects: 5, priority: 0.5, priority_class: 3 })],
+    ['fetch', request(url, { prev_sha256: 's', etag: '"e"', last_modified: 'd', redirects: 0, priority: null, priority_class: null })],
     ...(['FETCHED', 'ROBOTS_DISALLOWED', 'ROBOTS_UNAVAILABLE', 'NOT_HTML', 'FAILED', 'REFUSED'] as FetchOutcome[]).map(
       (outcome): [TopicId, unknown] => ['fetchStatus', { ...status, outcome }],
     ),
+    ['fetchStatus', { ...status, feed_kind: 'rss', feed_items: ['0123456789abcdef', 'fedcba9876543210'] }],
     ['fetched', fetchedPage('<html>', { record_id: '<urn:uuid:0b5c8a3e-6c1f-4d5e-9a51-1f0c2a7d9e11>', priority: 0.5, record_gz: null })],
     ['fetched', fetchedPage('<html>', { content_type: null, prev_sha256: 'p', x_robots_tag: 'noindex', truncated: true, record_id: null, priority: null, record_gz: null })],
     ['fetched', fetchedPage('', { body: Buffer.alloc(0), record_gz: Buffer.from([0x1f, 0x8b, 8, 0]), record_id: null, priority: null })],
@@ -576,6 +593,14 @@ describe('message types match their Avro schemas', () => {
       (state): [TopicId, unknown] => ['urls', { ...fullRow, state }],
     ),
     ['urls', nullRow],
+    ['feeds', {
+      url, host: 'a.test', kind: 'atom', interval_ms: 600_000, added_at: 1, last_polled_at: 2, last_ok_at: 2, last_status: 304, etag: '"e"', last_modified: 'd',
+      items_seen: ['0123456789abcdef'], new_items: 1, polls: 3, items_total: 4, failures: 0, updated_at: 5,
+    } satisfies FeedStateMsg],
+    ['feeds', {
+      url, host: 'a.test', kind: 'news-sitemap', interval_ms: 60_000, added_at: 1, last_polled_at: 2, last_ok_at: 1, last_status: null, etag: null, last_modified: null,
+      items_seen: [], new_items: 0, polls: 0, items_total: 0, failures: 2, updated_at: 5,
+    } satisfies FeedStateMsg],
   ];
   it.each(samples.map(([t, v], i): [string, TopicId, unknown] => [`${t}#${i}`, t, v]))('%s is valid', (_n, topic, value) => {
     expectValid(topic, value);
