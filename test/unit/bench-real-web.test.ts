@@ -3,34 +3,53 @@
  * its template's size, links only to the benchmark web, is the same bytes every time it is
  * asked for, keeps non-Latin text non-Latin, and no two distinct pages of a sample are
  * near-duplicates to the crawler's SimHash (bench/web-check.ts).
+ *
+ * Over the five trimmed corpus pages vendored in test/fixtures/realpages (always: a fresh
+ * clone has no shared corpus), and over the whole corpus (bench/corpus.ts) where it is found.
  */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { NEAR_DUPLICATE_MAX_BITS } from '../../lib/dedup';
 import { extract } from '../../lib/html/extract';
-import { templatePages } from '../../bench/corpus';
+import { corpusDir, templatePages } from '../../bench/corpus';
 import { pageOfTemplate, pageTemplate, prepareTemplate, realPage, type Template } from '../../bench/real-web';
 import { hostAddress, pageLinks } from '../../bench/synthetic-web';
 import { servedDistances } from '../../bench/web-check';
 
 const HOSTS = 2000;
 const PORT = 8080;
-let templates: Template[];
-
-beforeAll(() => {
-  templates = templatePages().map(prepareTemplate);
-});
-
-/** Page n of host 5 whose template is `index` (the first such n). */
-function pageOf(index: number): { n: number; html: string; bytes: Buffer } {
-  const { n, page } = pageOfTemplate(templates, index, 5, HOSTS, PORT);
-  return { n, html: page.toString('utf8'), bytes: page };
-}
+const FIXTURES = join(__dirname, '..', 'fixtures', 'realpages');
+/** The whole corpus, if this machine has it (CRAWL_CORPUS_DIR, or shared/ above the checkout). */
+const corpus = ((): string | null => {
+  try {
+    const dir = corpusDir();
+    return existsSync(dir) ? dir : null;
+  } catch {
+    return null;
+  }
+})();
 
 const url = (h: number, n: number): string => `http://${hostAddress(h)}:${PORT}/p/${n}`;
 const CJK = /[\u3041-\u30ff\u4e00-\u9fa5]/g;
 
-describe('the real-page web', () => {
-  it('uses the 44 real pages of the corpus, none of its test fixtures', () => {
-    expect(templates).toHaveLength(44);
+const sources: Array<[label: string, dir: string, count: number]> = [['the vendored corpus excerpts', FIXTURES, 5]];
+if (corpus !== null) sources.push(['the whole corpus', corpus, 44]);
+
+describe.each(sources)('the real-page web over %s', (_label, dir, count) => {
+  let templates: Template[];
+
+  beforeAll(() => {
+    templates = templatePages(dir).map(prepareTemplate);
+  });
+
+  /** Page n of host 5 whose template is `index` (the first such n). */
+  function pageOf(index: number): { n: number; html: string; bytes: Buffer } {
+    const { n, page } = pageOfTemplate(templates, index, 5, HOSTS, PORT);
+    return { n, html: page.toString('utf8'), bytes: page };
+  }
+
+  it(`uses its ${count} real pages, none of the corpus's test fixtures`, () => {
+    expect(templates).toHaveLength(count);
     expect(templates.map((t) => t.name)).not.toContain('data-url-image.html');
     expect(Math.min(...templates.map((t) => t.bytes.length))).toBeGreaterThanOrEqual(8 * 1024);
   });
