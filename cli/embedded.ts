@@ -50,7 +50,7 @@ export interface RunOptions {
 export interface RunSummary {
   /** HTML pages stored in WARC files and sent on to parse (crawl.fetched records): what --max-pages counts. */
   pagesStored: number;
-  /** Other responses stored (redirects, error pages, not-modified revisits, non-HTML as metadata); robots.txt not counted. */
+  /** Other responses stored (redirects, 4xx pages, not-modified revisits, non-HTML as metadata; a stored 5xx counts as a failure); robots.txt not counted. */
   otherResponsesStored: number;
   failures: number;
   handoffEvents: number;

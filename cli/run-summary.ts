@@ -20,8 +20,9 @@ export interface NotHandedOff {
 
 export class RunTally {
   /**
-   * Responses stored in WARC files and announced, pages or not: HTML pages, redirects, error
-   * pages, not-modified revisits, non-HTML (its metadata record). robots.txt is not counted.
+   * Responses stored in WARC files and announced, pages or not: HTML pages, redirects, 4xx
+   * pages, not-modified revisits, non-HTML (its metadata record). A 5xx or 429, stored too, is a
+   * failure (outcome FAILED); robots.txt is not counted.
    */
   storedResponses = 0;
   readonly notHandedOff: NotHandedOff = { unchanged: 0, noindex: 0, duplicates: 0 };
@@ -43,10 +44,10 @@ export class RunTally {
   };
 }
 
-/** "100 duplicates, 2 noindex" (reasons with none left out); empty when every page was handed off. */
+/** "duplicate 100, noindex 2" (reasons with none left out, as the seeds line counts refusals); empty when none. */
 export function notHandedOffText(n: NotHandedOff): string {
-  const reasons: Array<[number, string]> = [[n.duplicates, 'duplicates'], [n.unchanged, 'unchanged'], [n.noindex, 'noindex']];
-  return reasons.filter(([count]) => count > 0).map(([count, what]) => `${count} ${what}`).join(', ');
+  const reasons: Array<[string, number]> = [['duplicate', n.duplicates], ['unchanged', n.unchanged], ['noindex', n.noindex]];
+  return reasons.filter(([, count]) => count > 0).map(([why, count]) => `${why} ${count}`).join(', ');
 }
 
 /** What `crawl run` prints when it ends; lines with nothing to say are left out. */
@@ -55,7 +56,7 @@ export function summaryText(s: RunSummary, out: string): string {
     `crawl ${s.stoppedBy}: ${s.pagesStored} pages stored, ${s.pagesParsed} parsed (${s.pagesParsedBeforeStop} before stopping), ${s.failures} failures, ${s.handoffEvents} handoff events, ` +
       `${s.warcFiles} WARC files, ${s.seconds.toFixed(1)} s (${s.pagesPerSecond.toFixed(2)} pages/s)`,
   ];
-  if (s.otherResponsesStored > 0) lines.push(`  also stored: ${s.otherResponsesStored} other responses (redirects, error pages, not modified, non-HTML as metadata)`);
+  if (s.otherResponsesStored > 0) lines.push(`  also stored: ${s.otherResponsesStored} other responses (redirects, 4xx pages, not modified, non-HTML as metadata)`);
   const skipped = notHandedOffText(s.notHandedOff);
   if (skipped) lines.push(`  not handed off: ${skipped}`);
   const { unparsed, notHandedOff } = s.leftForNextRun;

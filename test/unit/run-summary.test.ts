@@ -55,8 +55,8 @@ describe('summaryText', () => {
     const text = summaryText({
       ...SUMMARY, otherResponsesStored: 7, notHandedOff: { unchanged: 0, noindex: 2, duplicates: 98 }, leftForNextRun: { unparsed: 3, notHandedOff: 1 },
     }, 'out');
-    expect(text).toContain('\n  also stored: 7 other responses (redirects, error pages, not modified, non-HTML as metadata)\n');
-    expect(text).toContain('\n  not handed off: 98 duplicates, 2 noindex\n');
+    expect(text).toContain('\n  also stored: 7 other responses (redirects, 4xx pages, not modified, non-HTML as metadata)\n');
+    expect(text).toContain('\n  not handed off: duplicate 98, noindex 2\n');
     expect(text).toContain('\n  left for the next run with the same --out: 3 stored pages not parsed, 1 parsed pages not through handoff yet\n');
   });
 });
