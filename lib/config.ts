@@ -77,7 +77,7 @@ export interface CrawlConfig {
    */
   fetchConcurrency: number;
   fetchConcurrencyMin: number;
-  /** Worker threads that analyse pages for parse (HTML pass, SimHash, language); 0 = parse's own thread. Default: 1 with two cores or more. */
+  /** Worker threads that analyse pages for parse (HTML pass, SimHash, language); 0 = parse's own thread; the second and later only while the event loop has room. Default: 2 with two cores or more. */
   parseThreads: number;
   /** Fetch waits while parse has more stored pages than this still to parse; 0 = never waits. */
   parseBacklogMax: number;
@@ -169,11 +169,13 @@ export const DEFAULTS: CrawlConfig = {
   maxDecompressionRatio: 100,
   fetchConcurrency: 256,
   fetchConcurrencyMin: 16,
-  // One worker wherever there is a second core: on the 2-core benchmark machine it gave 476 and
-  // 499 pages/s against 295 and 320 on the event loop alone, at no more CPU per page
-  // (bench/HISTORY.md). A single-core machine parses on the event loop, where a worker could only
-  // take turns with it.
-  parseThreads: availableParallelism() >= 2 ? 1 : 0,
+  // Two workers wherever there is a second core, the second taking pages only while the event
+  // loop has room (processors/parse-pool.ts SpareWorkers): on real pages parse is the bottleneck
+  // and the fetching loop leaves its core partly idle (docs/performance.md, #35). One worker
+  // gave 476 and 499 pages/s against 295 and 320 on the event loop alone on the lorem-ipsum web
+  // (bench/HISTORY.md).
+  // A single-core machine parses on the event loop, where a worker could only take turns with it.
+  parseThreads: availableParallelism() >= 2 ? 2 : 0,
   parseBacklogMax: 4096,
   // Records are groups of a page's links to one host (lib/link-groups): about 12 a page here,
   // a few hundred bytes to a few KiB each. The frontier's lag peaked at 5,130 in a 50 s crawl of

@@ -149,6 +149,8 @@ export interface ParsedPageMsg {
   near_duplicate_of?: string | null;
   /** The page's importance in [0, 1], copied from the FetchedPage; handoff's `importance`. Absent/null = unscored. */
   priority?: number | null;
+  /** The SimHash algorithm of simhash64 (lib/simhash.ts SIMHASH_VERSION); absent: 1 (written before versions). */
+  simhash_version?: number;
 }
 
 /** crawl.content (compacted, key = url): what parse last saw at a URL; rebuilds its duplicate tables. */
@@ -159,6 +161,8 @@ export interface ContentMsg {
   simhash64: string | null;
   fetched_at: number;
   duplicate_of: string | null;
+  /** The SimHash algorithm of simhash64; absent: 1 (a row written before versions). */
+  simhash_version?: number;
 }
 
 export type UrlStatus = 'QUEUED' | 'LEASED' | 'FETCHED' | 'FAILED' | 'DEAD' | 'DISALLOWED';
@@ -198,6 +202,8 @@ export interface HandoffEvent {
   fetched_at: number;
   change: 'NEW' | 'CHANGED';
   simhash64: string | null;
+  /** The SimHash algorithm of simhash64 (1 or 2); values of different versions do not compare. */
+  simhash_version: number;
   language: string | null;
   importance: number | null;
   usage: { search_index: boolean; ai_training: boolean };

@@ -10,7 +10,7 @@
  *     queues, processors/frontier-schedule.ts), cut for duplicates;
  *   - whether it completes a run of duplicates under one path prefix (a trap rule to emit).
  */
-import { DedupIndex, type ContentRow } from '../lib/dedup';
+import { DedupIndex, simhashVersionOf, type ContentRow } from '../lib/dedup';
 import { TrapDetector } from '../lib/dedup-trap';
 import { hostPolicyKey } from '../lib/host-policy';
 import type { ContentMsg, HostPolicyMsg, ParsedPageMsg } from '../lib/messages';
@@ -73,12 +73,15 @@ export class ParseDedup {
     if (p.change === 'UNCHANGED' && previous && previous.sha256 === p.sha256) {
       return { nearDuplicateOf: previous.duplicate_of, kind: null, linkPriority: share, content: null, trap: null };
     }
-    const verdict = this.index.check(p.url, p.host, p.sha256, p.simhash64);
-    let row: ContentRow = { url: p.url, host: p.host, sha256: p.sha256, simhash64: p.simhash64, fetched_at: p.fetched_at, duplicate_of: verdict?.of ?? null };
+    const version = simhashVersionOf(p);
+    const verdict = this.index.check(p.url, p.host, p.sha256, p.simhash64, version);
+    let row: ContentRow = { url: p.url, host: p.host, sha256: p.sha256, simhash64: p.simhash64, fetched_at: p.fetched_at, duplicate_of: verdict?.of ?? null, simhash_version: version };
     let kind: DedupDecision['kind'] = verdict?.kind ?? null;
     let of = verdict?.of ?? null;
+    // A last copy fingerprinted with another SimHash version says nothing about this one's
+    // distance: the page is handed off, and its row takes this version.
     if (!verdict && p.change === 'CHANGED' && previous?.duplicate_of === null && previous.simhash64 && p.simhash64 &&
-        hammingDistance(previous.simhash64, p.simhash64) <= this.maxBits) {
+        simhashVersionOf(previous) === version && hammingDistance(previous.simhash64, p.simhash64) <= this.maxBits) {
       kind = 'self';
       of = p.url;
       row = { ...row, simhash64: previous.simhash64 };
@@ -89,7 +92,8 @@ export class ParseDedup {
       host: p.host, field: `trap:${prefix}`, updated_at: now, blocked_until: null,
       reason: `near-duplicates: 5 in a row under ${prefix}, the last of ${p.url}`, min_delay_ms: null,
     };
-    const unchanged = previous && previous.sha256 === row.sha256 && previous.simhash64 === row.simhash64 && previous.duplicate_of === row.duplicate_of;
+    const unchanged = previous && previous.sha256 === row.sha256 && previous.simhash64 === row.simhash64 && previous.duplicate_of === row.duplicate_of &&
+      simhashVersionOf(previous) === version;
     return {
       nearDuplicateOf: of, kind,
       linkPriority: kind === 'exact' || kind === 'near' ? share * DUPLICATE_LINK_FACTOR : share,

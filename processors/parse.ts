@@ -16,7 +16,7 @@ import { detectLanguage } from '../lib/html/language';
 import type { ChangeKind, ContentMsg, FetchedPageMsg, LinkMsg, ParsedPageMsg } from '../lib/messages';
 import { partitionForHost } from '../lib/partitioner';
 import { productToken } from '../lib/robots';
-import { simhashWithCount } from '../lib/simhash';
+import { SIMHASH_VERSION, simhashWithCount } from '../lib/simhash';
 import { hostOf, normalizeUrl } from '../lib/url-normalize';
 import type { WarcEntry, WarcPointer } from '../lib/warc/writer';
 import type { HandleResult, OutRecord, Stage, StageContext } from '../runtime/stage';
@@ -53,19 +53,21 @@ export interface ParseOptions {
  */
 export const ANALYZER_CONCURRENCY = 512;
 
-/** Fewer shingles than this make a fingerprint that says little: such pages get no SimHash. */
-export const MIN_SIMHASH_SHINGLES = 32;
+/**
+ * Fewer features than this make a fingerprint that says little: such pages get no SimHash. A
+ * feature is a word (with the one before it) or a character of a script without spaces, so
+ * about 16 words; version 1 counted 4-character shingles and asked for 32 (about 7 words).
+ */
+export const MIN_SIMHASH_SHINGLES = 16;
 
 export function changeOf(page: Pick<FetchedPageMsg, 'sha256' | 'prev_sha256'>): ChangeKind {
   if (!page.prev_sha256) return 'NEW';
   return page.prev_sha256 === page.sha256 ? 'UNCHANGED' : 'CHANGED';
 }
 
-/** The text's SimHash; `utf8`, when the caller has it, is the text's UTF-8 encoding (read instead of the string). */
-export function textSimhash(text: string, utf8?: Uint8Array): string | null {
-  // simhashWithCount = simhashOfFeatures(shingles(text)) without a string per shingle (the
-  // fingerprint was a third of parse's CPU); its count is the sum of the shingle weights.
-  const { simhash, shingles } = simhashWithCount(text, undefined, utf8);
+/** The text's SimHash (version SIMHASH_VERSION), or null when too few features voted. */
+export function textSimhash(text: string): string | null {
+  const { simhash, shingles } = simhashWithCount(text);
   return shingles >= MIN_SIMHASH_SHINGLES ? simhash : null;
 }
 
@@ -104,8 +106,7 @@ function ownUtf8(s: string): Uint8Array {
  * Pure: what one page says, before any comparison with other pages. With `textAsUtf8` (the parse
  * worker) the text comes back as its UTF-8 bytes: where the function given encodes them (the
  * worker's shared ring), or in an ArrayBuffer of their own, which the worker moves to the stage's
- * thread; SimHash reads those bytes rather than the string (a typed array reads faster than
- * charCodeAt; lib/simhash.ts).
+ * thread.
  */
 export function analyzePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'userAgent'>): PageAnalysis & { text: string };
 export function analyzePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'userAgent'> & { textAsUtf8: true | ((text: string) => Uint8Array | null) }): PageAnalysis & { text: Uint8Array };
@@ -131,7 +132,8 @@ export function analyzePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'user
     fetched_at: page.fetched_at,
     change,
     sha256: page.sha256,
-    simhash64: change === 'UNCHANGED' ? null : textSimhash(ex.text, utf8),
+    simhash64: change === 'UNCHANGED' ? null : textSimhash(ex.text),
+    simhash_version: SIMHASH_VERSION,
     language: detectLanguage(ex.text, ex.lang),
     title: ex.title,
     text_length: ex.text.length,

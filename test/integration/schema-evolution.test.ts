@@ -74,7 +74,7 @@ describe('crawl.handoff.v3 schema evolution (real registry)', () => {
 
     const event: HandoffEvent = {
       event_id: eventId('http://127.0.7.9/evolved', 1_700_000_000_000), url: 'http://127.0.7.9/evolved', canonical_url: null,
-      fetched_at: 1_700_000_000_000, change: 'NEW', simhash64: '0123456789abcdef', language: 'en', importance: null,
+      fetched_at: 1_700_000_000_000, change: 'NEW', simhash64: '0123456789abcdef', simhash_version: 2, language: 'en', importance: null,
       usage: { search_index: true, ai_training: false }, usage_registry_version: 3, warc: { uri: ptr.uri, offset: ptr.offset, length: ptr.length }, text: null,
     };
     // The runtime's own encoder gives the library's bytes for the schema registered under the id.
@@ -125,6 +125,9 @@ describe('crawl.handoff.v3 schema evolution (real registry)', () => {
     ['crawl.Link.v1', 'more_urls'],
     ['crawl.Candidate.v1', 'more_urls'],
     ['crawl.FetchedPage.v1', 'record_gz'],
+    ['crawl.ParsedPage.v1', 'simhash_version'],
+    ['crawl.Content.v1', 'simhash_version'],
+    ['crawl.handoff.v3', 'simhash_version'],
     ['crawl.HostPolicy.v1', 'expires_at'],
   ])('%s with %s is a BACKWARD change from its first version', async (name, added) => {
     const internal = subjectFor(`${prefix}${name}`);

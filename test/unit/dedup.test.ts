@@ -3,13 +3,14 @@
  * stage's duplicate, priority, trap and WET-text behaviour (pure, no services).
  */
 import pino from 'pino';
-import { avroType } from '../../lib/avro';
+import * as avro from 'avsc';
+import { avroReader, avroType, loadSchema, schemaBefore } from '../../lib/avro';
 import { DedupIndex, type ContentRow } from '../../lib/dedup';
 import { expandLink } from '../../lib/link-groups';
 import { trapRulePrefix, underPrefix } from '../../lib/traps';
 import { pathPrefix, TrapDetector } from '../../lib/dedup-trap';
 import type { ContentMsg, FetchedPageMsg, HostPolicyMsg, LinkMsg, ParsedPageMsg } from '../../lib/messages';
-import { simhash64 } from '../../lib/simhash';
+import { SIMHASH_VERSION as V, simhash64 } from '../../lib/simhash';
 import type { WarcEntry, WarcPointer } from '../../lib/warc/writer';
 import { DUPLICATE_LINK_FACTOR, linkShare, MIN_LINK_PRIORITY, ParseDedup } from '../../processors/parse-dedup';
 import { analyzePage, handedOff, parseStage, textSimhash } from '../../processors/parse';
@@ -26,7 +27,7 @@ function flip(h: string, n: number): string {
 }
 
 const row = (url: string, sha: string, sh: string | null, duplicate_of: string | null = null): ContentRow => ({
-  url, host: new URL(url).hostname, sha256: sha, simhash64: sh, fetched_at: 1, duplicate_of,
+  url, host: new URL(url).hostname, sha256: sha, simhash64: sh, fetched_at: 1, duplicate_of, simhash_version: V,
 });
 
 describe('DedupIndex', () => {
@@ -35,46 +36,62 @@ describe('DedupIndex', () => {
   it('finds an exact copy under another URL of the host, never the URL itself', () => {
     const ix = new DedupIndex();
     ix.record(row('http://a.test/1', 's1', H));
-    expect(ix.check('http://a.test/1', 'a.test', 's1', H)).toBeNull();
-    expect(ix.check('http://a.test/2', 'a.test', 's1', H)).toEqual({ kind: 'exact', of: 'http://a.test/1', distance: 0 });
-    expect(ix.check('http://b.test/2', 'b.test', 's1', H)).toBeNull(); // per host
+    expect(ix.check('http://a.test/1', 'a.test', 's1', H, V)).toBeNull();
+    expect(ix.check('http://a.test/2', 'a.test', 's1', H, V)).toEqual({ kind: 'exact', of: 'http://a.test/1', distance: 0 });
+    expect(ix.check('http://b.test/2', 'b.test', 's1', H, V)).toBeNull(); // per host
   });
 
   it.each([0, 1, 2, 3])('a fingerprint %i bits away is near', (bits) => {
     const ix = new DedupIndex();
     ix.record(row('http://a.test/1', 's1', H));
-    const v = ix.check('http://a.test/2', 'a.test', 's2', flip(H, bits));
+    const v = ix.check('http://a.test/2', 'a.test', 's2', flip(H, bits), V);
     expect(v).toEqual({ kind: 'near', of: 'http://a.test/1', distance: bits });
   });
 
   it('4 bits away is not near, even when three blocks agree', () => {
     const ix = new DedupIndex();
     ix.record(row('http://a.test/1', 's1', H));
-    expect(ix.check('http://a.test/2', 'a.test', 's2', flip(H, 4))).toBeNull();
+    expect(ix.check('http://a.test/2', 'a.test', 's2', flip(H, 4), V)).toBeNull();
   });
 
   it('bits spread over all four blocks within 3 still match through the untouched block', () => {
     const ix = new DedupIndex();
     ix.record(row('http://a.test/1', 's1', '0000000000000000'));
-    expect(ix.check('http://a.test/2', 'a.test', 's2', '8000800080000000')?.distance).toBe(3);
-    expect(ix.check('http://a.test/2', 'a.test', 's2', '8000800080008000')).toBeNull(); // 4 blocks touched, 4 bits
+    expect(ix.check('http://a.test/2', 'a.test', 's2', '8000800080000000', V)?.distance).toBe(3);
+    expect(ix.check('http://a.test/2', 'a.test', 's2', '8000800080008000', V)).toBeNull(); // 4 blocks touched, 4 bits
   });
 
   it('duplicates are remembered but never compared against', () => {
     const ix = new DedupIndex();
     ix.record(row('http://a.test/2', 's1', H, 'http://a.test/1'));
     expect(ix.get('http://a.test/2', 'a.test')?.duplicate_of).toBe('http://a.test/1');
-    expect(ix.check('http://a.test/3', 'a.test', 's1', H)).toBeNull();
+    expect(ix.check('http://a.test/3', 'a.test', 's1', H, V)).toBeNull();
   });
 
   it('re-recording a URL replaces its old entries; forget removes it', () => {
     const ix = new DedupIndex();
     ix.record(row('http://a.test/1', 's1', H));
     ix.record(row('http://a.test/1', 's9', '0000000000000000'));
-    expect(ix.check('http://a.test/2', 'a.test', 's1', H)).toBeNull();
+    expect(ix.check('http://a.test/2', 'a.test', 's1', H, V)).toBeNull();
     ix.forget('http://a.test/1', 'a.test');
     expect(ix.size).toBe(0);
-    expect(ix.check('http://a.test/2', 'a.test', 's9', '0000000000000000')).toBeNull();
+    expect(ix.check('http://a.test/2', 'a.test', 's9', '0000000000000000', V)).toBeNull();
+  });
+
+  it('compares fingerprints of the same SimHash version only; exact copies match across versions', () => {
+    const ix = new DedupIndex();
+    const old = { ...row('http://a.test/1', 's1', H), simhash_version: undefined };
+    ix.record(old);
+    // The same 64 bits under version 1 (a row from before versions) are not this page's neighbour.
+    expect(ix.check('http://a.test/2', 'a.test', 's2', H, V)).toBeNull();
+    expect(ix.check('http://a.test/2', 'a.test', 's2', flip(H, 1), 1)).toEqual({ kind: 'near', of: 'http://a.test/1', distance: 1 });
+    expect(ix.check('http://a.test/2', 'a.test', 's1', H, V)).toEqual({ kind: 'exact', of: 'http://a.test/1', distance: 0 });
+    // Re-recorded under the new version, it is found by the new version only, and forgetting it leaves nothing behind.
+    ix.record(row('http://a.test/1', 's1', H));
+    expect(ix.check('http://a.test/2', 'a.test', 's2', H, 1)).toBeNull();
+    expect(ix.check('http://a.test/2', 'a.test', 's2', H, V)?.kind).toBe('near');
+    ix.forget('http://a.test/1', 'a.test');
+    expect(ix.check('http://a.test/2', 'a.test', 's2', H, V)).toBeNull();
   });
 
   it('retain drops hosts no longer owned', () => {
@@ -83,6 +100,18 @@ describe('DedupIndex', () => {
     ix.record(row('http://b.test/1', 's2', H));
     ix.retain((h) => h === 'b.test');
     expect(ix.size).toBe(1);
+  });
+});
+
+describe('simhash_version in the schemas', () => {
+  it.each(['crawl.Content.v1', 'crawl.ParsedPage.v1', 'crawl.handoff.v3'])('%s: records written before it read as version 1; current ones as written', (name) => {
+    const before = avro.Type.forSchema(schemaBefore(loadSchema(name), 2) as avro.Schema);
+    const old = before.random() as unknown as Record<string, unknown>;
+    expect('simhash_version' in old).toBe(false);
+    const read = avroReader(name);
+    expect(read(before.toBuffer(old))).toEqual({ ...old, simhash_version: 1 });
+    const current = { ...old, simhash_version: V };
+    expect(read(avroType(name).toBuffer(current))).toEqual(current);
   });
 });
 
@@ -233,7 +262,25 @@ describe('parse stage: duplicates', () => {
 
   it('short texts get no fingerprint (too few shingles to mean anything)', () => {
     expect(textSimhash('Not found')).toBeNull();
-    expect(textSimhash('A page with a reasonable amount of words in it.')).toMatch(/^[0-9a-f]{16}$/);
+    expect(textSimhash('A page with a few words, fifteen of them, which is one fewer than needed.')).toBeNull();
+    expect(textSimhash('A page with a reasonable amount of words in it, enough to say what the page is about.')).toMatch(/^[0-9a-f]{16}$/);
+  });
+
+  it('a CHANGED page whose last copy has another SimHash version is handed off, and its row takes this version', () => {
+    const url = 'http://a.test/v';
+    const fp = simhash64('the same words as before on this page '.repeat(20));
+    const changed: ParsedPageMsg = {
+      url, canonical_url: null, host: 'a.test', fetched_at: 2, change: 'CHANGED', sha256: 's1', simhash64: fp, simhash_version: V,
+      language: null, title: null, text_length: 1, outlinks: 0, noindex: false, warc: { uri: 'u', offset: 0, length: 1 }, text: null, near_duplicate_of: null,
+    };
+    const lastCopy: ContentMsg = { url, host: 'a.test', sha256: 's0', simhash64: fp, fetched_at: 1, duplicate_of: null };
+    const upgraded = new ParseDedup();
+    upgraded.restore(url, lastCopy); // a row from before versions: version 1
+    expect(upgraded.decide(changed, 0, 3)).toMatchObject({ kind: null, nearDuplicateOf: null, content: { sha256: 's1', simhash64: fp, simhash_version: V } });
+    // The same bits under the same version: a near-copy of itself, not handed off.
+    const same = new ParseDedup();
+    same.restore(url, { ...lastCopy, simhash_version: V });
+    expect(same.decide(changed, 0, 3)).toMatchObject({ kind: 'self', nearDuplicateOf: url });
   });
 });
 
@@ -326,7 +373,7 @@ describe('parse stage: WET-style text', () => {
 });
 
 it('crawl.content rows match their schema (the check can fail)', () => {
-  const v: ContentMsg = { url: 'http://a.test/', host: 'a.test', sha256: 's', simhash64: null, fetched_at: 1, duplicate_of: 'http://a.test/x' };
+  const v: ContentMsg = { url: 'http://a.test/', host: 'a.test', sha256: 's', simhash64: null, fetched_at: 1, duplicate_of: 'http://a.test/x', simhash_version: V };
   const type = avroType(topics.content.valueSchema);
   expect(type.isValid(v)).toBe(true);
   expect(type.isValid({ ...v, sha256: null })).toBe(false);

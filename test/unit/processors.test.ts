@@ -483,7 +483,7 @@ describe('handoff', () => {
     const ev = toHandoff(p, policy)!;
     const expected: HandoffEvent = {
       event_id: eventId(p.url, p.fetched_at), url: p.url, canonical_url: 'http://a.test/c', fetched_at: p.fetched_at, change: 'CHANGED',
-      simhash64: 'abcd', language: 'en', importance: null, usage: { search_index: true, ai_training: false }, usage_registry_version: 7,
+      simhash64: 'abcd', simhash_version: 1, language: 'en', importance: null, usage: { search_index: true, ai_training: false }, usage_registry_version: 7,
       warc: p.warc, text: p.text,
     };
     expect(ev).toEqual(expected);
@@ -528,8 +528,8 @@ describe('message types match their Avro schemas', () => {
     ['fetched', fetchedPage('<html>', { record_id: '<urn:uuid:0b5c8a3e-6c1f-4d5e-9a51-1f0c2a7d9e11>', priority: 0.5, record_gz: null })],
     ['fetched', fetchedPage('<html>', { content_type: null, prev_sha256: 'p', x_robots_tag: 'noindex', truncated: true, record_id: null, priority: null, record_gz: null })],
     ['fetched', fetchedPage('', { body: Buffer.alloc(0), record_gz: Buffer.from([0x1f, 0x8b, 8, 0]), record_id: null, priority: null })],
-    ['parsed', parsed({ near_duplicate_of: null, priority: 0.5 })],
-    ['parsed', parsed({ canonical_url: null, language: null, title: null, simhash64: 'ff', change: 'UNCHANGED', text: { uri: 'u', offset: 0, length: 1 }, near_duplicate_of: 'http://a.test/q', priority: null })],
+    ['parsed', parsed({ near_duplicate_of: null, priority: 0.5, simhash_version: 2 })],
+    ['parsed', parsed({ canonical_url: null, language: null, title: null, simhash64: 'ff', change: 'UNCHANGED', text: { uri: 'u', offset: 0, length: 1 }, near_duplicate_of: 'http://a.test/q', priority: null, simhash_version: 1 })],
     ['handoff', toHandoff(parsed({ priority: 0.5 }), ALLOW_ALL_USAGE)],
     ['handoff', toHandoff(parsed(), ALLOW_ALL_USAGE)],
     ...(['QUEUED', 'LEASED', 'FETCHED', 'FAILED', 'DEAD', 'DISALLOWED'] as UrlStateMsg['state'][]).map(
