@@ -5,6 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { runEmbedded } from './embedded';
+import { summaryText } from './run-summary';
 
 const collect = (value: string, previous: string[]): string[] => [...previous, value];
 const positiveInt = (v: string): number => {
@@ -30,7 +31,7 @@ export function program(): Command {
     .option('--feed <url>', 'a feed (RSS, Atom, news sitemap) to poll, in priority class 1 (repeatable)', collect, [])
     .option('--keep-running', 'do not stop when the crawl is idle: poll feeds and recrawl what comes due until --max-secs, --max-pages or Ctrl-C', false)
     .option('--out <dir>', 'output folder (WARC files, handoff .avro, journal)', './crawl-out')
-    .option('--max-pages <n>', 'stop after this many pages fetched', positiveInt)
+    .option('--max-pages <n>', 'stop once this many HTML pages are stored', positiveInt)
     .option('--max-secs <s>', 'stop after this many seconds', positiveInt)
     .addOption(new Option('--scope <scope>', 'stay within the seeds\' registered domains, hosts, or not at all').choices(['domain', 'host', 'any']).default('domain'))
     .option('--allow-private-network', 'allow loopback, private and link-local targets (tests, intranets)', false)
@@ -49,13 +50,7 @@ export function program(): Command {
         },
         ac.signal,
       );
-      process.stdout.write(
-        `crawl ${s.stoppedBy}: ${s.pagesStored} pages stored, ${s.pagesParsed} parsed (${s.pagesParsedBeforeStop} before stopping), ${s.failures} failures, ${s.handoffEvents} handoff events, ` +
-          `${s.warcFiles} WARC files, ${s.seconds.toFixed(1)} s (${s.pagesPerSecond.toFixed(2)} pages/s)\n` +
-          `  seeds: ${s.seeds}\n` +
-          (s.waitingRetry ? `  ${s.waitingRetry} URL(s) wait for a retry or a host's back-off; run the same command again later to take them up\n` : '') +
-          `  WARC: ${join(o.out, 'warc')}\n  handoff: ${s.handoffFile}\n  log: ${join(o.out, 'crawl.log')}\n`,
-      );
+      process.stdout.write(summaryText(s, o.out));
     });
 
   cmd
