@@ -31,7 +31,9 @@ describe('benchmark peer', () => {
 
   it('crawls a slow web within seconds and still reads robots.txt before a host\'s pages', async () => {
     dir = mkdtempSync(join(tmpdir(), 'bench-peer-'));
-    web = await startWeb(HOSTS, LATENCY_MS, join(DIST, 'web-server.js'));
+    // The lorem-ipsum web: this test is about the peer's politeness, not page content, and the
+    // real-page web needs the shared corpus, which a fresh clone has not.
+    web = await startWeb(HOSTS, LATENCY_MS, join(DIST, 'web-server.js'), 'lorem');
     const seeds = seedsFile(dir, HOSTS, web.port, true);
 
     const peer = fork(join(DIST, 'peer-crawlee.js'), [seeds, '256', String(PEER_SECS), '1000000000'], { stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });

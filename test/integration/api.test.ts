@@ -179,9 +179,12 @@ describe('crawl serve: the control API on the Kafka stack', () => {
     expect(stored.text).toBe(page('API home', ['/a']));
     expect((await call('GET', `/pages?url=${encodeURIComponent(`${web.origin(IP)}/never`)}`)).status).toBe(404);
 
-    const stats = await until('stats to count the pages', async () => {
+    // Consumer lag is polled every LAG_POLL_MS (one admin round trip per group, in turn): on a
+    // busy machine the crawl can count its pages before the first poll has reached every group.
+    const stats = await until('stats to count the pages and every group\'s lag', async () => {
       const s = await call('GET', '/stats');
-      return (s.json.pages_total as number) >= 2 ? s.json : undefined;
+      const lag = Object.keys((s.json.queues as { lag: object }).lag);
+      return (s.json.pages_total as number) >= 2 && lag.includes('crawl.fetch') ? s.json : undefined;
     }, 300);
     expect((stats.top_hosts as Array<{ host: string }>)[0].host).toBe(IP);
     expect(Object.keys((stats.queues as { lag: object }).lag)).toEqual(expect.arrayContaining(['crawl.links', 'crawl.fetch']));
