@@ -250,8 +250,6 @@ export class EmbeddedRunner {
 
   start(): void {
     for (const l of this.loops) l.start();
-    // Every stage has read the tables it restores from; they follow the topics from here on.
-    this.log.forgetTables();
     this.log.on('append', this.onAppend);
     this.checkpointTimer = setInterval(() => this.log.checkpoint(), this.opts.checkpointMs ?? DEFAULT_CHECKPOINT_MS);
   }

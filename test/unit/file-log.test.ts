@@ -199,22 +199,19 @@ describe('FileLog', () => {
     for (let q = 0; q < P; q++) if (q !== p) expect(log2.table('urls', q)).toEqual([]);
   });
 
-  it('a forgotten table drops its rows from memory and is read back from the segments, appends after included', () => {
+  it('a compacted table is never held in memory: rows are read from the segments, appends after included', () => {
     const log = newLog();
     const p = partitionForHost('a.test', P);
     const u = (i: number): string => `http://a.test/${i}`;
     log.append(Array.from({ length: 50 }, (_, i) => ({ topic: 'urls' as const, key: u(i), host: 'a.test', value: urlRow(u(i), 'QUEUED') })));
     log.flush();
-    log.forgetTables();
-    const held = (log as unknown as { logs: Map<string, Array<{ table: Map<string, unknown> }>> }).logs.get('urls')![p]!.table;
-    expect(held.size).toBe(0);
-    // After forgetting, written or still pending: an update, a tombstone and a new row.
+    // Written or still pending: an update, a tombstone and a new row.
     log.append([
       { topic: 'urls', key: u(3), host: 'a.test', value: urlRow(u(3), 'FETCHED') },
       { topic: 'urls', key: u(7), host: 'a.test', value: null },
       { topic: 'urls', key: u(50), host: 'a.test', value: urlRow(u(50), 'QUEUED') },
     ]);
-    expect(held.size).toBe(0);
+    expect(log.read('urls', p, 0, 100)).toEqual([]);
     const expected = Array.from({ length: 51 }, (_, i) => i)
       .filter((i) => i !== 7)
       .map((i) => ({ partition: p, key: u(i), value: urlRow(u(i), i === 3 ? 'FETCHED' : 'QUEUED') }));
@@ -222,6 +219,56 @@ describe('FileLog', () => {
     expect(log.table('urls', p).sort(byKey)).toEqual(expected.sort(byKey));
     log.close();
     expect(newLog().table('urls', p).sort(byKey)).toEqual(expected);
+  });
+
+  it('compact() cleans a compacted topic\'s closed segments on disk: the newest record of each key, offsets kept, tombstones for a day', async () => {
+    const p = partitionForHost('a.test', P);
+    const u = (i: number): string => `http://a.test/${i}`;
+    const log = new FileLog({ dir, partitions: P, segmentBytes: 4096 });
+    open.push(log);
+    const t0 = Date.now();
+    // 10 rounds over the same 40 URLs (each round a new state), a tombstone written 2 days ago and one just now.
+    for (let round = 0; round < 10; round++) {
+      log.append(Array.from({ length: 40 }, (_, i) => ({ topic: 'urls' as const, key: u(i), host: 'a.test', value: urlRow(u(i), round % 2 ? 'FETCHED' : 'QUEUED') })), t0);
+    }
+    log.append([{ topic: 'urls', key: u(5), host: 'a.test', value: null }], t0 - 2 * 86_400_000);
+    log.append([{ topic: 'urls', key: u(6), host: 'a.test', value: null }], t0);
+    // New keys after them, so the tombstones are in closed segments, not the active one.
+    log.append(Array.from({ length: 200 }, (_, i) => ({ topic: 'urls' as const, key: u(100 + i), host: 'a.test', value: urlRow(u(100 + i), 'QUEUED') })), t0);
+    log.flush();
+    const end = log.endOffset('urls', p);
+    const before = log.table('urls', p);
+    const raw = async (): Promise<Array<{ offset: number; key: string; tomb: boolean }>> => {
+      const out: Array<{ offset: number; key: string; tomb: boolean }> = [];
+      await log.readRaw('urls', p, 0, end, 1000, async (recs) => void out.push(...recs.map((r) => ({ offset: r.offset, key: r.key, tomb: r.value === null }))));
+      return out;
+    };
+    expect(await raw()).toHaveLength(end);
+    const bytes = (): number => segFiles(dir, 'urls', p).length + readdirSync(join(dir, 'topics', topics.urls.name, String(p))).filter((f) => f.endsWith('.cseg')).length;
+    const filesBefore = bytes();
+    expect(await log.compact(t0)).toBeGreaterThan(0);
+    const after = await raw();
+    // The cleaned range (up to the active segment, left as it is): one record per key, offsets unchanged and increasing.
+    const cleanedEnd = Math.max(...readdirSync(join(dir, 'topics', topics.urls.name, String(p))).filter((f) => f.endsWith('.cseg')).map((f) => Number(f.slice(21, 41))));
+    const cleaned = after.filter((r) => r.offset < cleanedEnd);
+    expect(cleanedEnd).toBeGreaterThan(end / 2);
+    expect(new Set(cleaned.map((r) => r.key)).size).toBe(cleaned.length);
+    expect(after.map((r) => r.offset)).toEqual([...after.map((r) => r.offset)].sort((a, b) => a - b));
+    expect(after.filter((r) => r.key === u(5))).toEqual([]); // its tombstone was older than a day
+    expect(after.find((r) => r.key === u(6))?.tomb).toBe(true); // kept: a reader may not have seen it yet
+    expect(after.length).toBeLessThan(end / 2);
+    expect(bytes()).toBeLessThan(filesBefore);
+    // The table reads the same, now and after a reopen; appends go on at the same offsets.
+    const byKey = (a: { key: string }, b: { key: string }): number => a.key.localeCompare(b.key);
+    expect(log.table('urls', p).sort(byKey)).toEqual(before.sort(byKey));
+    log.append([{ topic: 'urls', key: u(1), host: 'a.test', value: urlRow(u(1), 'DEAD') }]);
+    expect(log.endOffset('urls', p)).toBe(end + 1);
+    log.close();
+    const again = new FileLog({ dir, partitions: P, segmentBytes: 4096 });
+    open.push(again);
+    expect(again.endOffset('urls', p)).toBe(end + 1);
+    expect(again.table('urls', p).find((r) => r.key === u(1))?.value).toMatchObject({ state: 'DEAD' });
+    expect(again.table('urls', p).length).toBe(before.length);
   });
 
   it('reads links written before groups existed (the first Link schema) from an earlier release\'s segment', () => {
@@ -344,7 +391,7 @@ describe('EmbeddedRunner', () => {
     const runner = new EmbeddedRunner(log, pipeline({ failOnce: `http://${host}/2`, seen, linksSeen }), silent, {
       retryDelayMs: 150, checkpointMs: 20,
     });
-    runner.start();
+    await runner.start();
     log.append([linkRec(host, '/1'), linkRec(host, '/2'), linkRec(host, '/3')]);
     // /1 and /3 are done, /2 failed and waits for its retry: the offset stays at 1.
     await until(() => linksSeen.length >= 3 && seen.length >= 2);
@@ -362,7 +409,7 @@ describe('EmbeddedRunner', () => {
     const seen2: string[] = [];
     const linksSeen2: string[] = [];
     const runner2 = new EmbeddedRunner(log2, pipeline({ seen: seen2, linksSeen: linksSeen2 }), silent, { checkpointMs: 20 });
-    runner2.start();
+    await runner2.start();
     log2.append([linkRec(host, '/4')]);
     await until(() => seen2.length >= 1);
     await until(() => runner2.idle());
@@ -386,7 +433,7 @@ describe('EmbeddedRunner', () => {
     };
     let hold = true;
     const runner = new EmbeddedRunner(log, [reader], silent, { checkpointMs: 20, holdWhile: { reader: () => hold } });
-    runner.start();
+    await runner.start();
     log.append([linkRec('h1.test', '/1'), linkRec('h2.test', '/2'), linkRec('h3.test', '/3')]);
     await new Promise((r) => setTimeout(r, 100));
     expect(handled).toEqual([]);
@@ -418,7 +465,7 @@ describe('EmbeddedRunner', () => {
       handle: (rec: InRecord) => new Promise<OutRecord[]>((r) => setImmediate(() => (order.push(rec.partition), r([])))),
     };
     const runner = new EmbeddedRunner(log, [reader], silent, { checkpointMs: 20, readAhead: 4 });
-    runner.start();
+    await runner.start();
     await until(() => order.length === recs.length);
     await runner.stop();
     log.close();
