@@ -136,7 +136,7 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
 
   const counts = { pages: 0, fetches: 0, failures: 0 };
   const stages = buildStages(STAGE_NAMES, {
-    config, http, warc, textWarc, scope: scopeOf(seeds, opts.scope ?? 'domain'),
+    config, http, warc, textWarc, scope: scopeOf(seeds, opts.scope ?? 'domain'), frontierStateDir: join(opts.out, 'state', 'frontier'),
     onOutcome: (outcome, status) => {
       if (outcome === 'FETCHED' || outcome === 'NOT_HTML') {
         if (status !== null) counts.fetches++;
@@ -167,7 +167,7 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
     holdWhile: holdWhileOf(embeddedHoldRules(config), (group, topic) => fileLog.lag(group, topic)),
   });
   const frontier = stages.find((s) => s.id === 'frontier') as FrontierStage;
-  runner.start();
+  await runner.start();
   fileLog.append(seeds.map((l) => ({ topic: 'links' as const, key: new URL(l.url).hostname, host: new URL(l.url).hostname, value: l })));
   log.info({ seeds: seeds.length, out: opts.out }, 'crawl started');
 
@@ -192,7 +192,7 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   await http.close();
   // Drain what stopping produced (the last WARC file's pages) through parse and handoff.
   const drain = new EmbeddedRunner(fileLog, [...buildStages(['parse', 'handoff'], { config, http, warc, textWarc }), sinkStage], log);
-  drain.start();
+  await drain.start();
   // Bounded: at most CRAWL_PARSE_BACKLOG_MAX pages plus the last WARC file's are left to parse.
   for (let i = 0; i < 1500 && !drain.idle(); i++) await new Promise((r) => setTimeout(r, 20));
   await drain.stop();

@@ -20,20 +20,33 @@ export interface KvRange {
   limit?: number;
 }
 
-/** Puts and deletes applied together (atomically) by KvStore.write. */
+/**
+ * Puts and deletes applied together (atomically) by KvStore.write. Each goes to the native
+ * batch as it is added: LevelDB's array form of batch() cost 13-16 µs an operation here in
+ * abstract-level's checks and copies, the chained form 3-5 µs (2,000 puts of 80-byte keys).
+ */
 export class KvBatch {
-  readonly ops: Array<{ type: 'put'; key: Buffer; value: Buffer } | { type: 'del'; key: Buffer }> = [];
+  private n = 0;
+
+  constructor(private readonly batch: ReturnType<ClassicLevel<Buffer, Buffer>['batch']>) {}
 
   put(key: Buffer, value: Buffer): void {
-    this.ops.push({ type: 'put', key, value });
+    this.batch.put(key, value);
+    this.n++;
   }
 
   del(key: Buffer): void {
-    this.ops.push({ type: 'del', key });
+    this.batch.del(key);
+    this.n++;
   }
 
   get size(): number {
-    return this.ops.length;
+    return this.n;
+  }
+
+  /** @internal KvStore.write */
+  commit(sync: boolean): Promise<void> {
+    return this.batch.write({ sync });
   }
 }
 
@@ -52,6 +65,9 @@ function isLockError(err: unknown): boolean {
   const text = `${e.message ?? ''} ${e.cause?.message ?? ''}`;
   return /lock/i.test(text) && (e.code === 'LEVEL_DATABASE_NOT_OPEN' || /LOCK|lock hold|Resource temporarily unavailable/.test(text));
 }
+
+/** A key written by a synchronous write that has nothing else to write (it sorts before every frontier key). */
+const SYNC_KEY = Buffer.from([0]);
 
 export class KvStore {
   private constructor(readonly dir: string, private readonly db: ClassicLevel<Buffer, Buffer>) {}
@@ -90,11 +106,16 @@ export class KvStore {
     return this.db.get(key);
   }
 
+  /** A new, empty batch. */
+  batch(): KvBatch {
+    return new KvBatch(this.db.batch());
+  }
+
   /** Apply a batch atomically; `durable` also waits until it (and all before it) is on disk. */
   async write(batch: KvBatch, durable = false): Promise<void> {
     if (batch.size === 0 && !durable) return;
-    if (batch.size === 0) batch.put(Buffer.from('\u0000sync'), Buffer.alloc(0));
-    await this.db.batch(batch.ops, { sync: durable });
+    if (batch.size === 0) batch.put(SYNC_KEY, Buffer.alloc(0));
+    await batch.commit(durable);
   }
 
   /** Entries of a range, in key order, at most `limit` (a bounded read: heads, due entries). */

@@ -1,9 +1,16 @@
 /**
- * The frontier's pure state for the partitions it owns: the URL table (the exact "seen"
- * truth), per host a back queue split into priority levels (the front queues), a heap of hosts
- * keyed by the time they may next be fetched, and the leases out to fetchers. No I/O and no
- * clock: every method takes `now` and returns the URL-table rows, fetch requests and
- * host-policy rows to emit.
+ * The frontier's state for the partitions it owns. The URL table (the exact "seen" truth) and
+ * each host's queue, split into priority levels (the front queues), live on disk in one store
+ * per partition (processors/frontier-store.ts); memory holds only what the scheduler needs now:
+ * per host with work, its queue's length and first few URLs, its pace and the one request it
+ * may have in flight; the heap of hosts keyed by the time they may next be fetched; the leases
+ * out to fetchers. Memory grows with hosts that have work, not with URLs known
+ * (docs/frontier-store.md).
+ *
+ * No clock and no emits of its own: every operation takes `now` and returns the URL-table rows,
+ * fetch requests and host-policy rows to emit. Operations run one at a time (`serial`): each
+ * reads what it needs from the stores, decides, and writes its changes to the stores before it
+ * returns its emits, so the store never lags the changelog the runtime then writes.
  *
  * Politeness, in layers, all of which must allow a request:
  * - host: at most one request in flight, the next no sooner than finish + the host's gap,
@@ -18,13 +25,15 @@ import { MinHeap } from '../lib/heap';
 import { HostPolicyTable } from '../lib/host-policy';
 import type { CandidateMsg, FetchRequestMsg, FetchStatusMsg, HostPolicyMsg, UrlStateMsg } from '../lib/messages';
 import { DEFAULTS, type CrawlConfig } from '../lib/config';
-import { routingKey } from '../lib/partitioner';
+import { partitionForHost, routingKey } from '../lib/partitioner';
 import { redirectField } from '../lib/redirect-hops';
 import { AIMD_DEFAULTS, backoffFromRecord, handOverWaitMs, type AimdPolicy, type HostBackoff } from './frontier-aimd';
-import { applyAnswer, newHost, pushUrl, takeUrl, type HostState } from './frontier-hosts';
+import { applyAnswer, newHost, type HostState } from './frontier-hosts';
 import { LayerGroups } from './frontier-layers';
-import { UrlTable } from './frontier-urls';
+import { FrontierOp } from './frontier-op';
 import { priorityLevel, recrawlIntervalMs, type RecrawlPolicy } from './frontier-schedule';
+import { indexEntry, queueKey, queuedAtFront } from './frontier-keys';
+import type { UrlStore } from './frontier-store';
 
 /** The settings the frontier needs (documented in lib/config.ts). */
 export type FrontierPolicy = Pick<CrawlConfig, 'minHostDelayMs' | 'maxCrawlDelayMs' | 'responseTimeFactor' | 'leaseMs' | 'retryBackoffMs' | 'maxAttempts'>;
@@ -32,7 +41,7 @@ export type FrontierPolicy = Pick<CrawlConfig, 'minHostDelayMs' | 'maxCrawlDelay
 /** The newer knobs (documented in lib/config.ts); any left out take TUNING_DEFAULTS. */
 export type FrontierTuning = AimdPolicy &
   RecrawlPolicy &
-  Pick<CrawlConfig, 'domainMaxInflight' | 'domainMinGapMs' | 'ipMaxInflight' | 'ipMinGapMs' | 'priorityLevels' | 'hostBudgetPerCycle'>;
+  Pick<CrawlConfig, 'domainMaxInflight' | 'domainMinGapMs' | 'ipMaxInflight' | 'ipMinGapMs' | 'priorityLevels' | 'hostBudgetPerCycle' | 'urlTtlMs'>;
 
 export const TUNING_DEFAULTS: FrontierTuning = {
   ...AIMD_DEFAULTS,
@@ -40,7 +49,19 @@ export const TUNING_DEFAULTS: FrontierTuning = {
   ipMaxInflight: DEFAULTS.ipMaxInflight, ipMinGapMs: DEFAULTS.ipMinGapMs,
   priorityLevels: DEFAULTS.priorityLevels, hostBudgetPerCycle: DEFAULTS.hostBudgetPerCycle,
   recrawlInitialMs: DEFAULTS.recrawlInitialMs, recrawlMinMs: DEFAULTS.recrawlMinMs, recrawlMaxMs: DEFAULTS.recrawlMaxMs,
+  urlTtlMs: DEFAULTS.urlTtlMs,
 };
+
+/** URLs read into a host's head at a time, and the most kept in all heads together. */
+const HEAD_READ = 8;
+const HEAD_BUDGET = 50_000;
+/** Due retries and recrawls requeued per partition per tick. */
+const DUE_PER_TICK = 5000;
+/** Rows looked at per partition per tick by the expiry sweep, and how often it steps. */
+const SWEEP_ROWS = 2000;
+const SWEEP_EVERY_MS = 1000;
+/** Hosts looked at per tick for eviction (nothing queued, nothing in flight, free to go). */
+const EVICT_PER_TICK = 2000;
 
 /** `{ priority }` only when known, so rows and requests of unscored URLs stay as they were. */
 function priorityField(priority: number | null | undefined): { priority?: number } {
@@ -52,6 +73,8 @@ export interface FrontierEmits {
   fetches: FetchRequestMsg[];
   /** crawl.host-policy rows (field `backoff`); absent when none. */
   policies?: HostPolicyMsg[];
+  /** URLs dropped from the table (unfetched past urlTtlMs): tombstones in crawl.urls. */
+  expired?: Array<{ url: string; host: string }>;
 }
 
 /** What the frontier knows of a host, for `crawl explain`. */
@@ -64,16 +87,29 @@ export interface HostView {
   ip: string | null;
 }
 
+export interface FrontierStats {
+  urls: number;
+  queued: number;
+  leased: number;
+  /** Hosts held in memory (with work, in flight or still waiting out their gap). */
+  hosts: number;
+  retrying: number;
+  recrawls: number;
+  byState: Partial<Record<UrlStateMsg['state'], number>>;
+}
+
 export class FrontierState {
-  private readonly rows = new UrlTable();
+  private readonly stores = new Map<number, UrlStore>();
+  /** When each partition was restored: hosts first seen soon after wait a full delay from then. */
+  private readonly restoredAt = new Map<number, number>();
+  /** Earliest retry or recrawl time per store (0: not known, look). */
+  private readonly nextDue = new Map<UrlStore, number>();
+  /** Where each partition's expiry sweep is, and when it last stepped. */
+  private readonly sweep = new Map<number, { after: string; at: number }>();
   private readonly hosts = new Map<string, HostState>();
   private readonly ready = new MinHeap<HostState>();
-  /** Failed URLs waiting for their retry time. */
-  private readonly retries = new MinHeap<string>();
-  /** Fetched URLs waiting for their recrawl time. */
-  private readonly recrawls = new MinHeap<string>();
   /** URLs out to a fetcher and not yet final (stored or failed): url -> lease. */
-  private readonly urlLeases = new Map<string, { id: string; expiresAt: number }>();
+  private readonly urlLeases = new Map<string, { id: string; expiresAt: number; host: string }>();
   /** Lease expiry times; entries for leases already answered are skipped. */
   private readonly leases = new MinHeap<{ url: string; id: string }>();
   private readonly domains: LayerGroups;
@@ -81,24 +117,152 @@ export class FrontierState {
   private readonly tuning: FrontierTuning;
   /** URLs queued at hosts still under their budget (the work left this cycle). */
   private queued = 0;
+  /** URLs held in hosts' heads. */
+  private headRefs = 0;
+  private evictCursor: IterableIterator<HostState> | null = null;
+  private chain: Promise<unknown> = Promise.resolve();
+  /** This cycle (a frontier process's life): fetches counted against hostBudgetPerCycle. */
+  readonly cycle: number;
 
   constructor(
     private readonly policy: FrontierPolicy & Partial<FrontierTuning>,
     private readonly newLeaseId: () => string = randomUUID,
     /** Operator blocks and crawl-rate ceilings (fed from crawl.host-policy by the stage). */
     readonly table: HostPolicyTable = new HostPolicyTable(),
+    readonly opts: { partitions: number; cycle?: number } = { partitions: 1 },
   ) {
     const pick = <K extends keyof FrontierTuning>(k: K): FrontierTuning[K] => policy[k] ?? TUNING_DEFAULTS[k];
     this.tuning = Object.fromEntries((Object.keys(TUNING_DEFAULTS) as Array<keyof FrontierTuning>).map((k) => [k, pick(k)])) as unknown as FrontierTuning;
     this.domains = new LayerGroups({ maxInflight: Math.max(1, this.tuning.domainMaxInflight), minGapMs: this.tuning.domainMinGapMs });
     this.ips = new LayerGroups({ maxInflight: Math.max(1, this.tuning.ipMaxInflight), minGapMs: this.tuning.ipMinGapMs });
+    this.cycle = opts.cycle ?? Date.now();
   }
 
-  /** Counts for progress lines and metrics. */
-  stats(): { urls: number; queued: number; leased: number; hosts: number; retrying: number; recrawls: number } {
+  /**
+   * The row's front queue: by the importance a scorer gave it (Candidate.priority) until the URL
+   * is first fetched, by depth after that (a recrawl) or when it has none.
+   */
+  readonly levelOf = (row: UrlStateMsg): number =>
+    priorityLevel(row.fetched_at === null ? row.priority : undefined, row.depth, this.tuning.priorityLevels);
+
+  /** Run one operation after the ones before it. */
+  serial<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.chain.then(fn);
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+
+  private lastHost = '';
+  private lastPartition = 0;
+
+  /** The host's partition (the last answer is kept: a batch's URLs come in runs of one host). */
+  partitionOf(host: string): number {
+    if (this.opts.partitions === 1) return 0;
+    if (host !== this.lastHost) {
+      this.lastPartition = partitionForHost(host, this.opts.partitions);
+      this.lastHost = host;
+    }
+    return this.lastPartition;
+  }
+
+  storeFor(host: string): UrlStore | undefined {
+    return this.stores.get(this.partitionOf(host));
+  }
+
+  owned(): number[] {
+    return [...this.stores.keys()];
+  }
+
+  store(partition: number): UrlStore | undefined {
+    return this.stores.get(partition);
+  }
+
+  // ---- partitions ------------------------------------------------------------------------
+
+  /**
+   * Take a restored partition's store: its hosts with queued URLs and its leases come into
+   * memory. Every host of the partition waits one full delay from `now` (when it was last
+   * fetched is not known here: the longest gap it can have been given without a row in
+   * crawl.host-policy, or that of its persisted gap), and a LEASED row keeps its lease and counts
+   * as a request in flight: a live fetcher may still be working on it.
+   */
+  attach(partition: number, store: UrlStore, now: number): Promise<void> {
+    return this.serial(async () => {
+      this.dropPartition(partition);
+      this.stores.set(partition, store);
+      // A partition with no rows was never fetched from: its hosts need not wait.
+      if (store.size > 0) this.restoredAt.set(partition, now);
+      else this.restoredAt.delete(partition);
+      this.nextDue.set(store, 0);
+      this.sweep.set(partition, { after: '', at: now });
+      await store.eachHost((chunk) => {
+        for (const [host, s] of chunk) if (s.queued > 0) this.hostState(host, now, s);
+      });
+      const rows = await store.rows((await store.leased()).map((r) => r.url));
+      for (const row of rows) {
+        if (!row || row.state !== 'LEASED' || !row.lease_id) continue;
+        this.lease(row.url, row.host, row.lease_id, row.lease_expires_at ?? now);
+        const h = this.hostState(row.host, now);
+        if (!h.inflight) {
+          h.inflight = { id: row.lease_id, url: row.url, domain: h.domain, ip: null };
+          this.domains.acquire(h.domain, now);
+        }
+      }
+    });
+  }
+
+  /**
+   * Forget partitions this instance no longer owns (after a rebalance), so it never releases a
+   * fetch for a host whose politeness now lives elsewhere. Returns their stores (to close).
+   */
+  detach(keep: (partition: number) => boolean): Promise<Map<number, UrlStore>> {
+    return this.serial(async () => {
+      const gone = new Map<number, UrlStore>();
+      for (const [p, store] of [...this.stores]) {
+        if (keep(p)) continue;
+        gone.set(p, store);
+        this.dropPartition(p);
+      }
+      return gone;
+    });
+  }
+
+  private dropPartition(partition: number): void {
+    const store = this.stores.get(partition);
+    if (!store) return;
+    this.stores.delete(partition);
+    this.nextDue.delete(store);
+    for (const [host, h] of this.hosts) {
+      if (this.partitionOf(host) !== partition) continue;
+      if (this.underBudget(h)) this.queued -= h.size;
+      this.dropHead(h);
+      this.hosts.delete(host);
+    }
+    for (const [url, l] of this.urlLeases) if (this.partitionOf(l.host) === partition) this.urlLeases.delete(url);
+    this.domains.clear();
+    this.ips.clear();
+    for (const h of this.hosts.values()) {
+      if (!h.inflight) continue;
+      this.domains.acquire(h.inflight.domain, 0);
+      if (h.inflight.ip) this.ips.acquire(h.inflight.ip, 0);
+    }
+    // Hosts parked on a domain or IP group lost their place with the groups: look again.
+    for (const h of this.hosts.values()) this.schedule(h);
+  }
+
+  // ---- reads -----------------------------------------------------------------------------
+
+  stats(): FrontierStats {
+    const byState: FrontierStats['byState'] = {};
+    let urls = 0;
+    for (const s of this.stores.values()) {
+      for (const [k, n] of Object.entries(s.counts)) {
+        byState[k as UrlStateMsg['state']] = (byState[k as UrlStateMsg['state']] ?? 0) + n;
+        urls += n;
+      }
+    }
     return {
-      urls: this.rows.size, queued: this.queued, leased: this.urlLeases.size, hosts: this.hosts.size, retrying: this.retries.size,
-      recrawls: this.recrawls.size,
+      urls, queued: this.queued, leased: this.urlLeases.size, hosts: this.hosts.size, retrying: byState.FAILED ?? 0, recrawls: byState.FETCHED ?? 0, byState,
     };
   }
 
@@ -124,8 +288,10 @@ export class FrontierState {
     return n;
   }
 
-  row(url: string): UrlStateMsg | undefined {
-    return this.rows.get(url);
+  /** A URL's row, from its partition's store. */
+  async row(url: string, host = hostOf(url)): Promise<UrlStateMsg | undefined> {
+    const store = host === null ? undefined : this.storeFor(host);
+    return store ? (await store.rows([url]))[0] : undefined;
   }
 
   host(host: string): HostView | undefined {
@@ -134,12 +300,34 @@ export class FrontierState {
     return { nextAt: h.nextAt, inflight: h.inflight !== null, queued: h.size, backoff: h.backoff, fetchesThisCycle: h.fetches, ip: h.ip };
   }
 
-  private hostState(host: string, now: number): HostState {
+  // ---- hosts -----------------------------------------------------------------------------
+
+  /**
+   * The host's state, made when it is not in memory: from its summary in the store (queued
+   * URLs, fetches this cycle), its back-off row in crawl.host-policy, and its partition's restore
+   * time (a host first seen within its gap after a restart waits that gap from the restart).
+   */
+  private hostState(host: string, now: number, summary?: { queued: number; fetches: number; cycle: number }): HostState {
     let h = this.hosts.get(host);
-    if (!h) {
-      h = newHost(host, routingKey(host), now, this.policy.minHostDelayMs);
-      this.hosts.set(host, h);
+    if (h) return h;
+    h = newHost(host, routingKey(host), now, this.policy.minHostDelayMs);
+    if (summary && summary.cycle === this.cycle) h.fetches = summary.fetches;
+    // Queued URLs on disk (a host with work is never evicted; this is a restore).
+    if (summary) h.size = summary.queued;
+    const since = this.restoredAt.get(this.partitionOf(host));
+    const row = this.table.get(host, 'backoff');
+    let gap = 0;
+    if (row) {
+      const b = backoffFromRecord(row);
+      h.backoff = b.backoff;
+      h.persistedGap = b.gapMs || this.policy.minHostDelayMs;
+      gap = b.gapMs;
+      h.nextAt = Math.max(h.nextAt, b.backoff.notBefore);
     }
+    if (since !== undefined) h.nextAt = Math.max(h.nextAt, since + handOverWaitMs(this.policy.minHostDelayMs, gap));
+    this.hosts.set(host, h);
+    if (h.size > 0 && this.underBudget(h)) this.queued += h.size;
+    this.schedule(h);
     return h;
   }
 
@@ -159,47 +347,29 @@ export class FrontierState {
     this.ready.push(Math.max(at, h.nextAt), h);
   }
 
-  /**
-   * The row's front queue: by the importance a scorer gave it (Candidate.priority) until the URL
-   * is first fetched, by depth after that (a recrawl) or when it has none.
-   */
-  private levelOf(row: UrlStateMsg): number {
-    return priorityLevel(row.fetched_at === null ? row.priority : undefined, row.depth, this.tuning.priorityLevels);
+  private dropHead(h: HostState): void {
+    if (h.head) this.headRefs -= h.head.length;
+    h.head = null;
   }
 
-  private enqueue(h: HostState, row: UrlStateMsg, front = false): void {
-    pushUrl(h, row.url, this.levelOf(row), front);
+  /** A row joins its host's queue (the row is already staged as QUEUED in the op). */
+  private enqueue(h: HostState, row: UrlStateMsg): void {
+    h.size++;
+    h.dirty = true;
     if (this.underBudget(h)) this.queued++;
+    // The head must stay the start of the queue: a URL sorting before its last entry spoils it.
+    const last = h.head?.[h.head.length - 1];
+    if (last && Buffer.compare(queueKey(row.host, this.levelOf(row), queuedAtFront(row), row.updated_at, row.url), last.key) < 0) this.dropHead(h);
     this.schedule(h);
-  }
-
-  /**
-   * Rebuild from a URL-table row (after a crash or rebalance). A LEASED row keeps its lease and
-   * counts as a request in flight: a live fetcher may still be working on it, and re-issuing it
-   * now could hit the host twice at once. Restored hosts wait one full delay, since when they
-   * were last fetched is unknown here: the longest gap they can have been given without a row in
-   * crawl.host-policy (handOverWaitMs; restoreBackoff makes it that of the host's persisted gap).
-   */
-  restore(row: UrlStateMsg, now: number): void {
-    const h = this.hostState(row.host, now);
-    this.rows.set(row, h.host);
-    h.nextAt = Math.max(h.nextAt, now + handOverWaitMs(this.policy.minHostDelayMs));
-    if (row.state === 'QUEUED') this.enqueue(h, row);
-    else if (row.state === 'LEASED' && row.lease_id) {
-      this.lease(row.url, row.lease_id, row.lease_expires_at ?? now);
-      if (!h.inflight) {
-        h.inflight = { id: row.lease_id, url: row.url, domain: h.domain, ip: null };
-        this.domains.acquire(h.domain, now);
-      }
-    } else if (row.state === 'FAILED') this.retries.push(row.next_due_at ?? now, row.url);
-    else if (row.state === 'FETCHED' && row.next_due_at !== null) this.recrawls.push(row.next_due_at, row.url);
   }
 
   /**
    * Rebuild a host's back-off from its crawl.host-policy row (field `backoff`): the host waits
    * out any Retry-After/pause window and, from now, the longest gap it may last have been given.
+   * The row is also kept in the table, where a host coming into memory later finds it.
    */
   restoreBackoff(rec: HostPolicyMsg, now: number): void {
+    this.table.apply(`${rec.host}|${rec.field}`, rec);
     const { backoff, gapMs } = backoffFromRecord(rec);
     const h = this.hostState(rec.host, now);
     h.backoff = backoff;
@@ -207,56 +377,15 @@ export class FrontierState {
     h.nextAt = Math.max(h.nextAt, backoff.notBefore, now + handOverWaitMs(this.policy.minHostDelayMs, gapMs));
   }
 
-  private lease(url: string, id: string, expiresAt: number): void {
-    this.urlLeases.set(url, { id, expiresAt });
-    this.leases.push(expiresAt, { url, id });
-  }
-
-  /**
-   * Forget hosts this instance no longer owns (after a rebalance), so it never releases a
-   * fetch for a host whose politeness now lives elsewhere.
-   */
-  retain(owns: (host: string) => boolean): void {
-    for (const [host, h] of this.hosts) {
-      if (owns(host)) continue;
-      if (this.underBudget(h)) this.queued -= h.size;
-      this.hosts.delete(host);
-    }
-    for (const [url, host] of this.rows.hosts()) {
-      if (owns(host)) continue;
-      this.rows.delete(url);
-      this.urlLeases.delete(url);
-    }
-    this.domains.clear();
-    this.ips.clear();
-    for (const h of this.hosts.values()) {
-      if (!h.inflight) continue;
-      this.domains.acquire(h.inflight.domain, 0);
-      if (h.inflight.ip) this.ips.acquire(h.inflight.ip, 0);
-    }
-    // Hosts parked on a domain or IP group lost their place with the groups: look again.
-    for (const h of this.hosts.values()) this.schedule(h);
-  }
-
-  /** A candidate from seen-test: queue it unless the URL table knows it. */
-  onCandidate(c: CandidateMsg, now: number): FrontierEmits {
-    if (this.rows.has(c.url)) return { rows: [], fetches: [] };
-    const row: UrlStateMsg = {
-      url: c.url, host: c.host, state: 'QUEUED', depth: c.depth, discovered_at: c.discovered_at, updated_at: now,
-      lease_id: null, lease_expires_at: null, attempts: 0, next_due_at: null, fetched_at: null, http_status: null,
-      sha256: null, etag: null, last_modified: null, warc_uri: null, warc_offset: null, warc_length: null, reason: null,
-      ...redirectField(c.redirects), ...priorityField(c.priority),
-    };
-    const h = this.hostState(c.host, now);
-    this.rows.set(row, h.host);
-    this.enqueue(h, row);
-    return { rows: [row], fetches: [] };
-  }
-
   /** A host-policy row changed (block lifted, new ceiling): look at the host again now. */
   onPolicyChange(host: string, now: number): void {
     const h = this.hosts.get(host);
     if (h && !h.inflight && h.size > 0 && this.underBudget(h)) this.recheckAt(h, now);
+  }
+
+  private lease(url: string, host: string, id: string, expiresAt: number): void {
+    this.urlLeases.set(url, { id, expiresAt, host });
+    this.leases.push(expiresAt, { url, id });
   }
 
   /** Free the host's (and its domain's and IP's) slot, and wake hosts parked on those. */
@@ -270,23 +399,88 @@ export class FrontierState {
     }
   }
 
+  private newOp(): FrontierOp {
+    return new FrontierOp((host) => this.storeFor(host));
+  }
+
+  /** Write the op's changes (rows, indexes, touched hosts' summaries) and return its emits. */
+  private async commit(op: FrontierOp): Promise<FrontierEmits> {
+    for (const h of op.touched) {
+      if (!h.dirty) continue;
+      const store = this.storeFor(h.host);
+      if (store) store.stageHost(op.batch(store), h.host, { queued: h.size, fetches: h.fetches, cycle: this.cycle });
+      h.dirty = false;
+    }
+    await op.write();
+    for (const [store, due] of op.dueAt) {
+      const known = this.nextDue.get(store) ?? 0;
+      if (known !== 0 && due < known) this.nextDue.set(store, due);
+    }
+    return op.out;
+  }
+
+  // ---- operations ------------------------------------------------------------------------
+
+  /** Candidates from seen-test: queue each URL the table does not know. */
+  onCandidates(cands: readonly CandidateMsg[], now: number): Promise<FrontierEmits> {
+    return this.serial(async () => {
+      const op = this.newOp();
+      const fresh = cands.filter((c) => this.storeFor(c.host));
+      await op.load(fresh);
+      const absent = [...new Set(fresh.filter((c) => !this.hosts.has(c.host)).map((c) => c.host))];
+      const summaries = await op.summaries(absent);
+      for (const c of fresh) {
+        if (op.known(c.url)) continue;
+        const row: UrlStateMsg = {
+          url: c.url, host: c.host, state: 'QUEUED', depth: c.depth, discovered_at: c.discovered_at, updated_at: now,
+          lease_id: null, lease_expires_at: null, attempts: 0, next_due_at: null, fetched_at: null, http_status: null,
+          sha256: null, etag: null, last_modified: null, warc_uri: null, warc_offset: null, warc_length: null, reason: null,
+          ...redirectField(c.redirects), ...priorityField(c.priority),
+        };
+        const h = this.hostState(c.host, now, summaries.get(c.host));
+        op.set(row);
+        op.touch(h);
+        this.enqueue(h, row);
+        op.out.rows.push(row);
+      }
+      return this.commit(op);
+    });
+  }
+
+  onCandidate(c: CandidateMsg, now: number): Promise<FrontierEmits> {
+    return this.onCandidates([c], now);
+  }
+
   /**
-   * A fetcher's answer. The first status of a lease frees the host, starts its politeness
-   * clock and adapts its pace; the final one (stored) settles the URL-table row.
+   * Fetchers' answers. The first status of a lease frees the host, starts its politeness clock
+   * and adapts its pace; the final one (stored) settles the URL-table row.
    */
-  onStatus(s: FetchStatusMsg, now: number): FrontierEmits {
+  onStatuses(ss: readonly FetchStatusMsg[], now: number): Promise<FrontierEmits> {
+    return this.serial(async () => {
+      const op = this.newOp();
+      await op.load(ss.filter((s) => this.urlLeases.get(s.url)?.id === s.lease_id));
+      for (const s of ss) this.applyStatus(s, now, op);
+      return this.commit(op);
+    });
+  }
+
+  onStatus(s: FetchStatusMsg, now: number): Promise<FrontierEmits> {
+    return this.onStatuses([s], now);
+  }
+
+  private applyStatus(s: FetchStatusMsg, now: number, op: FrontierOp): void {
     const lease = this.urlLeases.get(s.url);
-    const row = this.rows.get(s.url);
-    if (!lease || !row || lease.id !== s.lease_id) return { rows: [], fetches: [] }; // stale or duplicate
+    const row = op.current(s.url);
+    if (!lease || !row || lease.id !== s.lease_id) return; // stale or duplicate
     const h = this.hostState(s.host, now);
-    const out: FrontierEmits = { rows: [], fetches: [] };
+    op.touch(h);
     if (h.inflight?.id === s.lease_id) {
       const policy = applyAnswer(h, s, now, { ...this.policy, ...this.tuning }, this.table.minDelayMs(s.host), this.table.block(s.host, now)?.until ?? null);
-      if (policy) out.policies = [policy];
+      if (policy) (op.out.policies ??= []).push(policy);
       this.free(h);
       this.schedule(h);
     }
-    if (!s.stored) return out;
+    if (!s.stored) return;
     this.urlLeases.delete(s.url);
     const next: UrlStateMsg = { ...row, updated_at: now, lease_id: null, lease_expires_at: null, http_status: s.http_status, reason: s.reason };
     switch (s.outcome) {
@@ -297,28 +491,24 @@ export class FrontierState {
           state: 'FETCHED', attempts: 0, fetched_at: s.finished_at, sha256: s.sha256 ?? row.sha256, etag: s.etag, last_modified: s.last_modified,
           warc_uri: s.warc_uri, warc_offset: s.warc_offset, warc_length: s.warc_length, next_due_at: s.finished_at + interval,
         });
-        this.recrawls.push(next.next_due_at!, s.url);
         break;
       }
       case 'ROBOTS_DISALLOWED':
         next.state = 'DISALLOWED';
         break;
       case 'REFUSED':
-        if (s.reason === 'blocked') {
-          // The fetcher refused because of an operator block: not the URL's fault, and the
-          // block expires. Queue it again; the host waits for the block's end.
-          next.state = 'QUEUED';
-          this.enqueue(h, next, true);
-        } else next.state = 'DEAD';
+        // Refused because of an operator block: not the URL's fault, and the block expires.
+        // Queued again at the front of its level; the host waits for the block's end.
+        next.state = s.reason === 'blocked' ? 'QUEUED' : 'DEAD';
         break;
       case 'FAILED':
       case 'ROBOTS_UNAVAILABLE':
         this.fail(next, now, s.retry_after_ms);
         break;
     }
-    this.rows.set(next);
-    out.rows.push(next);
-    return out;
+    op.set(next);
+    if (next.state === 'QUEUED') this.enqueue(h, next);
+    op.out.rows.push(next);
   }
 
   private fail(row: UrlStateMsg, now: number, retryAfterMs: number | null): void {
@@ -331,19 +521,125 @@ export class FrontierState {
     const backoff = this.policy.retryBackoffMs[Math.min(row.attempts - 1, this.policy.retryBackoffMs.length - 1)];
     row.state = 'FAILED';
     row.next_due_at = now + Math.max(backoff, retryAfterMs ?? 0);
-    this.retries.push(row.next_due_at, row.url);
   }
 
-  /** Release due hosts, re-issue expired leases, and requeue due retries and recrawls. */
-  tick(now: number, maxFetches = Infinity): FrontierEmits {
-    const out: FrontierEmits = { rows: [], fetches: [] };
-    this.requeueDue(this.retries, 'FAILED', now, out);
-    this.requeueDue(this.recrawls, 'FETCHED', now, out);
-    this.expireLeases(now, out);
-    while (out.fetches.length < maxFetches && (this.ready.peekKey() ?? Infinity) <= now) {
+  /** Requeue due retries and recrawls, re-issue expired leases, expire old unfetched URLs, release due hosts. */
+  tick(now: number, maxFetches = Infinity): Promise<FrontierEmits> {
+    return this.serial(async () => {
+      const op = this.newOp();
+      await this.requeueDue(now, op);
+      await this.expireLeases(now, op);
+      await this.sweepExpired(now, op);
+      // Written before hosts' queues are read: what was requeued above may be released now.
+      await op.write();
+      await this.releaseDue(now, maxFetches, op);
+      this.evictIdle(now);
+      return this.commit(op);
+    });
+  }
+
+  private async requeueDue(now: number, op: FrontierOp): Promise<void> {
+    for (const store of this.stores.values()) {
+      const known = this.nextDue.get(store) ?? 0;
+      if (known > now) continue;
+      const refs = await store.due(now, DUE_PER_TICK);
+      if (refs.length === 0) {
+        this.nextDue.set(store, (await store.nextDue()) ?? Infinity);
+        continue;
+      }
+      // Look again next tick: more may be due, and what this tick requeues is written after it.
+      this.nextDue.set(store, 0);
+      await op.load(refs);
+      const summaries = await op.summaries([...new Set(refs.map((r) => r.host).filter((h) => !this.hosts.has(h)))]);
+      for (const ref of refs) {
+        const row = op.current(ref.url);
+        if (!row || (row.state !== 'FAILED' && row.state !== 'FETCHED') || row.next_due_at === null || row.next_due_at > now) {
+          // An entry its row no longer has (staged over by this operation, or left by a crash).
+          if (!row || !ref.key.equals(indexEntry(row, this.levelOf)?.[0] ?? Buffer.alloc(0))) op.dropEntry(store, ref.key);
+          continue;
+        }
+        const queuedRow: UrlStateMsg = { ...row, state: 'QUEUED', updated_at: now };
+        const h = this.hostState(row.host, now, summaries.get(row.host));
+        op.set(queuedRow);
+        op.touch(h);
+        this.enqueue(h, queuedRow);
+        op.out.rows.push(queuedRow);
+      }
+    }
+  }
+
+  /** A lost fetch (fetcher died) counts as an attempt; the host waits a full delay first. */
+  private async expireLeases(now: number, op: FrontierOp): Promise<void> {
+    const expired: Array<{ url: string; id: string; host: string }> = [];
+    while ((this.leases.peekKey() ?? Infinity) <= now) {
+      const l = this.leases.pop()!;
+      const held = this.urlLeases.get(l.url);
+      if (held?.id === l.id) expired.push({ ...l, host: held.host });
+    }
+    if (expired.length === 0) return;
+    await op.load(expired);
+    for (const { url, id } of expired) {
+      this.urlLeases.delete(url);
+      const row = op.current(url);
+      if (!row) continue;
+      const h = this.hostState(row.host, now);
+      op.touch(h);
+      if (h.inflight?.id === id) {
+        this.free(h);
+        h.nextAt = Math.max(h.nextAt, now + Math.max(this.policy.minHostDelayMs, h.crawlDelayMs, h.persistedGap, h.backoff.delayMs));
+      }
+      const next: UrlStateMsg = { ...row, lease_id: null, lease_expires_at: null, updated_at: now, reason: 'lease-expired', attempts: row.attempts + 1 };
+      // Re-issue a lost fetch as soon as politeness allows (front of its level), not after the failure back-off.
+      next.state = next.attempts >= this.policy.maxAttempts ? 'DEAD' : 'QUEUED';
+      op.set(next);
+      if (next.state === 'QUEUED') this.enqueue(h, next);
+      op.out.rows.push(next);
+      this.schedule(h);
+    }
+  }
+
+  /**
+   * Unfetched URLs older than urlTtlMs (from discovery) leave the table: a tombstone in the
+   * changelog, so the table does not keep dead links for ever. A sweep walks each partition's
+   * rows a slice at a time; a URL in flight is left for its answer.
+   */
+  private async sweepExpired(now: number, op: FrontierOp): Promise<void> {
+    const ttl = this.tuning.urlTtlMs;
+    if (!ttl) return;
+    for (const [p, store] of this.stores) {
+      const s = this.sweep.get(p)!;
+      if (now - s.at < SWEEP_EVERY_MS) continue;
+      s.at = now;
+      const rows = await store.rowsAfter(s.after, SWEEP_ROWS);
+      s.after = rows.length < SWEEP_ROWS ? '' : rows[rows.length - 1].url;
+      for (const stored of rows) {
+        // This operation may have changed the row already (a lease that expired this tick).
+        const r = op.has(stored.url) ? op.current(stored.url) : stored;
+        if (!r || r.fetched_at !== null || r.state === 'LEASED' || r.discovered_at + ttl > now || this.urlLeases.has(r.url)) continue;
+        op.seed(r);
+        if (r.state === 'QUEUED') {
+          const h = this.hosts.get(r.host);
+          if (h) {
+            h.size = Math.max(0, h.size - 1);
+            if (this.underBudget(h)) this.queued--;
+            h.dirty = true;
+            op.touch(h);
+            this.dropHead(h);
+          }
+        }
+        op.remove(r);
+        (op.out.expired ??= []).push({ url: r.url, host: r.host });
+      }
+    }
+  }
+
+  /** Release one URL of every due host that politeness allows, up to maxFetches. */
+  private async releaseDue(now: number, maxFetches: number, op: FrontierOp): Promise<void> {
+    const picked: HostState[] = [];
+    while (picked.length < maxFetches && (this.ready.peekKey() ?? Infinity) <= now) {
       const h = this.ready.pop()!;
       h.scheduled = false;
-      if (this.hosts.get(h.host) !== h) continue; // dropped by retain()
+      if (this.hosts.get(h.host) !== h) continue; // dropped with its partition, or evicted
       if (h.inflight || h.size === 0 || !this.underBudget(h)) continue;
       if (h.nextAt > now) {
         this.schedule(h); // its time moved since it was pushed
@@ -355,9 +651,42 @@ export class FrontierState {
         continue;
       }
       if (!this.layersAllow(h, now)) continue;
-      this.release(h, now, out);
+      // The slot is taken now, so the next host of the same domain or IP sees it.
+      h.inflight = { id: '', url: '', domain: h.domain, ip: h.ip };
+      this.domains.acquire(h.domain, now, h.host);
+      if (h.ip) this.ips.acquire(h.ip, now, h.host);
+      picked.push(h);
     }
-    return out;
+    if (picked.length === 0) return;
+    await Promise.all(picked.filter((h) => !h.head?.length).map((h) => this.fillHead(h)));
+    await op.load(picked.flatMap((h) => (h.head?.length ? [{ url: h.head[0].url, host: h.host }] : [])));
+    for (const h of picked) {
+      op.touch(h);
+      const ref = h.head?.shift();
+      if (ref) this.headRefs--;
+      const row = ref ? op.current(ref.url) : undefined;
+      if (!ref || !row || row.state !== 'QUEUED') {
+        // The queue on disk disagrees (nothing there, or an entry whose row moved on): trust it.
+        if (ref) op.dropEntry(this.storeFor(h.host)!, ref.key);
+        else {
+          if (this.underBudget(h)) this.queued -= h.size;
+          h.size = 0;
+          h.dirty = true;
+        }
+        this.free(h);
+        this.schedule(h);
+        continue;
+      }
+      this.release(h, row, now, op);
+    }
+  }
+
+  private async fillHead(h: HostState): Promise<void> {
+    const store = this.storeFor(h.host);
+    if (!store) return;
+    this.dropHead(h);
+    h.head = await store.head(h.host, HEAD_READ);
+    this.headRefs += h.head.length;
   }
 
   /** Domain and IP caps: parks or re-times the host when either is full or inside its gap. */
@@ -380,21 +709,22 @@ export class FrontierState {
     return true;
   }
 
-  private release(h: HostState, now: number, out: FrontierEmits): void {
-    const url = takeUrl(h);
-    this.queued--;
-    const row = this.rows.get(url)!;
-    const lease = { id: this.newLeaseId(), url, expiresAt: now + this.policy.leaseMs };
+  private release(h: HostState, row: UrlStateMsg, now: number, op: FrontierOp): void {
+    const url = row.url;
+    const lease = { id: this.newLeaseId(), expiresAt: now + this.policy.leaseMs };
     h.inflight = { id: lease.id, url, domain: h.domain, ip: h.ip };
-    this.domains.acquire(h.domain, now, h.host);
-    if (h.ip) this.ips.acquire(h.ip, now, h.host);
+    h.size--;
+    this.queued--;
     h.fetches++;
+    h.dirty = true;
     if (!this.underBudget(h)) this.queued -= h.size; // the rest waits for the next cycle
-    this.lease(url, lease.id, lease.expiresAt);
+    // Heads are kept while they fit the budget; past it a host reads its queue again next time.
+    if (this.headRefs > HEAD_BUDGET) this.dropHead(h);
+    this.lease(url, h.host, lease.id, lease.expiresAt);
     const leased: UrlStateMsg = { ...row, state: 'LEASED', lease_id: lease.id, lease_expires_at: lease.expiresAt, updated_at: now };
-    this.rows.set(leased);
-    out.rows.push(leased);
-    out.fetches.push({
+    op.set(leased);
+    op.out.rows.push(leased);
+    op.out.fetches.push({
       url, host: h.host, depth: row.depth, lease_id: lease.id, lease_expires_at: lease.expiresAt, attempt: row.attempts + 1,
       prev_sha256: row.sha256, etag: row.etag, last_modified: row.last_modified, ...redirectField(row.redirects),
       // The row keeps the importance after the fetch, so a recrawl still hands it on.
@@ -402,40 +732,32 @@ export class FrontierState {
     });
   }
 
-  private requeueDue(heap: MinHeap<string>, state: 'FAILED' | 'FETCHED', now: number, out: FrontierEmits): void {
-    while ((heap.peekKey() ?? Infinity) <= now) {
-      const url = heap.pop()!;
-      const row = this.rows.get(url);
-      if (!row || row.state !== state || (row.next_due_at ?? 0) > now) continue;
-      const queuedRow: UrlStateMsg = { ...row, state: 'QUEUED', updated_at: now };
-      this.rows.set(queuedRow);
-      out.rows.push(queuedRow);
-      this.enqueue(this.hostState(row.host, now), queuedRow);
+  /**
+   * Let go of hosts with nothing left to do: nothing queued, nothing in flight, their gap over.
+   * Their summary (fetches this cycle) is in the store and their back-off in crawl.host-policy,
+   * where hostState finds both if the host has work again.
+   */
+  private evictIdle(now: number): void {
+    for (let i = 0; i < EVICT_PER_TICK; i++) {
+      this.evictCursor ??= this.hosts.values();
+      const n = this.evictCursor.next();
+      if (n.done) {
+        this.evictCursor = null;
+        return;
+      }
+      const h = n.value;
+      if (h.size === 0 && !h.inflight && !h.dirty && h.nextAt <= now && h.backoff.notBefore <= now) {
+        this.dropHead(h);
+        this.hosts.delete(h.host);
+      }
     }
   }
+}
 
-  /** A lost fetch (fetcher died) counts as an attempt; the host waits a full delay first. */
-  private expireLeases(now: number, out: FrontierEmits): void {
-    while ((this.leases.peekKey() ?? Infinity) <= now) {
-      const { url, id } = this.leases.pop()!;
-      if (this.urlLeases.get(url)?.id !== id) continue; // answered in time
-      this.urlLeases.delete(url);
-      const row = this.rows.get(url)!;
-      const h = this.hostState(row.host, now);
-      if (h.inflight?.id === id) {
-        this.free(h);
-        h.nextAt = Math.max(h.nextAt, now + Math.max(this.policy.minHostDelayMs, h.crawlDelayMs, h.persistedGap, h.backoff.delayMs));
-      }
-      const next: UrlStateMsg = { ...row, lease_id: null, lease_expires_at: null, updated_at: now, reason: 'lease-expired', attempts: row.attempts + 1 };
-      if (next.attempts >= this.policy.maxAttempts) next.state = 'DEAD';
-      else {
-        // Re-issue a lost fetch as soon as politeness allows, not after the failure back-off.
-        next.state = 'QUEUED';
-        this.enqueue(h, next, true);
-      }
-      this.rows.set(next);
-      out.rows.push(next);
-      this.schedule(h);
-    }
+function hostOf(url: string): string | null {
+  try {
+    return new URL(url).hostname;
+  } catch {
+    return null;
   }
 }

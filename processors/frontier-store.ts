@@ -10,7 +10,7 @@
  * copies a changelog record into the store without decoding it.
  */
 import { randomUUID } from 'node:crypto';
-import { KvBatch, KvStore, type KvStoreOptions } from '../connectors/kv-store';
+import { KvStore, type KvBatch, type KvStoreOptions } from '../connectors/kv-store';
 import { avroReader, avroType } from '../lib/avro';
 import type { UrlStateMsg, UrlStatus } from '../lib/messages';
 import {
@@ -42,10 +42,13 @@ const ID_KEY = metaKey('id');
 const COUNTS_KEY = metaKey('counts');
 const LEVELS_KEY = metaKey('levels');
 
-/** A write batch of one store, with the change it makes to the state counts. */
-class StoreBatch extends KvBatch {
-  readonly delta: StateCounts = {};
-}
+/** The change each batch makes to the state counts. */
+const deltas = new WeakMap<KvBatch, StateCounts>();
+const deltaOf = (b: KvBatch): StateCounts => {
+  let d = deltas.get(b);
+  if (!d) deltas.set(b, (d = {}));
+  return d;
+};
 
 export class UrlStore {
   /** Rows by state, as written. */
@@ -69,7 +72,7 @@ export class UrlStore {
     let storeId = id?.toString('utf8');
     if (!storeId) {
       storeId = randomUUID();
-      const b = new KvBatch();
+      const b = kv.batch();
       b.put(ID_KEY, Buffer.from(storeId));
       await kv.write(b, true);
     }
@@ -88,7 +91,7 @@ export class UrlStore {
   }
 
   newBatch(): KvBatch {
-    return new StoreBatch();
+    return this.kv.batch();
   }
 
   async rows(urls: readonly string[]): Promise<Array<UrlStateMsg | undefined>> {
@@ -164,7 +167,7 @@ export class UrlStore {
     if (after) batch.put(after[0], after[1]);
     if (next) batch.put(rowKey(url), nextBytes ?? encodeRow(next));
     else batch.del(rowKey(url));
-    const delta = (batch as StoreBatch).delta;
+    const delta = deltaOf(batch);
     if (prev) delta[prev.state] = (delta[prev.state] ?? 0) - 1;
     if (next) delta[next.state] = (delta[next.state] ?? 0) + 1;
   }
@@ -184,7 +187,7 @@ export class UrlStore {
    * and every write before it are on disk.
    */
   async write(batch: KvBatch, durable = false): Promise<void> {
-    const delta = (batch as StoreBatch).delta ?? {};
+    const delta = deltas.get(batch) ?? {};
     const keys = Object.keys(delta) as UrlStatus[];
     const next: StateCounts = { ...this.counts };
     for (const k of keys) next[k] = (next[k] ?? 0) + delta[k]!;
@@ -195,7 +198,7 @@ export class UrlStore {
 
   /** Set the state counts and the levels the queue keys were derived with (after a rebuild). */
   async setFacts(counts: StateCounts, levels: number): Promise<void> {
-    const b = new KvBatch();
+    const b = this.kv.batch();
     b.put(COUNTS_KEY, Buffer.from(JSON.stringify(counts)));
     b.put(LEVELS_KEY, Buffer.from(String(levels)));
     await this.kv.write(b, true);
@@ -208,7 +211,7 @@ export class UrlStore {
   async clearIndexes(): Promise<void> {
     for (const tag of [KEY_QUEUE, KEY_DUE, KEY_LEASE, KEY_HOST]) {
       await this.kv.scan(prefixRange(Buffer.from([tag])), 4096, async (entries) => {
-        const b = new KvBatch();
+        const b = this.kv.batch();
         for (const [k] of entries) b.del(k);
         await this.kv.write(b);
       });
@@ -217,7 +220,7 @@ export class UrlStore {
 
   /** Make every write so far durable. */
   async sync(): Promise<void> {
-    await this.kv.write(new KvBatch(), true);
+    await this.kv.write(this.kv.batch(), true);
   }
 
   /** Bytes on disk (LevelDB's estimate), for the benchmark's bytes per URL. */

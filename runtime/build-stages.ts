@@ -34,6 +34,8 @@ export interface StageDeps {
   usage?: UsagePolicy;
   onOutcome?: (outcome: FetchOutcome, status: number | null, reason: string | null) => void;
   onReject?: (reason: string, url: string) => void;
+  /** Where the frontier keeps its partitions' stores (default: config.stateDir). */
+  frontierStateDir?: string;
 }
 
 export function buildStages(names: readonly StageName[], deps: StageDeps): Stage[] {
@@ -52,7 +54,7 @@ export function buildStages(names: readonly StageName[], deps: StageDeps): Stage
       seenTestStage(deps.seen ?? new MemoryBloom(bloomParams(c.bloomExpectedUrls, c.bloomFalsePositiveRate, c.bloomMaxShardBytes)), {
         maxDepth: c.maxDepth, scope: deps.scope ?? new Set(), onReject, trapOptions: trapOptionsFrom(c),
       }),
-    frontier: () => frontierStage(c, { partitions: c.partitions }),
+    frontier: () => frontierStage(c, { partitions: c.partitions, stateDir: deps.frontierStateDir ?? c.stateDir }),
     fetch: () => {
       const stage = fetchStage({ http: deps.http, archive: (e, onBuilt) => deps.warc.append(e, onBuilt), config: c, onOutcome });
       // Closing the fetch stage stores the open WARC file so waiting fetches are announced.

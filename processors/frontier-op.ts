@@ -1,0 +1,125 @@
+/**
+ * One frontier operation's view of the URL table: the rows it read from the partitions' stores,
+ * the changes it staged (rows and their index entries, in one batch per store, written together
+ * at its end), the hosts it touched and the emits it is building. A URL changed twice in one
+ * operation is staged from its staged row, so the indexes always follow the row as written.
+ */
+import type { KvBatch } from '../connectors/kv-store';
+import type { UrlStateMsg } from '../lib/messages';
+import type { HostSummary } from './frontier-keys';
+import type { HostState } from './frontier-hosts';
+import type { FrontierEmits } from './frontier-state';
+import type { UrlStore } from './frontier-store';
+
+export class FrontierOp {
+  readonly out: FrontierEmits = { rows: [], fetches: [] };
+  readonly touched = new Set<HostState>();
+  /** Earliest retry or recrawl time staged, per store. */
+  readonly dueAt = new Map<UrlStore, number>();
+  /** Rows as this operation sees them: read, then as staged (null: removed). */
+  private readonly cur = new Map<string, UrlStateMsg | null>();
+  private readonly batches = new Map<UrlStore, KvBatch>();
+
+  constructor(private readonly storeFor: (host: string) => UrlStore | undefined) {}
+
+  batch(store: UrlStore): KvBatch {
+    let b = this.batches.get(store);
+    if (!b) this.batches.set(store, (b = store.newBatch()));
+    return b;
+  }
+
+  /** Read the rows of these URLs (those not read yet) from their hosts' stores. */
+  async load(items: ReadonlyArray<{ url: string; host: string }>): Promise<void> {
+    const byStore = new Map<UrlStore, string[]>();
+    for (const { url, host } of items) {
+      if (this.cur.has(url)) continue;
+      const store = this.storeFor(host);
+      if (!store) continue;
+      this.cur.set(url, null);
+      let list = byStore.get(store);
+      if (!list) byStore.set(store, (list = []));
+      list.push(url);
+    }
+    await Promise.all(
+      [...byStore].map(async ([store, list]) => {
+        const rows = await store.rows(list);
+        list.forEach((url, i) => this.cur.set(url, rows[i] ?? null));
+      }),
+    );
+  }
+
+  /** Summaries of hosts not in memory, from their stores. */
+  async summaries(hosts: readonly string[]): Promise<Map<string, HostSummary>> {
+    const out = new Map<string, HostSummary>();
+    const byStore = new Map<UrlStore, string[]>();
+    for (const h of hosts) {
+      const store = this.storeFor(h);
+      if (!store) continue;
+      let list = byStore.get(store);
+      if (!list) byStore.set(store, (list = []));
+      list.push(h);
+    }
+    await Promise.all(
+      [...byStore].map(async ([store, list]) => {
+        const got = await store.hostSummaries(list);
+        list.forEach((h, i) => got[i] && out.set(h, got[i]!));
+      }),
+    );
+    return out;
+  }
+
+  /** A row as this operation sees it (undefined: not in the table, or not read). */
+  current(url: string): UrlStateMsg | undefined {
+    return this.cur.get(url) ?? undefined;
+  }
+
+  /** Whether this operation has read or staged the URL's row. */
+  has(url: string): boolean {
+    return this.cur.has(url);
+  }
+
+  /** Whether the table holds the URL (read or staged by this operation). */
+  known(url: string): boolean {
+    return !!this.cur.get(url);
+  }
+
+  /** A row read by other means (a sweep) becomes this operation's view of it. */
+  seed(row: UrlStateMsg): void {
+    if (!this.cur.has(row.url)) this.cur.set(row.url, row);
+  }
+
+  /** Stage a row (new or changed) with its index entries. */
+  set(next: UrlStateMsg): void {
+    const store = this.storeFor(next.host);
+    if (!store) throw new Error(`no store holds ${next.host}`);
+    store.stage(this.batch(store), this.current(next.url), next);
+    this.cur.set(next.url, next);
+    if ((next.state === 'FAILED' || next.state === 'FETCHED') && next.next_due_at !== null) {
+      this.dueAt.set(store, Math.min(this.dueAt.get(store) ?? Infinity, next.next_due_at));
+    }
+  }
+
+  /** Stage a row's removal with its index entry. */
+  remove(row: UrlStateMsg): void {
+    const store = this.storeFor(row.host);
+    if (!store) return;
+    store.stage(this.batch(store), this.current(row.url) ?? row, null);
+    this.cur.set(row.url, null);
+  }
+
+  /** An index entry that no longer matches its row (it moved on, or is gone): delete it. */
+  dropEntry(store: UrlStore, key: Buffer): void {
+    this.batch(store).del(key);
+  }
+
+  touch(h: HostState): void {
+    this.touched.add(h);
+  }
+
+  /** Write every store's batch staged so far (later reads of the stores see it). */
+  async write(): Promise<void> {
+    const batches = [...this.batches];
+    this.batches.clear();
+    await Promise.all(batches.map(([store, b]) => store.write(b)));
+  }
+}
