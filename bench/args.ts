@@ -2,8 +2,10 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 
-export type Part = 'embedded' | 'kafka' | 'peer';
-const PARTS: readonly Part[] = ['embedded', 'kafka', 'peer'];
+export type Part = 'embedded' | 'kafka' | 'peer' | 'frontier-scale';
+const PARTS: readonly Part[] = ['embedded', 'kafka', 'peer', 'frontier-scale'];
+/** Run by default: frontier-scale only when asked for (it takes a while and disk). */
+const DEFAULT_PARTS: readonly Part[] = ['embedded', 'kafka', 'peer'];
 
 export interface BenchArgs {
   only: Part[];
@@ -23,6 +25,9 @@ export interface BenchArgs {
   kafkaProcs: string[][];
   /** Node flags added after the launcher's for every kcrawl process (experiments: `--node-flags "--v8-pool-size=1"`). */
   nodeFlags: string[];
+  /** frontier-scale: URLs to take in, and seconds of leasing measured with them in the table. */
+  urls: number;
+  leaseSecs: number;
 }
 
 export const STAGE_NAMES = ['seen-test', 'frontier', 'fetch', 'parse', 'handoff'] as const;
@@ -40,7 +45,9 @@ export const USAGE = `usage: npm run bench -- [flags]   (or node dist/bench/run.
   --profile DIR                write node --cpu-prof profiles of kcrawl's processes to DIR
   --json FILE                  also write the results as JSON
   --kafka-procs SPEC           Kafka mode's processes, e.g. ${DEFAULT_KAFKA_PROCS}
-  --node-flags "FLAGS"         Node/V8 flags added to every kcrawl process`;
+  --node-flags "FLAGS"         Node/V8 flags added to every kcrawl process
+  --urls N                     frontier-scale: distinct URLs into one frontier (1000000; the acceptance run is 50000000)
+  --lease-secs S               frontier-scale: seconds of leasing measured with the table full (30)`;
 
 /** "a,b/c,d" -> [[a, b], [c, d]]: every stage exactly once. */
 export function parseKafkaProcs(v: string): string[][] {
@@ -61,7 +68,7 @@ const wholeNumber = (flag: string, v: string | undefined, min: number): number =
 };
 
 export function parseBenchArgs(argv: readonly string[]): BenchArgs {
-  const a: BenchArgs = { only: [...PARTS], hosts: 5000, latencies: [0, 200], secs: 20, warmupSecs: 15, concurrency: 256, kafkaProcs: parseKafkaProcs(DEFAULT_KAFKA_PROCS), nodeFlags: [] };
+  const a: BenchArgs = { only: [...DEFAULT_PARTS], urls: 1_000_000, leaseSecs: 30, hosts: 5000, latencies: [0, 200], secs: 20, warmupSecs: 15, concurrency: 256, kafkaProcs: parseKafkaProcs(DEFAULT_KAFKA_PROCS), nodeFlags: [] };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
     const v = argv[i + 1];
@@ -87,6 +94,8 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
       case '--profile': a.profile = v; break;
       case '--json': a.json = v; break;
       case '--kafka-procs': a.kafkaProcs = parseKafkaProcs(v ?? ''); break;
+      case '--urls': a.urls = wholeNumber(flag, v, 1000); break;
+      case '--lease-secs': a.leaseSecs = wholeNumber(flag, v, 3); break;
       case '--node-flags': {
         const flags = (v ?? '').split(/\s+/).filter(Boolean);
         for (const f of flags) if (!f.startsWith('--')) throw new Error(`--node-flags ${f}: expected Node or V8 flags, each starting with --`);

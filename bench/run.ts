@@ -26,6 +26,7 @@ import { tmpdir } from 'node:os';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { parseBenchArgs, launcherNodeFlags, USAGE, type BenchArgs } from './args';
+import { runFrontierScale } from './frontier-scale';
 import { connectKafka, groupBacklog, type Admin } from '../connectors/kafka';
 import { topics, type TopicId } from '../topologies/crawl';
 import { ProcWatch, reapedChildrenCpuMs, sample } from './proc-stat';
@@ -257,6 +258,11 @@ async function main(): Promise<void> {
     return;
   }
   const a = parseBenchArgs(process.argv.slice(2));
+  if (a.only.includes('frontier-scale')) {
+    await runFrontierScale({ urls: a.urls, leaseSecs: a.leaseSecs });
+    a.only = a.only.filter((p) => p !== 'frontier-scale');
+    if (a.only.length === 0) return;
+  }
   const dir = join(tmpdir(), `kcrawl-bench-${process.pid}`);
   mkdirSync(dir, { recursive: true });
   if (a.profile) mkdirSync(a.profile, { recursive: true });

@@ -19,8 +19,13 @@ export class FrontierOp {
   /** Rows as this operation sees them: read, then as staged (null: removed). */
   private readonly cur = new Map<string, UrlStateMsg | null>();
   private readonly batches = new Map<UrlStore, KvBatch>();
+  private readonly changed = new Set<string>();
 
-  constructor(private readonly storeFor: (host: string) => UrlStore | undefined) {}
+  constructor(
+    private readonly storeFor: (host: string) => UrlStore | undefined,
+    /** Rows decided by earlier operations that a store read may not see yet (FrontierState.pending). */
+    private readonly pending?: ReadonlyMap<string, { row: UrlStateMsg | null }>,
+  ) {}
 
   batch(store: UrlStore): KvBatch {
     let b = this.batches.get(store);
@@ -33,6 +38,11 @@ export class FrontierOp {
     const byStore = new Map<UrlStore, string[]>();
     for (const { url, host } of items) {
       if (this.cur.has(url)) continue;
+      const p = this.pending?.get(url);
+      if (p) {
+        this.cur.set(url, p.row);
+        continue;
+      }
       const store = this.storeFor(host);
       if (!store) continue;
       this.cur.set(url, null);
@@ -88,12 +98,18 @@ export class FrontierOp {
     if (!this.cur.has(row.url)) this.cur.set(row.url, row);
   }
 
+  /** Rows this operation staged (null: removed), as they will be once written. */
+  *staged(): IterableIterator<[string, UrlStateMsg | null]> {
+    for (const url of this.changed) yield [url, this.cur.get(url) ?? null];
+  }
+
   /** Stage a row (new or changed) with its index entries. */
   set(next: UrlStateMsg): void {
     const store = this.storeFor(next.host);
     if (!store) throw new Error(`no store holds ${next.host}`);
     store.stage(this.batch(store), this.current(next.url), next);
     this.cur.set(next.url, next);
+    this.changed.add(next.url);
     if ((next.state === 'FAILED' || next.state === 'FETCHED') && next.next_due_at !== null) {
       this.dueAt.set(store, Math.min(this.dueAt.get(store) ?? Infinity, next.next_due_at));
     }
@@ -105,6 +121,7 @@ export class FrontierOp {
     if (!store) return;
     store.stage(this.batch(store), this.current(row.url) ?? row, null);
     this.cur.set(row.url, null);
+    this.changed.add(row.url);
   }
 
   /** An index entry that no longer matches its row (it moved on, or is gone): delete it. */

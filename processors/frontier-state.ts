@@ -8,9 +8,13 @@
  * (docs/frontier-store.md).
  *
  * No clock and no emits of its own: every operation takes `now` and returns the URL-table rows,
- * fetch requests and host-policy rows to emit. Operations run one at a time (`serial`): each
- * reads what it needs from the stores, decides, and writes its changes to the stores before it
- * returns its emits, so the store never lags the changelog the runtime then writes.
+ * fetch requests and host-policy rows to emit. Each operation reads what it needs from the
+ * stores, decides, and writes its changes to the stores before it returns its emits, so the
+ * store never lags the changelog the runtime then writes. Operations decide one at a time and
+ * write in the order they decided; candidates (the intake) are pipelined: one batch reads and
+ * decides while the batch before it is still being written, seeing that batch's rows through
+ * `pending` (rows decided and not yet known to be readable from the store). Every other
+ * operation waits for all writes before it (`serial`).
  *
  * Politeness, in layers, all of which must allow a request:
  * - host: at most one request in flight, the next no sooner than finish + the host's gap,
@@ -55,6 +59,13 @@ export const TUNING_DEFAULTS: FrontierTuning = {
 /** URLs read into a host's head at a time, and the most kept in all heads together. */
 const HEAD_READ = 8;
 const HEAD_BUDGET = 50_000;
+/**
+ * Hosts released per tick at most (20 ticks a second: 40,960 leases a second), and hosts whose
+ * queue is read from the store at once. A frontier with 40,000 hosts due at once (all of a
+ * rebuilt store's) read every queue in one go: 1.5 GiB of RSS and no lease for 30 s.
+ */
+const RELEASES_PER_TICK = 2048;
+const HEAD_READS_AT_ONCE = 64;
 /** Due retries and recrawls requeued per partition per tick. */
 const DUE_PER_TICK = 5000;
 /** Rows looked at per partition per tick by the expiry sweep, and how often it steps. */
@@ -120,7 +131,16 @@ export class FrontierState {
   /** URLs held in hosts' heads. */
   private headRefs = 0;
   private evictCursor: IterableIterator<HostState> | null = null;
-  private chain: Promise<unknown> = Promise.resolve();
+  /** The last operation's decision, and its write: the next decides after the one, writes after the other. */
+  private decided: Promise<unknown> = Promise.resolve();
+  private written: Promise<unknown> = Promise.resolve();
+  /** Operations numbered as they decide; how many have written. */
+  private opSeq = 0;
+  private opsWritten = 0;
+  /** Rows decided by operations whose writes a store read started since may not have seen. */
+  private readonly pending = new Map<string, { row: UrlStateMsg | null; seq: number }>();
+  /** Operations reading now, by the number of writes done when they began. */
+  private readonly reading = new Set<number>();
   /** This cycle (a frontier process's life): fetches counted against hostBudgetPerCycle. */
   readonly cycle: number;
 
@@ -145,11 +165,49 @@ export class FrontierState {
   readonly levelOf = (row: UrlStateMsg): number =>
     priorityLevel(row.fetched_at === null ? row.priority : undefined, row.depth, this.tuning.priorityLevels);
 
-  /** Run one operation after the ones before it. */
+  /** Run one operation after every operation before it has decided and written. */
   serial<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.chain.then(fn);
-    this.chain = run.catch(() => undefined);
+    const run = Promise.all([this.decided, this.written]).then(fn);
+    this.decided = this.written = run.catch(() => undefined);
     return run;
+  }
+
+  /**
+   * Run an operation that only reads rows and host summaries before it decides (the intake):
+   * it reads and decides once the one before has decided, while that one may still be writing,
+   * and writes after it.
+   */
+  private pipelined(decide: (op: FrontierOp) => Promise<void>): Promise<FrontierEmits> {
+    const seq = ++this.opSeq;
+    let snapshot = 0;
+    const decided = this.decided.then(async () => {
+      snapshot = this.opsWritten;
+      this.reading.add(snapshot);
+      const op = this.newOp();
+      try {
+        await decide(op);
+        for (const [url, row] of op.staged()) this.pending.set(url, { row, seq });
+        return op;
+      } finally {
+        this.reading.delete(snapshot);
+      }
+    });
+    const written = Promise.all([decided, this.written]).then(async ([op]) => {
+      const out = await this.commit(op);
+      this.opsWritten = seq;
+      this.forgetPending();
+      return out;
+    });
+    this.decided = decided.catch(() => undefined);
+    this.written = written.catch(() => undefined);
+    return written;
+  }
+
+  /** Drop pending rows every reader now sees in the store: written before the oldest read began. */
+  private forgetPending(): void {
+    let oldest = this.opsWritten;
+    for (const r of this.reading) oldest = Math.min(oldest, r);
+    for (const [url, p] of this.pending) if (p.seq <= oldest) this.pending.delete(url);
   }
 
   private lastHost = '';
@@ -400,7 +458,7 @@ export class FrontierState {
   }
 
   private newOp(): FrontierOp {
-    return new FrontierOp((host) => this.storeFor(host));
+    return new FrontierOp((host) => this.storeFor(host), this.pending);
   }
 
   /** Write the op's changes (rows, indexes, touched hosts' summaries) and return its emits. */
@@ -423,8 +481,7 @@ export class FrontierState {
 
   /** Candidates from seen-test: queue each URL the table does not know. */
   onCandidates(cands: readonly CandidateMsg[], now: number): Promise<FrontierEmits> {
-    return this.serial(async () => {
-      const op = this.newOp();
+    return this.pipelined(async (op) => {
       const fresh = cands.filter((c) => this.storeFor(c.host));
       await op.load(fresh);
       const absent = [...new Set(fresh.filter((c) => !this.hosts.has(c.host)).map((c) => c.host))];
@@ -443,7 +500,6 @@ export class FrontierState {
         this.enqueue(h, row);
         op.out.rows.push(row);
       }
-      return this.commit(op);
     });
   }
 
@@ -636,7 +692,8 @@ export class FrontierState {
   /** Release one URL of every due host that politeness allows, up to maxFetches. */
   private async releaseDue(now: number, maxFetches: number, op: FrontierOp): Promise<void> {
     const picked: HostState[] = [];
-    while (picked.length < maxFetches && (this.ready.peekKey() ?? Infinity) <= now) {
+    const most = Math.min(maxFetches, RELEASES_PER_TICK);
+    while (picked.length < most && (this.ready.peekKey() ?? Infinity) <= now) {
       const h = this.ready.pop()!;
       h.scheduled = false;
       if (this.hosts.get(h.host) !== h) continue; // dropped with its partition, or evicted
@@ -658,7 +715,8 @@ export class FrontierState {
       picked.push(h);
     }
     if (picked.length === 0) return;
-    await Promise.all(picked.filter((h) => !h.head?.length).map((h) => this.fillHead(h)));
+    const unread = picked.filter((h) => !h.head?.length);
+    for (let i = 0; i < unread.length; i += HEAD_READS_AT_ONCE) await Promise.all(unread.slice(i, i + HEAD_READS_AT_ONCE).map((h) => this.fillHead(h)));
     await op.load(picked.flatMap((h) => (h.head?.length ? [{ url: h.head[0].url, host: h.host }] : [])));
     for (const h of picked) {
       op.touch(h);

@@ -12,6 +12,8 @@
  * crawl-rate ceilings come from the whole crawl.host-policy table, the owned hosts' `backoff`
  * rows are also restored before any fetch is released.
  */
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { HostPolicyTable, hostPolicyKey } from '../lib/host-policy';
@@ -26,7 +28,8 @@ import type { UrlStore } from './frontier-store';
 /** How often owned stores are made durable and their changelog offsets recorded. */
 export const CHECKPOINT_MS = 10_000;
 
-function toRecords(e: FrontierEmits): OutRecord[] {
+/** A frontier operation's emits as log records, in the order they must be written. */
+export function frontierRecords(e: FrontierEmits): OutRecord[] {
   const out: OutRecord[] = [];
   // The table row goes first: a crash between the two leaves a LEASED row whose lease
   // expires and is re-issued, never a fetch the table does not know about.
@@ -52,11 +55,15 @@ export interface FrontierStageOptions {
   /** How long a newly owned partition waits for its previous owner on this machine to close the store. */
   lockWaitMs?: number;
   checkpointMs?: number;
+  /** This frontier's name in its lease ids (default `<hostname>:<pid>`). */
+  instance?: string;
 }
 
 export function frontierStage(policy: FrontierPolicy & Partial<FrontierTuning>, opts: FrontierStageOptions): FrontierStage {
   const table = new HostPolicyTable();
-  const state = new FrontierState(policy, undefined, table, { partitions: opts.partitions });
+  // A lease id names the frontier that issued it (`crawl explain`, logs, the partition-move test).
+  const instance = opts.instance ?? `${hostname()}:${process.pid}`;
+  const state = new FrontierState(policy, () => `${instance}/${randomUUID()}`, table, { partitions: opts.partitions });
   const now = opts.now ?? Date.now;
   const levels = policy.priorityLevels ?? TUNING_DEFAULTS.priorityLevels;
   const dirOf = (p: number): string => join(opts.stateDir, `urls-${p}`);
@@ -86,8 +93,8 @@ export function frontierStage(policy: FrontierPolicy & Partial<FrontierTuning>, 
       else if (r.value) statuses.push(r.value as FetchStatusMsg);
     }
     const out: OutRecord[] = [];
-    if (statuses.length) out.push(...toRecords(await state.onStatuses(statuses, at)));
-    if (cands.length) out.push(...toRecords(await state.onCandidates(cands, at)));
+    if (statuses.length) out.push(...frontierRecords(await state.onStatuses(statuses, at)));
+    if (cands.length) out.push(...frontierRecords(await state.onCandidates(cands, at)));
     return out;
   };
 
@@ -120,7 +127,7 @@ export function frontierStage(policy: FrontierPolicy & Partial<FrontierTuning>, 
     handle: (rec) => handleBatch([rec]),
     handleBatch,
     async tick() {
-      const out = toRecords(await state.tick(now()));
+      const out = frontierRecords(await state.tick(now()));
       if (now() - checkpointAt >= (opts.checkpointMs ?? CHECKPOINT_MS)) {
         checkpointAt = now();
         await checkpointAll(owned()).catch((err: unknown) => log?.warn({ err }, 'frontier checkpoint not written'));

@@ -11,7 +11,7 @@
  * renamed into place (the commit point) before they are deleted, and a load after a crash in
  * between deletes them.
  *
- * Cleaning, with bounded memory: the newest version of each key in the dirty segments (closed
+ * Cleaning starts once the dirty segments hold as many bytes as the cleaned ones. With bounded memory: the newest version of each key in the dirty segments (closed
  * .seg files) goes into an offset map keyed by the key's MD5 (whole segments, up to the map's
  * capacity); then every closed segment up to the end of the mapped ones is copied, keeping a
  * record only when no newer version of its key was mapped. Tombstones are kept for
@@ -160,7 +160,11 @@ export async function cleanSegments(
   dir: string, closed: readonly SegmentFile[], o: { now: number; tombstoneRetentionMs: number; mapCapacity: number },
 ): Promise<CleanResult | null> {
   const dirty = closed.filter((s) => !s.explicit);
-  if (dirty.length === 0) return null;
+  // As Kafka's min.cleanable.dirty.ratio (0.5): clean once the dirty part is as big as the clean
+  // part, so the cleaner's reads stay in proportion to what was written since.
+  const dirtyBytes = dirty.reduce((n, s) => n + s.bytes, 0);
+  const cleanBytes = closed.reduce((n, s) => n + (s.explicit ? s.bytes : 0), 0);
+  if (dirty.length === 0 || dirtyBytes < cleanBytes) return null;
   const map = new OffsetMap(o.mapCapacity);
   let mappedEnd = -1;
   let n = 0;

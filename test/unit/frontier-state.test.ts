@@ -492,3 +492,24 @@ describe('FrontierState: unfetched URLs expire', () => {
     expect((await fs.tick(DAY + 10_000)).fetches).toEqual([]);
   });
 });
+
+describe('FrontierState: pipelined intake', () => {
+  it('batches decided while earlier ones are still being written queue every URL exactly once', async () => {
+    const fs = await testFrontier(POLICY, leaseIds());
+    const rnd = rng(9);
+    const urls = Array.from({ length: 400 }, (_, i) => `http://h${i % 23}.test/p${i}`);
+    // 60 batches in flight at once, each of 40 URLs drawn with repeats from the same 400, with ticks between.
+    const pending: Array<Promise<{ rows: UrlStateMsg[] }>> = [];
+    for (let b = 0; b < 60; b++) {
+      pending.push(fs.onCandidates(Array.from({ length: 40 }, () => cand(urls[Math.floor(rnd() * urls.length)])), b));
+      if (b % 7 === 0) pending.push(fs.tick(b));
+    }
+    const rows = (await Promise.all(pending)).flatMap((e) => e.rows).filter((r) => r.state === 'QUEUED');
+    const firsts = new Set(rows.map((r) => r.url));
+    expect(rows).toHaveLength(firsts.size); // no URL queued twice
+    const stats = fs.stats();
+    expect(stats.urls).toBe(firsts.size);
+    expect(stats.queued + stats.leased).toBe(firsts.size);
+    for (const u of firsts) expect(await fs.row(u)).toBeDefined();
+  });
+});
