@@ -1,15 +1,13 @@
 /**
- * What `crawl serve` (and `crawl run --status-port`) knows of the crawl, built only from the
- * log: the compacted URL table (crawl.urls), the host-policy and opt-out tables, and the
- * stream of fetch statuses. Pure: the wiring feeds rows in, routes read views out.
- *
- * Memory: one UrlStateMsg per URL. That suits a crawl of millions of URLs on one serve
- * process; beyond that the URL lookup belongs in a key-value store fed the same way.
+ * What `crawl serve` (and `crawl run --status-port`) knows of the crawl: the host-policy and
+ * opt-out tables and the stream of fetch statuses, fed in by the wiring; URL rows and the
+ * frontier's numbers come from a store (api/url-table.ts), never from a map of every URL.
  */
 import { createHash } from 'node:crypto';
 import { HostPolicyTable } from '../lib/host-policy';
 import type { FetchStatusMsg, HostPolicyMsg, OptOutMsg, UrlStateMsg, UrlStatus } from '../lib/messages';
 import { OptOutRegistry } from '../lib/optout-registry';
+import type { FrontierNumbers, UrlTableView } from './url-table';
 
 /** How many seconds of pages/s history /stats returns. */
 export const TIMELINE_SECONDS = 300;
@@ -61,8 +59,6 @@ export function urlHash(url: string): string {
 export class CrawlView {
   readonly policy = new HostPolicyTable();
   readonly optouts = new OptOutRegistry();
-  private readonly urls = new Map<string, UrlStateMsg>();
-  private readonly byHash = new Map<string, string>();
   private readonly hosts = new Map<string, HostCounters>();
   private readonly perSecond = new Map<number, number>();
   private readonly outcomes: Record<string, number> = {};
@@ -71,15 +67,8 @@ export class CrawlView {
   private readonly errors: Incident[] = [];
   private pagesTotal = 0;
 
-  applyUrl(key: string, value: UrlStateMsg | null): void {
-    if (value === null) {
-      this.urls.delete(key);
-      this.byHash.delete(urlHash(key));
-      return;
-    }
-    if (!this.urls.has(key)) this.byHash.set(urlHash(key), key);
-    this.urls.set(key, value);
-  }
+  /** The URL table (none: rows and frontier numbers are unknown). */
+  constructor(private readonly table: UrlTableView | null = null) {}
 
   applyPolicy(key: string, value: HostPolicyMsg | null): void {
     this.policy.apply(key, value);
@@ -112,34 +101,27 @@ export class CrawlView {
     }
   }
 
-  /** A URL's row by its normalised URL or the SHA-256 (hex) of it. */
-  url(urlOrHash: string): UrlStateMsg | undefined {
-    const byUrl = this.urls.get(urlOrHash);
-    if (byUrl) return byUrl;
-    const url = /^[0-9a-f]{64}$/i.test(urlOrHash) ? this.byHash.get(urlOrHash.toLowerCase()) : undefined;
-    return url === undefined ? undefined : this.urls.get(url);
+  /** A URL's row by its normalised URL (with its host) or by the SHA-256 (hex) of the URL, where the table indexes it. */
+  async url(urlOrHash: string, host: string | null): Promise<UrlStateMsg | undefined> {
+    if (!this.table) return undefined;
+    if (host !== null) {
+      const byUrl = await this.table.row(urlOrHash, host);
+      if (byUrl) return byUrl;
+    }
+    if (!/^[0-9a-f]{64}$/i.test(urlOrHash)) return undefined;
+    const url = await this.table.urlOfHash(urlOrHash.toLowerCase());
+    return url === undefined ? undefined : this.table.row(url, new URL(url).hostname);
   }
 
   /** A host is known once it has a URL row, a fetch status or a policy row. */
-  hostKnown(host: string): boolean {
+  async hostKnown(host: string): Promise<boolean> {
     if (this.hosts.has(host) || this.policy.fields(host).length > 0) return true;
-    for (const row of this.urls.values()) if (row.host === host) return true;
-    return false;
+    return (await this.table?.hostKnown(host)) ?? false;
   }
 
-  /** Hosts with work in the frontier and the age of the oldest due URL, for gauges. */
-  frontierNumbers(now: number): { hostsInRotation: number; oldestDueAgeMs: number | null; byState: Partial<Record<UrlStatus, number>> } {
-    const active = new Set<string>();
-    const byState: Partial<Record<UrlStatus, number>> = {};
-    let oldestDue: number | null = null;
-    for (const row of this.urls.values()) {
-      byState[row.state] = (byState[row.state] ?? 0) + 1;
-      if (row.state !== 'QUEUED' && row.state !== 'LEASED') continue;
-      active.add(row.host);
-      const due = row.state === 'QUEUED' ? row.next_due_at ?? row.discovered_at : null;
-      if (due !== null && due <= now && (oldestDue === null || due < oldestDue)) oldestDue = due;
-    }
-    return { hostsInRotation: active.size, oldestDueAgeMs: oldestDue === null ? null : now - oldestDue, byState };
+  /** URLs by state, hosts with work in the frontier and how long the most overdue has waited, for gauges. */
+  frontierNumbers(now: number): FrontierNumbers {
+    return this.table?.numbers(now) ?? { urls: 0, byState: {}, hostsInRotation: 0, oldestDueAgeMs: null };
   }
 
   snapshot(now: number, lag: Record<string, number> = {}): Stats {
@@ -162,7 +144,7 @@ export class CrawlView {
       timeline,
       outcomes: { ...this.outcomes },
       http_status: { ...this.httpStatus },
-      queues: { urls: this.urls.size, by_state: f.byState, hosts_in_rotation: f.hostsInRotation, oldest_due_age_s: f.oldestDueAgeMs === null ? null : f.oldestDueAgeMs / 1000, lag },
+      queues: { urls: f.urls, by_state: f.byState, hosts_in_rotation: f.hostsInRotation, oldest_due_age_s: f.oldestDueAgeMs === null ? null : f.oldestDueAgeMs / 1000, lag },
       top_hosts: [...this.hosts]
         .sort((a, b) => b[1].fetched - a[1].fetched || b[1].lastAt - a[1].lastAt)
         .slice(0, 10)
@@ -173,10 +155,9 @@ export class CrawlView {
     };
   }
 
+  /** Hosts with a policy row (blocks), among those the view has seen statuses of or has policy for. */
   private policyHosts(): Set<string> {
-    const hosts = new Set<string>(this.hosts.keys());
-    for (const row of this.urls.values()) hosts.add(row.host);
-    return new Set([...hosts].filter((h) => this.policy.fields(h).length > 0));
+    return new Set([...this.hosts.keys(), ...this.policy.hosts()].filter((h) => this.policy.fields(h).length > 0));
   }
 
   private host(host: string, at: number): HostCounters {

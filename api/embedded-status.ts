@@ -1,15 +1,16 @@
 /**
  * `crawl run --status-port N`: the same status page, /stats and /metrics as `crawl serve`,
  * read-only, over the embedded log. A small observer stage follows crawl.fetch-status (its own
- * consumer group) and the crawl.urls table and feeds a CrawlView; nothing in the crawl knows it is
- * there.
+ * consumer group) and feeds a CrawlView; URL rows and the frontier's numbers are read from the
+ * frontier's own stores (api/url-table.ts). Nothing in the crawl knows it is there.
  */
 import type { Logger } from 'pino';
-import type { FetchStatusMsg, UrlStateMsg } from '../lib/messages';
+import type { FetchStatusMsg } from '../lib/messages';
 import { metrics, setMetricSources } from '../lib/metrics';
 import type { OutRecord, Stage } from '../runtime/stage';
 import { CrawlView } from './crawl-view';
 import { createApiServer, listen } from './server';
+import type { UrlTableView } from './url-table';
 
 export interface EmbeddedStatus {
   /** Add to the embedded runner's stages. */
@@ -23,9 +24,6 @@ export function statusViewStage(view: CrawlView): Stage {
     id: 'status-view',
     inputs: ['fetchStatus'],
     outputs: [],
-    // The embedded log keeps compacted topics as tables: their rows arrive as a global table.
-    globalTables: ['urls'],
-    onGlobal: (rec) => view.applyUrl(rec.key, rec.value as UrlStateMsg | null),
     handle: (rec) => {
       if (rec.value) view.applyStatus(rec.value as FetchStatusMsg);
       return [] as OutRecord[];
@@ -61,8 +59,9 @@ export async function startEmbeddedStatus(
   log: Logger,
   warcStats?: () => { bytes: number; files: number },
   lags?: () => GroupLag[],
+  urls: UrlTableView | null = null,
 ): Promise<EmbeddedStatus> {
-  const view = new CrawlView();
+  const view = new CrawlView(urls);
   const lagTimer = lags
     ? setInterval(() => {
         for (const l of lags()) metrics.consumerLag.set({ group: l.group, topic: l.topic }, l.records);

@@ -1,6 +1,7 @@
 /**
- * `crawl serve` in Kafka mode: the API's view is fed by following crawl.urls, crawl.host-policy,
- * crawl.optout and crawl.fetch-status; writes are produced with acks=all through the same
+ * `crawl serve` in Kafka mode: the API's view is fed by following crawl.host-policy,
+ * crawl.optout and crawl.fetch-status, and reads URL rows from its own copy of crawl.urls on
+ * disk (api/url-table.ts ServeUrlTable); writes are produced with acks=all through the same
  * encoder as the processors; queue sizes are the processors' consumer lag, polled from admin.
  */
 import { createProducer, produce } from '../connectors/kafka';
@@ -9,12 +10,13 @@ import { createPageStore, pageStoreConfigFromEnv } from '../connectors/page-stor
 import type { PageStore } from '../connectors/types';
 import type { CrawlConfig } from '../lib/config';
 import type { Logger } from '../lib/logger';
-import type { FetchStatusMsg, HostPolicyMsg, OptOutMsg, UrlStateMsg } from '../lib/messages';
+import type { FetchStatusMsg, HostPolicyMsg, OptOutMsg } from '../lib/messages';
 import { metrics, setMetricSources } from '../lib/metrics';
 import type { StageName } from '../runtime/build-stages';
 import { encodeRecords, type KafkaRuntime } from '../runtime/kafka-runner';
 import { topics, type TopicId } from '../topologies/crawl';
 import { CrawlView } from './crawl-view';
+import { ServeUrlTable } from './serve-url-table';
 import type { ApiBackend } from './server';
 
 /** Each processor's consumer group reads these topics (processors/*.ts `inputs`). */
@@ -35,14 +37,14 @@ export interface KafkaBackend {
 }
 
 export async function startKafkaBackend(rt: KafkaRuntime, config: CrawlConfig, log: Logger, pages: PageStore = createPageStore(pageStoreConfigFromEnv())): Promise<KafkaBackend> {
-  const view = new CrawlView();
+  const urls = await ServeUrlTable.start(rt, config, log);
+  const view = new CrawlView(urls);
   const producer = await createProducer(rt.kafka);
-  const followed: TopicId[] = ['urls', 'hostPolicy', 'optout', 'fetchStatus'];
+  const followed: TopicId[] = ['hostPolicy', 'optout', 'fetchStatus'];
   const byName = new Map(followed.map((id) => [rt.prefix + topics[id].name, id]));
   const follower: Follower = await followTopics(rt.kafka, `${rt.prefix}crawl.serve`, [...byName.keys()], async (topic, _p, key, raw) => {
     const value = raw === null ? null : await rt.registry.decode(raw);
     switch (byName.get(topic)) {
-      case 'urls': return view.applyUrl(key, value as UrlStateMsg | null);
       case 'hostPolicy': return view.applyPolicy(key, value as HostPolicyMsg | null);
       case 'optout': return view.applyOptOut(key, value as OptOutMsg | null);
       case 'fetchStatus': if (value) view.applyStatus(value as FetchStatusMsg); return;
@@ -84,6 +86,7 @@ export async function startKafkaBackend(rt: KafkaRuntime, config: CrawlConfig, l
     async stop() {
       clearInterval(lagTimer);
       await follower.stop();
+      await urls.close();
       await producer.disconnect();
       await pages.close();
     },

@@ -9,12 +9,14 @@
  *   t <due u64> <url>                  -> host       a FAILED or FETCHED row waiting for next_due_at
  *   l <url>                            -> host       a LEASED row (leases are few: one per host at most)
  *   h <host>                                         the host's summary (queued count, fetches this cycle)
+ *   s <sha256(url), 32 bytes>          -> url        only in `crawl serve`'s copy: GET /urls/{sha256}
  *   m <name>                                         the store's own facts (its id)
  *
  * A host's queue reads in key order: priority level first (0 most important), then URLs put
  * back at the front of their level (a lost lease, an operator block), then the rest by the time
  * they were queued, oldest first.
  */
+import { createHash } from 'node:crypto';
 import type { UrlStateMsg } from '../lib/messages';
 
 export const KEY_ROW = 0x75; // u
@@ -23,6 +25,7 @@ export const KEY_DUE = 0x74; // t
 export const KEY_LEASE = 0x6c; // l
 export const KEY_HOST = 0x68; // h
 export const KEY_META = 0x6d; // m
+export const KEY_HASH = 0x73; // s
 
 /** [gte, lt) of every key starting with `prefix`. */
 export function prefixRange(prefix: Buffer): { gte: Buffer; lt: Buffer } {
@@ -53,6 +56,15 @@ export const hostKey = (host: string): Buffer => tagged(KEY_HOST, host);
 export const metaKey = (name: string): Buffer => tagged(KEY_META, name);
 
 export const urlOfRowKey = (key: Buffer): string => key.toString('utf8', 1);
+
+/** The hash index's key of a URL (its SHA-256, as GET /urls/{sha256} names it). */
+export function hashKey(url: string): Buffer {
+  return Buffer.concat([Buffer.from([KEY_HASH]), createHash('sha256').update(url).digest()]);
+}
+
+export function hashKeyOfHex(hex: string): Buffer {
+  return Buffer.concat([Buffer.from([KEY_HASH]), Buffer.from(hex, 'hex')]);
+}
 export const urlOfLeaseKey = urlOfRowKey;
 export const hostOfHostKey = urlOfRowKey;
 

@@ -15,10 +15,10 @@
  */
 import { existsSync, readFileSync, renameSync, writeFileSync, openSync, fsyncSync, closeSync } from 'node:fs';
 import type { Logger } from 'pino';
-import { KvStore } from '../connectors/kv-store';
+import { KvStore, type KvStoreOptions } from '../connectors/kv-store';
 import type { ChangelogRecord, ChangelogSource } from '../runtime/changelog';
 import type { UrlStateMsg, UrlStatus } from '../lib/messages';
-import { indexEntry } from './frontier-keys';
+import { hashKey, indexEntry } from './frontier-keys';
 import { decodeRow, UrlStore, type StateCounts } from './frontier-store';
 
 export interface Checkpoint {
@@ -76,6 +76,10 @@ export interface RestoreOptions {
   lockWaitMs?: number;
   /** Progress lines at most this often. */
   progressMs?: number;
+  /** Keep the SHA-256 index (`crawl serve`'s copy). */
+  hashIndex?: boolean;
+  /** Key-value store tuning (per partition). */
+  kv?: KvStoreOptions;
 }
 
 export interface Restored {
@@ -98,12 +102,12 @@ interface Plan {
 
 async function openOrReset(dir: string, o: RestoreOptions): Promise<{ store: UrlStore; fresh: boolean }> {
   try {
-    return { store: await UrlStore.open(dir, o.levelOf, { lockWaitMs: o.lockWaitMs }), fresh: false };
+    return { store: await UrlStore.open(dir, o.levelOf, { ...o.kv, lockWaitMs: o.lockWaitMs }), fresh: false };
   } catch (err) {
     if (/lock/i.test(String((err as Error).message) + String((err as { cause?: Error }).cause?.message ?? ''))) throw err;
     o.log.warn({ err, dir }, 'frontier store unreadable: rebuilding it from the changelog');
     KvStore.destroy(dir);
-    return { store: await UrlStore.open(dir, o.levelOf), fresh: true };
+    return { store: await UrlStore.open(dir, o.levelOf, o.kv), fresh: true };
   }
 }
 
@@ -127,7 +131,7 @@ export async function restoreStores(partitions: readonly number[], source: Chang
       o.log.info({ partition: p, reason: why }, 'frontier store out of date: rebuilding it from the changelog');
       await store.close();
       KvStore.destroy(dir);
-      store = await UrlStore.open(dir, o.levelOf);
+      store = await UrlStore.open(dir, o.levelOf, o.kv);
     }
     plans.set(p, { partition: p, dir, store, from: why === null ? cp!.offset : 0, rebuild: why !== null, rows: 0 });
   }
@@ -138,8 +142,8 @@ export async function restoreStores(partitions: readonly number[], source: Chang
   await source.read(from, ends, async (partition, recs) => {
     const pl = plans.get(partition);
     if (!pl) return;
-    if (pl.rebuild) await copyRows(pl.store, recs);
-    else await replayTail(pl.store, recs);
+    if (pl.rebuild) await copyRows(pl.store, recs, o.hashIndex);
+    else await applyChangelog(pl.store, recs, { hashIndex: o.hashIndex });
     pl.rows += recs.length;
     copied += recs.length;
     if (Date.now() - lastLog >= (o.progressMs ?? 2000)) {
@@ -164,11 +168,13 @@ export async function restoreStores(partitions: readonly number[], source: Chang
 }
 
 /** A rebuild's first pass: the latest row of every URL, copied as it is in the changelog. */
-async function copyRows(store: UrlStore, recs: readonly ChangelogRecord[]): Promise<void> {
+async function copyRows(store: UrlStore, recs: readonly ChangelogRecord[], hashIndex = false): Promise<void> {
   const b = store.newBatch();
   for (const r of recs) {
     if (r.value === null) b.del(rowKeyOf(r.key));
     else store.stageRaw(b, r.key, r.value);
+    // A URL's hash does not change with its row: an entry for a URL deleted later is checked against the rows when read.
+    if (hashIndex && r.value !== null) b.put(hashKey(r.key), Buffer.from(r.key));
   }
   await store.write(b);
 }
@@ -177,8 +183,13 @@ function rowKeyOf(url: string): Buffer {
   return Buffer.concat([Buffer.from([0x75]), Buffer.from(url, 'utf8')]);
 }
 
-/** The tail after a checkpoint: each record replaces its row, indexes and host counts kept right. */
-async function replayTail(store: UrlStore, recs: readonly ChangelogRecord[]): Promise<void> {
+/**
+ * Changelog records applied to a store in order (the tail after a checkpoint, or `crawl serve`'s
+ * copy following the topic): each replaces its row, with its index entry and its host's queued
+ * count kept right. `hashIndex` also keeps the SHA-256 index `crawl serve` answers by. Returns
+ * how many hosts gained or lost all their queued URLs (net).
+ */
+export async function applyChangelog(store: UrlStore, recs: readonly ChangelogRecord[], o: { hashIndex?: boolean } = {}): Promise<number> {
   const cur = new Map<string, UrlStateMsg | undefined>();
   const unread = [...new Set(recs.map((r) => r.key))];
   const rows = await store.rows(unread);
@@ -189,6 +200,10 @@ async function replayTail(store: UrlStore, recs: readonly ChangelogRecord[]): Pr
     const prev = cur.get(r.key);
     const next = r.value === null ? null : decodeRow(r.value);
     store.stage(b, prev, next, r.value ?? undefined);
+    if (o.hashIndex) {
+      if (next && !prev) b.put(hashKey(r.key), Buffer.from(r.key));
+      else if (!next && prev) b.del(hashKey(r.key));
+    }
     cur.set(r.key, next ?? undefined);
     const host = next?.host ?? prev?.host;
     const d = (next?.state === 'QUEUED' ? 1 : 0) - (prev?.state === 'QUEUED' ? 1 : 0);
@@ -196,11 +211,15 @@ async function replayTail(store: UrlStore, recs: readonly ChangelogRecord[]): Pr
   }
   const hosts = [...queuedDelta.keys()];
   const summaries = await store.hostSummaries(hosts);
+  let withWork = 0;
   hosts.forEach((h, i) => {
     const s = summaries[i] ?? { queued: 0, fetches: 0, cycle: 0 };
-    store.stageHost(b, h, { ...s, queued: Math.max(0, s.queued + queuedDelta.get(h)!) });
+    const queued = Math.max(0, s.queued + queuedDelta.get(h)!);
+    withWork += (queued > 0 ? 1 : 0) - (s.queued > 0 ? 1 : 0);
+    store.stageHost(b, h, { ...s, queued });
   });
   await store.write(b);
+  return withWork;
 }
 
 /** A rebuild's second pass: index entries, host summaries and state counts from the rows. */

@@ -346,6 +346,21 @@ export class FrontierState {
     return n;
   }
 
+  /**
+   * Hosts with work (queued or in flight), and how long the longest-waiting of those free to
+   * go has been due: the scheduler's backlog, for /stats and /metrics.
+   */
+  dueHosts(now: number): { withWork: number; oldestDueAgeMs: number | null } {
+    let withWork = 0;
+    let oldest = Infinity;
+    for (const h of this.hosts.values()) {
+      if (h.size === 0 && !h.inflight) continue;
+      withWork++;
+      if (!h.inflight && h.size > 0 && this.underBudget(h) && h.nextAt <= now) oldest = Math.min(oldest, h.nextAt);
+    }
+    return { withWork, oldestDueAgeMs: oldest === Infinity ? null : now - oldest };
+  }
+
   /** A URL's row, from its partition's store. */
   async row(url: string, host = hostOf(url)): Promise<UrlStateMsg | undefined> {
     const store = host === null ? undefined : this.storeFor(host);

@@ -14,7 +14,7 @@ import { KvStore, type KvBatch, type KvStoreOptions } from '../connectors/kv-sto
 import { avroReader, avroType } from '../lib/avro';
 import type { UrlStateMsg, UrlStatus } from '../lib/messages';
 import {
-  decodeHostSummary, dueOfKey, dueRange, encodeHostSummary, hostKey, hostOfHostKey, hostQueueRange, indexEntry, KEY_DUE, KEY_HOST, KEY_LEASE,
+  decodeHostSummary, dueOfKey, hashKeyOfHex, dueRange, encodeHostSummary, hostKey, hostOfHostKey, hostQueueRange, indexEntry, KEY_DUE, KEY_HOST, KEY_LEASE,
   KEY_QUEUE, KEY_ROW, metaKey, prefixRange, rowKey, urlOfQueueKey, urlOfRowKey, type HostSummary, type IndexRef,
 } from './frontier-keys';
 
@@ -108,6 +108,19 @@ export class UrlStore {
   async head(host: string, limit: number): Promise<QueuedRef[]> {
     const keys = await this.kv.keys({ ...hostQueueRange(host), limit });
     return keys.map((key) => ({ url: urlOfQueueKey(key), key }));
+  }
+
+  /** Whether the table holds any row of a host (its URLs sort together under each scheme and port). */
+  async hasHost(host: string): Promise<boolean> {
+    for (const start of [`http://${host}/`, `http://${host}:`, `https://${host}/`, `https://${host}:`]) {
+      if ((await this.kv.keys({ ...prefixRange(rowKey(start)), limit: 1 })).length) return true;
+    }
+    return false;
+  }
+
+  /** The URL whose SHA-256 (hex) this is, from the hash index (`crawl serve`'s copy only). */
+  async urlOfHash(hex: string): Promise<string | undefined> {
+    return (await this.kv.get(hashKeyOfHex(hex)))?.toString('utf8');
   }
 
   /** A host's whole queue, in order (`crawl explain`, tests). */

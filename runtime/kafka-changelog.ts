@@ -14,12 +14,16 @@ import type { KafkaRuntime } from './kafka-runner';
 /** Confluent wire format: magic byte 0, then the schema id (big-endian int32). */
 const HEADER = 5;
 
-export function kafkaChangelog(rt: KafkaRuntime, topic: TopicId): ChangelogSource {
-  const name = rt.prefix + topics[topic].name;
+/** A record value of `topic` as our schema's Avro bytes, without the wire header. */
+export function plainValues(rt: KafkaRuntime, topic: TopicId): (v: Buffer) => Promise<Buffer> {
   const ours = rt.schemaIds.get(topic);
   const type = avroType(topics[topic].valueSchema);
-  const plain = async (v: Buffer): Promise<Buffer> =>
-    v.length >= HEADER && v[0] === 0 && v.readInt32BE(1) === ours ? v.subarray(HEADER) : encodeAvro(type, await rt.registry.decode(v));
+  return async (v) => (v.length >= HEADER && v[0] === 0 && v.readInt32BE(1) === ours ? v.subarray(HEADER) : encodeAvro(type, await rt.registry.decode(v)));
+}
+
+export function kafkaChangelog(rt: KafkaRuntime, topic: TopicId): ChangelogSource {
+  const name = rt.prefix + topics[topic].name;
+  const plain = plainValues(rt, topic);
   return {
     async ends(partitions) {
       const admin = rt.kafka.admin();
