@@ -2,9 +2,9 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 
-export type Part = 'embedded' | 'kafka' | 'peer' | 'frontier-scale';
-const PARTS: readonly Part[] = ['embedded', 'kafka', 'peer', 'frontier-scale'];
-/** Run by default: frontier-scale only when asked for (it takes a while and disk). */
+export type Part = 'embedded' | 'kafka' | 'peer' | 'frontier-scale' | 'crawl-run-scale';
+const PARTS: readonly Part[] = ['embedded', 'kafka', 'peer', 'frontier-scale', 'crawl-run-scale'];
+/** Run by default: the scale runs only when asked for (they take a while and disk). */
 const DEFAULT_PARTS: readonly Part[] = ['embedded', 'kafka', 'peer'];
 
 export interface BenchArgs {
@@ -28,6 +28,8 @@ export interface BenchArgs {
   /** frontier-scale: URLs to take in, and seconds of leasing measured with them in the table. */
   urls: number;
   leaseSecs: number;
+  /** crawl-run-scale: seed URLs in the seeds file (over --hosts hosts; crawls --secs before its kill -9). */
+  seeds: number;
 }
 
 export const STAGE_NAMES = ['seen-test', 'frontier', 'fetch', 'parse', 'handoff'] as const;
@@ -47,7 +49,8 @@ export const USAGE = `usage: npm run bench -- [flags]   (or node dist/bench/run.
   --kafka-procs SPEC           Kafka mode's processes, e.g. ${DEFAULT_KAFKA_PROCS}
   --node-flags "FLAGS"         Node/V8 flags added to every kcrawl process
   --urls N                     frontier-scale: distinct URLs into one frontier (1000000; the acceptance run is 50000000)
-  --lease-secs S               frontier-scale: seconds of leasing measured with the table full (30)`;
+  --lease-secs S               frontier-scale: seconds of leasing measured with the table full (30)
+  --seeds N                    crawl-run-scale: seeds in the file (1000000; the acceptance run is 20000000 over --hosts 100000)`;
 
 /** "a,b/c,d" -> [[a, b], [c, d]]: every stage exactly once. */
 export function parseKafkaProcs(v: string): string[][] {
@@ -68,7 +71,7 @@ const wholeNumber = (flag: string, v: string | undefined, min: number): number =
 };
 
 export function parseBenchArgs(argv: readonly string[]): BenchArgs {
-  const a: BenchArgs = { only: [...DEFAULT_PARTS], urls: 1_000_000, leaseSecs: 30, hosts: 5000, latencies: [0, 200], secs: 20, warmupSecs: 15, concurrency: 256, kafkaProcs: parseKafkaProcs(DEFAULT_KAFKA_PROCS), nodeFlags: [] };
+  const a: BenchArgs = { only: [...DEFAULT_PARTS], urls: 1_000_000, leaseSecs: 30, seeds: 1_000_000, hosts: 5000, latencies: [0, 200], secs: 20, warmupSecs: 15, concurrency: 256, kafkaProcs: parseKafkaProcs(DEFAULT_KAFKA_PROCS), nodeFlags: [] };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
     const v = argv[i + 1];
@@ -96,6 +99,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
       case '--kafka-procs': a.kafkaProcs = parseKafkaProcs(v ?? ''); break;
       case '--urls': a.urls = wholeNumber(flag, v, 1000); break;
       case '--lease-secs': a.leaseSecs = wholeNumber(flag, v, 3); break;
+      case '--seeds': a.seeds = wholeNumber(flag, v, 1); break;
       case '--node-flags': {
         const flags = (v ?? '').split(/\s+/).filter(Boolean);
         for (const f of flags) if (!f.startsWith('--')) throw new Error(`--node-flags ${f}: expected Node or V8 flags, each starting with --`);

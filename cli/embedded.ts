@@ -24,9 +24,16 @@ import type { OutRecord, Stage } from '../runtime/stage';
 import { topics } from '../topologies/crawl';
 import type { GroupLag } from '../api/embedded-status';
 import { Progress } from './progress';
+import { feedSeeds } from './seed-intake';
 
 export interface RunOptions {
+  /** Seed URLs given one by one (--seed). */
   seeds: string[];
+  /**
+   * More seeds, streamed (a --seeds-file of any size): fed to crawl.links while the crawl runs.
+   * `id` names the source so a re-run after a kill goes on where this one stopped (null: not resumable).
+   */
+  seedSource?: { seeds: AsyncIterable<string>; id: string | null };
   out: string;
   maxPages?: number;
   maxSecs?: number;
@@ -112,7 +119,9 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
     EMBEDDED_WARC_DEFAULTS,
   );
   const seeds = seedLinks(opts.seeds, log);
-  if (seeds.length === 0) throw new Error('no valid seed URL: give --seed http(s)://… or --seeds-file');
+  if (seeds.length === 0 && !opts.seedSource) throw new Error('no valid seed URL: give --seed http(s)://… or --seeds-file');
+  const scopeBy = opts.scope ?? 'domain';
+  const scope = scopeOf(seeds, scopeBy);
 
   const fileLog = new FileLog({ dir: join(opts.out, 'state'), partitions: config.partitions, diskForms: { fetched: fetchedWithoutBody } });
   removePartials(join(opts.out, 'warc'), log);
@@ -136,7 +145,7 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
 
   const counts = { pages: 0, fetches: 0, failures: 0 };
   const stages = buildStages(STAGE_NAMES, {
-    config, http, warc, textWarc, scope: scopeOf(seeds, opts.scope ?? 'domain'), frontierStateDir: join(opts.out, 'state', 'frontier'),
+    config, http, warc, textWarc, scope, frontierStateDir: join(opts.out, 'state', 'frontier'),
     onOutcome: (outcome, status) => {
       if (outcome === 'FETCHED' || outcome === 'NOT_HTML') {
         if (status !== null) counts.fetches++;
@@ -157,7 +166,10 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   // Consumer lag of every stage's group on each of its inputs: what waits in memory.
   const lags = (): GroupLag[] =>
     [...stages, sinkStage].flatMap((s) => s.inputs.map((t) => ({ group: `crawl.${s.id}`, topic: topics[t].name, records: fileLog.lag(`crawl.${s.id}`, t) })));
-  const status = opts.statusPort === undefined ? null : await (await import('../api/embedded-status')).startEmbeddedStatus(opts.statusPort, log, () => warc.stats, lags);
+  const frontier = stages.find((s) => s.id === 'frontier') as FrontierStage;
+  const status = opts.statusPort === undefined
+    ? null
+    : await (await import('../api/embedded-status')).startEmbeddedStatus(opts.statusPort, log, () => warc.stats, lags, (await import('../api/url-table')).frontierTable(frontier.state));
   // Fetch may run ahead of parse by CRAWL_PARSE_BACKLOG_MAX stored pages (4,096; each waits as its
   // compressed WARC record), no more: beyond, pages only wait in memory. A page reaches parse only
   // once its WARC file is stored (about 1,000 pages a file), so a smaller lead left parse waiting
@@ -166,10 +178,25 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   const runner = new EmbeddedRunner(fileLog, [...stages, sinkStage, ...(status ? [status.stage] : [])], log, {
     holdWhile: holdWhileOf(embeddedHoldRules(config), (group, topic) => fileLog.lag(group, topic)),
   });
-  const frontier = stages.find((s) => s.id === 'frontier') as FrontierStage;
   await runner.start();
   fileLog.append(seeds.map((l) => ({ topic: 'links' as const, key: new URL(l.url).hostname, host: new URL(l.url).hostname, value: l })));
-  log.info({ seeds: seeds.length, out: opts.out }, 'crawl started');
+  log.info({ seeds: seeds.length, seedSource: opts.seedSource?.id ?? null, out: opts.out }, 'crawl started');
+  // A seeds file streams in beside the crawl (the frontier leases the first seeds while later ones are read).
+  let feeding: Promise<void> | null = null;
+  const feedStop = new AbortController();
+  if (opts.seedSource) {
+    const source = opts.seedSource;
+    feeding = feedSeeds({
+      log: fileLog, source: source.seeds, sourceId: source.id, progressFile: join(opts.out, 'state', 'seeds-fed.json'),
+      scope: scopeBy === 'any' ? null : { set: scope, by: scopeBy }, logger: log, maxLag: config.stageBacklogMax || 20_000, signal: feedStop.signal,
+    }).then(
+      (r) => {
+        log.info(r, 'seeds fed');
+        if (r.fed === 0 && r.resumedAfter === 0 && seeds.length === 0) log.error('no valid seed URL in the seeds file');
+      },
+      (err: unknown) => log.error({ err }, 'reading the seeds failed'),
+    ).finally(() => (feeding = null));
+  }
 
   const started = Date.now();
   const progress = opts.progress ? new Progress(process.stderr) : null;
@@ -182,9 +209,11 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
     if (signal?.aborted) { stoppedBy = 'signal'; break; }
     if (opts.maxPages !== undefined && counts.fetches >= opts.maxPages) { stoppedBy = 'max-pages'; break; }
     if (opts.maxSecs !== undefined && Date.now() - started >= opts.maxSecs * 1000) { stoppedBy = 'max-secs'; break; }
-    idleTicks = runner.idle() ? idleTicks + 1 : 0;
+    idleTicks = runner.idle() && feeding === null ? idleTicks + 1 : 0;
     if (idleTicks >= 5) break;
   }
+  feedStop.abort();
+  await feeding;
   const waitingRetry = frontier.state.stats().retrying + frontier.state.parked(Date.now());
   const pagesParsedBeforeStop = parsedEnd() - parsedAtStart;
   await runner.stop();

@@ -1,9 +1,10 @@
 /**
  * The `crawl` command. Each subcommand is a thin shell over a module that tests call directly.
  */
-import { readFileSync } from 'node:fs';
+import { createReadStream, statSync } from 'node:fs';
+import { createInterface } from 'node:readline';
 import { spawnSync } from 'node:child_process';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { runEmbedded } from './embedded';
 
@@ -20,11 +21,20 @@ const port = (v: string): number => {
   return n;
 };
 
-export function seedsFromFile(path: string): string[] {
-  return readFileSync(path, 'utf8')
-    .split(/\r?\n/)
-    .map((l) => l.trim())
-    .filter((l) => l && !l.startsWith('#'));
+/**
+ * The seeds of a file, one per line (blank lines and # comments skipped), read as a stream: a
+ * file of 20 million seeds is never held in memory. Its id (path, size, modification time) lets
+ * `crawl run` go on after a kill where it stopped feeding the same file.
+ */
+export function seedsFromFile(path: string): { seeds: AsyncIterable<string>; id: string } {
+  const st = statSync(path);
+  async function* lines(): AsyncGenerator<string> {
+    for await (const line of createInterface({ input: createReadStream(path), crlfDelay: Infinity })) {
+      const l = line.trim();
+      if (l && !l.startsWith('#')) yield l;
+    }
+  }
+  return { seeds: lines(), id: `${resolve(path)}|${st.size}|${st.mtimeMs}` };
 }
 
 export function program(): Command {
@@ -43,15 +53,15 @@ export function program(): Command {
     .option('--allow-cidr <cidr>', 'allow this address range even without --allow-private-network (repeatable)', collect, [])
     .option('--status-port <n>', 'serve the live status page, /stats and /metrics on 127.0.0.1:<n> while crawling (0 = any free port)', port)
     .action(async (o: { seed: string[]; seedsFile?: string; out: string; maxPages?: number; maxSecs?: number; scope: 'domain' | 'host' | 'any'; allowPrivateNetwork: boolean; allowCidr: string[]; statusPort?: number }) => {
-      const seeds = [...o.seed, ...(o.seedsFile ? seedsFromFile(o.seedsFile) : [])];
-      if (seeds.length === 0) throw new Error('give at least one --seed URL or a --seeds-file');
+      if (o.seed.length === 0 && !o.seedsFile) throw new Error('give at least one --seed URL or a --seeds-file');
+      const seedSource = o.seedsFile ? seedsFromFile(o.seedsFile) : undefined;
       const ac = new AbortController();
       const onSignal = (): void => ac.abort();
       process.once('SIGINT', onSignal);
       process.once('SIGTERM', onSignal);
       const s = await runEmbedded(
         {
-          seeds, out: o.out, maxPages: o.maxPages, maxSecs: o.maxSecs, scope: o.scope, allowPrivateNetwork: o.allowPrivateNetwork,
+          seeds: o.seed, seedSource, out: o.out, maxPages: o.maxPages, maxSecs: o.maxSecs, scope: o.scope, allowPrivateNetwork: o.allowPrivateNetwork,
           config: o.allowCidr.length ? { allowCidrs: o.allowCidr } : {}, progress: true, statusPort: o.statusPort,
         },
         ac.signal,
