@@ -1,12 +1,19 @@
 /**
- * What `crawl serve` (and `crawl run --status-port`) knows of the crawl: the host-policy and
- * opt-out tables and the stream of fetch statuses, fed in by the wiring; URL rows and the
- * frontier's numbers come from a store (api/url-table.ts), never from a map of every URL.
+ * What `crawl serve` (and `crawl run --status-port`) knows of the crawl, fed from the log by
+ * the wiring: the host-policy and opt-out tables, the webmaster accounts and sites, every
+ * process's applied registry version (crawl.optout-applied), and the stream of fetch statuses
+ * (with a per-host summary of the last day, api/host-day.ts). URL rows and the frontier's
+ * numbers come from a store (api/url-table.ts), never from a map of every URL.
  */
 import { createHash } from 'node:crypto';
 import { HostPolicyTable } from '../lib/host-policy';
-import type { FetchStatusMsg, HostPolicyMsg, OptOutMsg, UrlStateMsg, UrlStatus } from '../lib/messages';
+import { DEFAULTS } from '../lib/config';
+import type { FetchStatusMsg, HostPolicyMsg, OptOutAppliedMsg, OptOutMsg, UrlStateMsg, UrlStatus, WebmasterAccountMsg, WebmasterSiteMsg } from '../lib/messages';
 import { OptOutRegistry } from '../lib/optout-registry';
+import { WebmasterState } from '../lib/webmaster';
+import type { OutRecord } from '../runtime/stage';
+import { HostDays } from './host-day';
+import { AppliedReports, type RegistryLag } from './registry-lag';
 import type { FrontierNumbers, UrlTableView } from './url-table';
 
 /** How many seconds of pages/s history /stats returns. */
@@ -50,6 +57,17 @@ export interface Stats {
   politeness: Incident[];
   errors: Incident[];
   blocks: Array<{ host: string; until: number; reason: string | null }>;
+  /** The opt-out registry version and how far behind it each process is. */
+  optout_registry: RegistryLag;
+}
+
+export interface CrawlViewOptions {
+  /** Where URL rows and the frontier's numbers are read (api/url-table.ts). */
+  urls?: UrlTableView | null;
+  /** A process more than this behind the opt-out registry raises the alarm. */
+  registryLagAlarmMs?: number;
+  /** How often processes report their applied version (a process three intervals quiet is silent). */
+  registryReportMs?: number;
 }
 
 export function urlHash(url: string): string {
@@ -59,6 +77,13 @@ export function urlHash(url: string): string {
 export class CrawlView {
   readonly policy = new HostPolicyTable();
   readonly optouts = new OptOutRegistry();
+  readonly webmaster = new WebmasterState();
+  /** What was fetched from each host over the last day. */
+  readonly hostDays = new HostDays();
+  private readonly applied = new AppliedReports();
+  private readonly lagOptions: { alarmMs: number; reportMs: number };
+  /** The URL table (none: rows and frontier numbers are unknown). */
+  private readonly table: UrlTableView | null;
   private readonly hosts = new Map<string, HostCounters>();
   private readonly perSecond = new Map<number, number>();
   private readonly outcomes: Record<string, number> = {};
@@ -66,9 +91,12 @@ export class CrawlView {
   private readonly politeness: Incident[] = [];
   private readonly errors: Incident[] = [];
   private pagesTotal = 0;
+  private issuedVersion = 0;
 
-  /** The URL table (none: rows and frontier numbers are unknown). */
-  constructor(private readonly table: UrlTableView | null = null) {}
+  constructor(o: CrawlViewOptions = {}) {
+    this.lagOptions = { alarmMs: o.registryLagAlarmMs ?? DEFAULTS.optoutLagAlarmMs, reportMs: o.registryReportMs ?? DEFAULTS.optoutReportMs };
+    this.table = o.urls ?? null;
+  }
 
   applyPolicy(key: string, value: HostPolicyMsg | null): void {
     this.policy.apply(key, value);
@@ -78,9 +106,52 @@ export class CrawlView {
     this.optouts.apply(key, value);
   }
 
+  applyOptOutApplied(key: string, value: OptOutAppliedMsg | null): void {
+    this.applied.apply(key, value);
+  }
+
+  applyWebmasterAccount(key: string, value: WebmasterAccountMsg | null): void {
+    this.webmaster.applyAccount(key, value);
+  }
+
+  applyWebmasterSite(key: string, value: WebmasterSiteMsg | null): void {
+    this.webmaster.applySite(key, value);
+  }
+
+  /**
+   * The registry version for the next opt-out this server writes: one more than the registry
+   * has, and than this server last issued (two writes may come before the first is read back).
+   */
+  issueOptOutVersion(): number {
+    this.issuedVersion = Math.max(this.issuedVersion + 1, this.optouts.nextVersion());
+    return this.issuedVersion;
+  }
+
+  /**
+   * Apply rows this server has just written, before they come back from the log, so the next
+   * request sees them (a site added, then verified at once). Applying them again later is harmless.
+   */
+  applyOwn(outs: readonly OutRecord[]): void {
+    for (const o of outs) {
+      switch (o.topic) {
+        case 'hostPolicy': this.applyPolicy(o.key, o.value as HostPolicyMsg | null); break;
+        case 'optout': this.applyOptOut(o.key, o.value as OptOutMsg | null); break;
+        case 'webmasterAccounts': this.applyWebmasterAccount(o.key, o.value as WebmasterAccountMsg | null); break;
+        case 'webmasterSites': this.applyWebmasterSite(o.key, o.value as WebmasterSiteMsg | null); break;
+        default: break;
+      }
+    }
+  }
+
+  /** Every process's lag behind the opt-out registry, and whether the alarm is raised. */
+  registryLag(now: number): RegistryLag {
+    return this.applied.view(now, this.optouts, this.lagOptions);
+  }
+
   /** One fetch status; only final ones (stored = true) count, so no fetch counts twice. */
   applyStatus(s: FetchStatusMsg): void {
     if (!s.stored) return;
+    this.hostDays.apply(s);
     const h = this.host(s.host, s.finished_at);
     this.outcomes[s.outcome] = (this.outcomes[s.outcome] ?? 0) + 1;
     if (s.http_status !== null) {
@@ -152,6 +223,7 @@ export class CrawlView {
       politeness: [...this.politeness].reverse(),
       errors: [...this.errors].reverse(),
       blocks,
+      optout_registry: this.registryLag(now),
     };
   }
 

@@ -1,16 +1,21 @@
 /**
  * `crawl run --status-port N`: the same status page, /stats and /metrics as `crawl serve`,
- * read-only, over the embedded log. A small observer stage follows crawl.fetch-status (its own
- * consumer group) and feeds a CrawlView; URL rows and the frontier's numbers are read from the
- * frontier's own stores (api/url-table.ts). Nothing in the crawl knows it is there.
+ * over the embedded log, and the webmaster API (/webmaster/v1, for accounts made with
+ * `crawl webmaster add-account --out DIR` before the run), whose changes go to the embedded log
+ * like any other row. The operator's endpoints are not served here. A small observer stage follows
+ * crawl.fetch-status (its own consumer group) and the tables the API reads, and feeds a
+ * CrawlView; URL rows and the frontier's numbers are read from the frontier's own stores
+ * (api/url-table.ts). Nothing in the crawl knows it is there.
  */
 import type { Logger } from 'pino';
-import type { FetchStatusMsg } from '../lib/messages';
+import type { CrawlConfig } from '../lib/config';
+import type { FetchStatusMsg, HostPolicyMsg, OptOutAppliedMsg, OptOutMsg, WebmasterAccountMsg, WebmasterSiteMsg } from '../lib/messages';
 import { metrics, setMetricSources } from '../lib/metrics';
 import type { OutRecord, Stage } from '../runtime/stage';
 import { CrawlView } from './crawl-view';
 import { createApiServer, listen } from './server';
 import type { UrlTableView } from './url-table';
+import { webmasterBackend } from './webmaster-backend';
 
 export interface EmbeddedStatus {
   /** Add to the embedded runner's stages. */
@@ -24,6 +29,18 @@ export function statusViewStage(view: CrawlView): Stage {
     id: 'status-view',
     inputs: ['fetchStatus'],
     outputs: [],
+    // Compacted tables the API reads (small ones: the URL table is read from the frontier's stores).
+    globalTables: ['hostPolicy', 'optout', 'optoutApplied', 'webmasterAccounts', 'webmasterSites'],
+    onGlobal: (rec, topic) => {
+      switch (topic) {
+        case 'hostPolicy': return view.applyPolicy(rec.key, rec.value as HostPolicyMsg | null);
+        case 'optout': return view.applyOptOut(rec.key, rec.value as OptOutMsg | null);
+        case 'optoutApplied': return view.applyOptOutApplied(rec.key, rec.value as OptOutAppliedMsg | null);
+        case 'webmasterAccounts': return view.applyWebmasterAccount(rec.key, rec.value as WebmasterAccountMsg | null);
+        case 'webmasterSites': return view.applyWebmasterSite(rec.key, rec.value as WebmasterSiteMsg | null);
+        default: return undefined;
+      }
+    },
     handle: (rec) => {
       if (rec.value) view.applyStatus(rec.value as FetchStatusMsg);
       return [] as OutRecord[];
@@ -59,17 +76,27 @@ export async function startEmbeddedStatus(
   log: Logger,
   warcStats?: () => { bytes: number; files: number },
   lags?: () => GroupLag[],
+  /** With both, the webmaster API is served too, writing to the embedded log through `append`. */
+  webmaster?: { config: CrawlConfig; append: (outs: OutRecord[]) => void },
+  /** The frontier's URL table (api/url-table.ts frontierTable). */
   urls: UrlTableView | null = null,
 ): Promise<EmbeddedStatus> {
-  const view = new CrawlView(urls);
+  const view = new CrawlView({ ...(webmaster ? { registryLagAlarmMs: webmaster.config.optoutLagAlarmMs, registryReportMs: webmaster.config.optoutReportMs } : {}), urls });
   const lagTimer = lags
     ? setInterval(() => {
         for (const l of lags()) metrics.consumerLag.set({ group: l.group, topic: l.topic }, l.records);
       }, LAG_METRIC_MS).unref()
     : null;
-  const server = createApiServer({ view, ...(lags ? { lag: () => waitingByTopic(lags()) } : {}) }, { token: null, log: log.child({ component: 'status' }), title: 'kcrawl run' });
+  const server = createApiServer(
+    {
+      view,
+      ...(lags ? { lag: () => waitingByTopic(lags()) } : {}),
+      ...(webmaster ? { webmaster: webmasterBackend(webmaster.config, async (outs) => webmaster.append(outs)) } : {}),
+    },
+    { token: null, log: log.child({ component: 'status' }), title: 'kcrawl run' },
+  );
   const bound = await listen(server, port, '127.0.0.1');
-  setMetricSources({ frontier: () => view.frontierNumbers(Date.now()), warc: warcStats });
+  setMetricSources({ frontier: () => view.frontierNumbers(Date.now()), warc: warcStats, registryLag: () => view.registryLag(Date.now()) });
   process.stderr.write(`status page: http://127.0.0.1:${bound}/\n`);
   log.info({ port: bound }, 'status page listening');
   return {

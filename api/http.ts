@@ -23,6 +23,20 @@ export async function readJson(req: IncomingMessage, maxBytes = MAX_BODY_BYTES):
 }
 
 /**
+ * A JSON body checked by `check` (an api/validate.ts parser). A refused body travels with its
+ * error under `body`, so the server logs it under its own key (cut short).
+ */
+export async function readChecked<T>(req: IncomingMessage, maxBytes: number, check: (v: unknown) => T): Promise<T> {
+  const { value, raw } = await readJson(req, maxBytes);
+  try {
+    return check(value);
+  } catch (err) {
+    if (err instanceof ApiError) Object.assign(err, { body: raw });
+    throw err;
+  }
+}
+
+/**
  * The body, refused with 413 once past maxBytes: a client that lies about (or omits) its length
  * cannot make us buffer more. The request is left flowing, not destroyed (as leaving a
  * `for await` over it would), so the 413 can still be sent; sendError bounds what follows.

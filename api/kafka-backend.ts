@@ -1,7 +1,8 @@
 /**
  * `crawl serve` in Kafka mode: the API's view is fed by following crawl.host-policy,
- * crawl.optout and crawl.fetch-status, and reads URL rows from its own copy of crawl.urls on
- * disk (api/url-table.ts ServeUrlTable); writes are produced with acks=all through the same
+ * crawl.optout, crawl.optout-applied, the webmaster accounts and sites, and crawl.fetch-status,
+ * and reads URL rows from its own copy of crawl.urls on disk (api/serve-url-table.ts); writes
+ * (the operator's and the webmaster API's) are produced with acks=all through the same
  * encoder as the processors; queue sizes are the processors' consumer lag, polled from admin.
  */
 import { createProducer, produce } from '../connectors/kafka';
@@ -10,14 +11,16 @@ import { createPageStore, pageStoreConfigFromEnv } from '../connectors/page-stor
 import type { PageStore } from '../connectors/types';
 import type { CrawlConfig } from '../lib/config';
 import type { Logger } from '../lib/logger';
-import type { FetchStatusMsg, HostPolicyMsg, OptOutMsg } from '../lib/messages';
-import { metrics, setMetricSources } from '../lib/metrics';
+import type { FetchStatusMsg, HostPolicyMsg, OptOutAppliedMsg, OptOutMsg, WebmasterAccountMsg, WebmasterSiteMsg } from '../lib/messages';
+import { metrics, setMetricSources, trackRegistryVersion } from '../lib/metrics';
 import type { StageName } from '../runtime/build-stages';
 import { encodeRecords, type KafkaRuntime } from '../runtime/kafka-runner';
+import type { OutRecord } from '../runtime/stage';
 import { topics, type TopicId } from '../topologies/crawl';
 import { CrawlView } from './crawl-view';
 import { ServeUrlTable } from './serve-url-table';
 import type { ApiBackend } from './server';
+import { webmasterBackend } from './webmaster-backend';
 
 /** Each processor's consumer group reads these topics (processors/*.ts `inputs`). */
 export const PROCESSOR_INPUTS: Record<StageName, TopicId[]> = {
@@ -38,15 +41,18 @@ export interface KafkaBackend {
 
 export async function startKafkaBackend(rt: KafkaRuntime, config: CrawlConfig, log: Logger, pages: PageStore = createPageStore(pageStoreConfigFromEnv())): Promise<KafkaBackend> {
   const urls = await ServeUrlTable.start(rt, config, log);
-  const view = new CrawlView(urls);
+  const view = new CrawlView({ registryLagAlarmMs: config.optoutLagAlarmMs, registryReportMs: config.optoutReportMs, urls });
   const producer = await createProducer(rt.kafka);
-  const followed: TopicId[] = ['hostPolicy', 'optout', 'fetchStatus'];
+  const followed: TopicId[] = ['hostPolicy', 'optout', 'optoutApplied', 'webmasterAccounts', 'webmasterSites', 'fetchStatus'];
   const byName = new Map(followed.map((id) => [rt.prefix + topics[id].name, id]));
   const follower: Follower = await followTopics(rt.kafka, `${rt.prefix}crawl.serve`, [...byName.keys()], async (topic, _p, key, raw) => {
     const value = raw === null ? null : await rt.registry.decode(raw);
     switch (byName.get(topic)) {
       case 'hostPolicy': return view.applyPolicy(key, value as HostPolicyMsg | null);
       case 'optout': return view.applyOptOut(key, value as OptOutMsg | null);
+      case 'optoutApplied': return view.applyOptOutApplied(key, value as OptOutAppliedMsg | null);
+      case 'webmasterAccounts': return view.applyWebmasterAccount(key, value as WebmasterAccountMsg | null);
+      case 'webmasterSites': return view.applyWebmasterSite(key, value as WebmasterSiteMsg | null);
       case 'fetchStatus': if (value) view.applyStatus(value as FetchStatusMsg); return;
     }
   });
@@ -74,14 +80,18 @@ export async function startKafkaBackend(rt: KafkaRuntime, config: CrawlConfig, l
   setMetricSources({
     frontier: () => view.frontierNumbers(Date.now()),
     prices: { processHourUsd: config.costProcessHourUsd, storedGbMonthUsd: config.costStoredGbMonthUsd },
+    registryLag: () => view.registryLag(Date.now()),
   });
+  trackRegistryVersion('serve', () => view.optouts.version);
+  const send = async (outs: OutRecord[]): Promise<void> => produce(producer, await encodeRecords(rt, outs));
 
   return {
     backend: {
       view,
       pages,
       lag: () => ({ ...lag }),
-      send: async (outs) => produce(producer, await encodeRecords(rt, outs)),
+      send,
+      webmaster: webmasterBackend(config, send),
     },
     async stop() {
       clearInterval(lagTimer);

@@ -9,6 +9,68 @@ const hostParam = { name: 'host', in: 'path', required: true, description: 'Lowe
 const operator = { security: [{ bearer: [] }] };
 const accepted = { description: 'Written durably to the log; every process applies it from there', content: json({ type: 'object' }) };
 
+const decision = { type: 'string', enum: ['allow', 'deny'] };
+const optOutBody = {
+  type: 'object', required: ['purposes'],
+  properties: {
+    purposes: { type: 'object', minProperties: 1, additionalProperties: false, properties: { crawl: decision, search_index: decision, ai_training: decision } },
+    scope: { type: 'string', enum: ['host', 'registered_domain'], description: 'registered_domain: the subject (which must be one) and every host under it' },
+  },
+};
+const webmaster = { security: [{ webmaster: [] }] };
+const wmErrors = { 400: error, 401: error, 403: error, 404: error, 413: error, 415: error, 429: error };
+const siteHost = { ...hostParam, description: 'A host this account has added (POST /webmaster/v1/sites)' };
+const verification = { type: 'object', properties: { method: { type: 'string', enum: ['dns_txt'] }, record: { type: 'string', example: 'kcrawl-verify=3f9a1c07e5b2d4a8' } } };
+
+/** The webmaster API (api/webmaster-routes.ts). */
+function webmasterPaths(): Record<string, object> {
+  return {
+    '/webmaster/v1/sites': {
+      post: {
+        ...webmaster, summary: 'Claim a host: answers the DNS TXT record to publish at it (201; 200 with the same record when already claimed)',
+        requestBody: { required: true, content: json({ type: 'object', required: ['host'], properties: { host: { type: 'string', example: 'shop.example.com' } } }) },
+        responses: {
+          201: { description: 'Claimed, to be verified', content: json({ type: 'object', properties: { host: { type: 'string' }, verification, status: { type: 'string', enum: ['PENDING', 'VERIFIED'] } } }) },
+          200: { description: 'Already claimed by this account' }, 409: error, ...wmErrors,
+        },
+      },
+      get: { ...webmaster, summary: "This account's sites and their status", responses: { 200: { description: 'Sites', content: json({ type: 'object' }) }, 401: error, 403: error, 429: error } },
+    },
+    '/webmaster/v1/sites/{host}': {
+      get: {
+        ...webmaster, parameters: [siteHost],
+        summary: 'Status, rate (default, webmaster, operator, in force), block, opt-outs (decisions and records) and what we fetched from the host in the last day (requests, errors, mean and least gap)',
+        responses: { 200: { description: 'The site', content: json({ type: 'object' }) }, ...wmErrors },
+      },
+    },
+    '/webmaster/v1/sites/{host}/verify': {
+      post: {
+        ...webmaster, parameters: [siteHost], summary: 'Look the TXT record up in DNS: VERIFIED, or 422 verification_failed with what was found (502 dns_unavailable when DNS did not answer)',
+        responses: { 200: { description: 'VERIFIED', content: json({ type: 'object' }) }, 422: error, 502: error, ...wmErrors },
+      },
+    },
+    '/webmaster/v1/sites/{host}/crawl-rate': {
+      put: {
+        ...webmaster, parameters: [siteHost],
+        summary: 'A ceiling on our rate for the host until `until` (a verified site): every frontier and fetch process applies it within 60 s, in place of our default; Crawl-delay, slow answers and 429/503 only slow us further',
+        requestBody: {
+          required: true,
+          content: json({ type: 'object', required: ['max_requests_per_second', 'until'], properties: { max_requests_per_second: { type: 'number', exclusiveMinimum: 0, example: 2 }, until: { type: 'string', format: 'date-time' } } }),
+        },
+        responses: { 200: { description: 'Set', content: json({ type: 'object' }) }, ...wmErrors },
+      },
+      delete: { ...webmaster, parameters: [siteHost], summary: 'Remove the webmaster rate (our default applies again)', responses: { 200: { description: 'Removed' }, ...wmErrors } },
+    },
+    '/webmaster/v1/sites/{host}/opt-outs': {
+      put: {
+        ...webmaster, parameters: [siteHost], summary: 'Set the host\'s opt-outs (a verified site; source webmaster_console, verified): crawl, search_index, ai_training',
+        requestBody: { required: true, content: json(optOutBody) },
+        responses: { 200: { description: 'Recorded with the next registry version', content: json({ type: 'object' }) }, ...wmErrors },
+      },
+    },
+  };
+}
+
 export function openApiDocument(): object {
   return {
     openapi: '3.0.3',
@@ -17,14 +79,17 @@ export function openApiDocument(): object {
       version: '0.1.0',
       description:
         'Seed the crawl, block hosts, set crawl rates and opt-outs, look up URLs and stored pages, and watch the crawl. ' +
-        'Endpoints that change the crawl need `Authorization: Bearer <CRAWL_API_TOKEN>`. Errors are JSON `{error, message, details?}`. ' +
+        'Endpoints that change the crawl need `Authorization: Bearer <CRAWL_API_TOKEN>`; the webmaster API (/webmaster/v1) takes a webmaster account token instead. Errors are JSON `{error, message, details?}`. ' +
         'Request bodies are limited to 1 MiB.',
     },
     components: {
-      securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer', description: 'The operator token, CRAWL_API_TOKEN' },
+        webmaster: { type: 'http', scheme: 'bearer', description: 'A webmaster account token (crawl webmaster add-account); each account may make CRAWL_WEBMASTER_REQUESTS_PER_MINUTE calls a minute' },
+      },
       responses: {
         Error: {
-          description: 'A refused request: 400 invalid input, 401 missing token, 403 wrong token, 404 unknown host/URL, 413 body too large, 415 not JSON',
+          description: 'A refused request: 400 invalid input, 401 missing token, 403 wrong token or site not verified, 404 unknown host/URL/site, 409 too many sites, 413 body too large, 415 not JSON, 422 TXT record not found, 429 rate limited (Retry-After), 502 DNS did not answer',
           content: json({ type: 'object', required: ['error', 'message'], properties: { error: { type: 'string' }, message: { type: 'string' }, details: {} } }),
         },
       },
@@ -69,12 +134,22 @@ export function openApiDocument(): object {
       },
       '/optout/{subject}': {
         put: {
-          ...operator, summary: 'Record an opt-out decision for a host or registered domain (next registry_version)',
+          ...operator,
+          summary: "Set a host's or registered domain's opt-outs (source operator_api, the next registry_version); the purposes not given keep their decisions",
           parameters: [{ name: 'subject', in: 'path', required: true, schema: { type: 'string' } }],
-          requestBody: { required: true, content: json({ type: 'object', required: ['purpose', 'allowed'], properties: { purpose: { type: 'string', enum: ['crawl', 'search_index', 'ai_training'] }, allowed: { type: 'boolean' } } }) },
+          requestBody: {
+            required: true,
+            content: json({
+              oneOf: [
+                optOutBody,
+                { type: 'object', required: ['purpose', 'allowed'], description: 'The first version\'s form: one purpose', properties: { purpose: { type: 'string', enum: ['crawl', 'search_index', 'ai_training'] }, allowed: { type: 'boolean' } } },
+              ],
+            }),
+          },
           responses: { 202: accepted, 400: error, 401: error, 403: error, 413: error, 415: error },
         },
       },
+      ...webmasterPaths(),
       '/urls/{url}': {
         get: {
           summary: "A URL's row of the URL table: state, last fetch, next due, content hash, WARC pointer",

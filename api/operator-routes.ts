@@ -6,11 +6,12 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { hostPolicyKey } from '../lib/host-policy';
-import type { HostPolicyMsg, LinkMsg, OptOutMsg } from '../lib/messages';
-import { optOutKey } from '../lib/optout-registry';
+import type { HostPolicyMsg, LinkMsg } from '../lib/messages';
+import { optOutWrite } from '../lib/optout-registry';
+import { auditRow } from '../lib/webmaster';
 import type { OutRecord } from '../runtime/stage';
 import type { CrawlView } from './crawl-view';
-import { readJson, sendJson, type Router } from './http';
+import { readChecked, sendJson, type Router } from './http';
 import { ApiError, parseBlock, parseCrawlRate, parseHost, parseOptOut, parseSeeds } from './validate';
 
 export interface OperatorDeps {
@@ -21,16 +22,7 @@ export interface OperatorDeps {
 }
 
 export function operatorRoutes(router: Router, d: OperatorDeps): void {
-  /** Parse and validate a body; a refused body travels with the error so it is logged under its own key. */
-  const body = async <T>(req: IncomingMessage, check: (v: unknown) => T): Promise<T> => {
-    const { value, raw } = await readJson(req, d.maxBodyBytes);
-    try {
-      return check(value);
-    } catch (err) {
-      if (err instanceof ApiError) Object.assign(err, { body: raw });
-      throw err;
-    }
-  };
+  const body = <T>(req: IncomingMessage, check: (v: unknown) => T): Promise<T> => readChecked(req, d.maxBodyBytes, check);
   const accepted = async (res: ServerResponse, outs: OutRecord[], extra: Record<string, unknown>): Promise<void> => {
     await d.send(outs);
     sendJson(res, 202, { accepted: true, ...extra });
@@ -46,6 +38,9 @@ export function operatorRoutes(router: Router, d: OperatorDeps): void {
     value: { host, field, updated_at: d.now(), blocked_until: null, reason: null, min_delay_ms: null, ...v } satisfies HostPolicyMsg,
   });
   const tombstone = (host: string, field: string): OutRecord => ({ topic: 'hostPolicy', key: hostPolicyKey(host, field), host, value: null });
+  // The operator's changes a webmaster may ask about go to the audit log too (one operator token: no name).
+  const audit = (action: string, host: string, detail: Record<string, unknown>, at: number): OutRecord =>
+    ({ topic: 'webmasterAudit', key: host, host, value: auditRow('operator:api', action, host, detail, at) });
 
   router
     .add('POST', '/seeds', async (req, res) => {
@@ -62,35 +57,34 @@ export function operatorRoutes(router: Router, d: OperatorDeps): void {
       const { b, raw } = await body(req, (v) => ({ b: parseBlock(v, d.now()), raw: v }));
       await knownOrForced(host, raw);
       const row = policyRow(host, 'block', { blocked_until: b.blocked_until, reason: b.reason });
-      await accepted(res, [row], { host, block: { until: new Date(b.blocked_until).toISOString(), reason: b.reason } });
+      await accepted(res, [row, audit('block', host, { until: b.blocked_until, reason: b.reason }, d.now())], { host, block: { until: new Date(b.blocked_until).toISOString(), reason: b.reason } });
     }, { operator: true })
     .add('DELETE', '/hosts/{host}/block', async (_req, res, m) => {
       const host = parseHost(m.params.host);
       if (!d.view.policy.get(host, 'block')) throw new ApiError(404, 'unknown_host', `${host} has no block`);
-      await accepted(res, [tombstone(host, 'block')], { host, block: null });
+      await accepted(res, [tombstone(host, 'block'), audit('remove-block', host, {}, d.now())], { host, block: null });
     }, { operator: true })
     .add('PUT', '/hosts/{host}/crawl-rate', async (req, res, m) => {
       const host = parseHost(m.params.host);
       const { r, raw } = await body(req, (v) => ({ r: parseCrawlRate(v), raw: v }));
       await knownOrForced(host, raw);
-      await accepted(res, [policyRow(host, 'crawl-rate', { min_delay_ms: r.min_delay_ms, reason: r.reason })], { host, min_delay_ms: r.min_delay_ms });
+      const row = policyRow(host, 'crawl-rate', { min_delay_ms: r.min_delay_ms, reason: r.reason });
+      await accepted(res, [row, audit('set-crawl-rate', host, { min_delay_ms: r.min_delay_ms, reason: r.reason }, d.now())], { host, min_delay_ms: r.min_delay_ms });
     }, { operator: true })
     .add('DELETE', '/hosts/{host}/crawl-rate', async (_req, res, m) => {
       const host = parseHost(m.params.host);
       if (!d.view.policy.get(host, 'crawl-rate')) throw new ApiError(404, 'unknown_host', `${host} has no crawl-rate rule`);
-      await accepted(res, [tombstone(host, 'crawl-rate')], { host, min_delay_ms: null });
+      await accepted(res, [tombstone(host, 'crawl-rate'), audit('remove-crawl-rate', host, {}, d.now())], { host, min_delay_ms: null });
     }, { operator: true })
     .add('PUT', '/optout/{subject}', async (req, res, m) => {
       const subject = parseHost(m.params.subject);
-      const o = await body(req, parseOptOut);
-      const value: OptOutMsg = { subject, purpose: o.purpose, allowed: o.allowed, registry_version: nextVersion(), updated_at: d.now() };
-      await accepted(res, [{ topic: 'optout', key: optOutKey(subject, o.purpose), host: subject, value }], { ...value });
+      const o = await body(req, (v) => parseOptOut(v, subject, { legacy: true }));
+      const now = d.now();
+      const rows = optOutWrite(d.view.optouts, { subject, ...o, source: 'operator_api', verified: false }, d.view.issueOptOutVersion(), now);
+      const outs: OutRecord[] = rows.map((r) => ({ topic: 'optout', key: r.key, host: subject, value: r.value }));
+      const value = rows[0].value!;
+      outs.push(audit('set-opt-out', subject, { scope: value.scope, purposes: value.purposes, registry_version: value.registry_version }, now));
+      await accepted(res, outs, { ...value });
+      d.view.applyOwn(outs);
     }, { operator: true });
-
-  // Versions must rise even when two PUTs arrive before the first comes back from the log.
-  let issued = 0;
-  function nextVersion(): number {
-    issued = Math.max(issued + 1, d.view.optouts.nextVersion());
-    return issued;
-  }
 }

@@ -1,8 +1,9 @@
 /**
  * The control API and status page over node:http. Reads are open (the status page polls
- * /stats); everything that changes the crawl needs the operator's bearer token. Writes go to
- * the log through `backend.send` and are answered 202 once Kafka (or the embedded log) has
- * them; every process picks them up from there.
+ * /stats); everything that changes the crawl needs the operator's bearer token, except the
+ * webmaster API (/webmaster/v1, api/webmaster-routes.ts), which takes webmaster account tokens.
+ * Writes go to the log through `backend.send` (the webmaster API's through its own writer) and
+ * are answered once Kafka (or the embedded log) has them; every process picks them up from there.
  *
  * Logging: method, route and status only. Tokens never; request bodies only under their own
  * `body` key, cut short, when they are refused.
@@ -19,6 +20,7 @@ import { checkBearer, MAX_BODY_BYTES, Router, sendError, sendJson } from './http
 import { openApiDocument } from './openapi';
 import { extractPayload } from './page-read';
 import { operatorRoutes } from './operator-routes';
+import { webmasterRoutes, type WebmasterDeps } from './webmaster-routes';
 import { statusPageHtml } from './status-page';
 import { ApiError } from './validate';
 
@@ -28,6 +30,8 @@ export interface ApiBackend {
   send?: (outs: OutRecord[]) => Promise<void>;
   /** Where WARC files are, for GET /pages. */
   pages?: PageStore;
+  /** The webmaster API (/webmaster/v1), where this server can write: its own writer and DNS lookup. */
+  webmaster?: Omit<WebmasterDeps, 'view' | 'now' | 'maxBodyBytes'>;
   /** Records waiting per topic: consumer lag, where measured (Kafka mode; `crawl run` from its log). */
   lag?: () => Record<string, number>;
   now?: () => number;
@@ -95,6 +99,7 @@ export function createApiServer(backend: ApiBackend, opts: ApiOptions): Server {
       res.end(page.payload);
     });
   if (backend.send) operatorRoutes(router, { view: backend.view, send: backend.send, now, maxBodyBytes: opts.maxBodyBytes ?? MAX_BODY_BYTES });
+  if (backend.webmaster) webmasterRoutes(router, { ...backend.webmaster, view: backend.view, now, maxBodyBytes: opts.maxBodyBytes ?? MAX_BODY_BYTES });
 
   const server = createServer((req, res) => {
     const started = Date.now();

@@ -19,9 +19,12 @@ td.url{max-width:40em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
 svg{background:#fff;border:1px solid #d6dae0;border-radius:6px}
 .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(28em,1fr));gap:1em}
 #state.err{color:#b42318}
+#registry-alarm{display:none;background:#fef3f2;border:1px solid #b42318;color:#b42318;border-radius:6px;padding:.5em 1em;margin:0 0 1em}
+body[data-registry-alarm="1"] #registry-alarm{display:block}
 </style></head>
 <body data-live="0">
 <h1>${safeTitle} — crawl status <span id="state" class="muted">connecting…</span></h1>
+<div id="registry-alarm" role="alert"></div>
 <div class="cards">
   <div class="card">pages/s<b id="pages-rate">–</b></div>
   <div class="card">pages fetched<b id="pages-total">–</b></div>
@@ -29,6 +32,7 @@ svg{background:#fff;border:1px solid #d6dae0;border-radius:6px}
   <div class="card">hosts in rotation<b id="hosts-rotation">–</b></div>
   <div class="card">oldest due URL waits<b id="oldest-due">–</b></div>
   <div class="card">blocked hosts<b id="blocks-total">–</b></div>
+  <div class="card">opt-out registry<b id="registry-version">–</b></div>
 </div>
 <h2>Pages per second, last 5 minutes</h2>
 <svg id="rate-chart" width="900" height="160" viewBox="0 0 900 160" role="img" aria-label="pages per second over time"><polyline id="rate-line" fill="none" stroke="#2563eb" stroke-width="2" points=""/><text id="rate-max" x="6" y="14" font-size="11" fill="#69707a"></text></svg>
@@ -39,6 +43,7 @@ svg{background:#fff;border:1px solid #d6dae0;border-radius:6px}
 <div><h2>Recent errors</h2><table><tbody id="errors"></tbody></table></div>
 <div><h2>Blocks in force</h2><table><tbody id="blocks"></tbody></table></div>
 <div><h2>Responses</h2><table><tbody id="statuses"></tbody></table></div>
+<div><h2>Opt-out registry version applied</h2><table><thead><tr><th>process</th><th>instance</th><th>version</th><th>behind</th><th>reported</th></tr></thead><tbody id="registry"></tbody></table></div>
 </div>
 <script>
 (function () {
@@ -75,6 +80,14 @@ svg{background:#fff;border:1px solid #d6dae0;border-radius:6px}
     rows('errors', s.errors.slice(0, 15), function (i) { return [time(i.at), i.kind, i.url, i.detail]; });
     rows('blocks', s.blocks, function (b) { return [b.host, 'until ' + new Date(b.until).toISOString(), b.reason]; });
     rows('statuses', Object.keys(s.http_status).map(function (k) { return ['HTTP ' + k, s.http_status[k]]; }), function (r) { return r; });
+    var reg = s.optout_registry;
+    text('registry-version', 'v' + reg.version);
+    rows('registry', reg.processes, function (p) {
+      return [p.stage, p.instance, 'v' + p.applied_version, p.silent ? 'silent' : p.behind_s + ' s' + (p.alarm ? ' (alarm)' : ''), time(p.reported_at)];
+    });
+    var late = reg.processes.filter(function (p) { return p.alarm; });
+    text('registry-alarm', late.length ? 'Opt-out registry alarm: ' + late.map(function (p) { return p.stage + ' ' + p.instance + ' is ' + p.behind_s + ' s behind (v' + p.applied_version + ' of v' + reg.version + ')'; }).join('; ') + ' (more than ' + reg.alarm_after_s + ' s)' : '');
+    document.body.setAttribute('data-registry-alarm', reg.alarm ? '1' : '0');
     text('state', 'updated ' + time(s.now)); $('state').className = 'muted';
     document.body.setAttribute('data-live', '1');
   }

@@ -3,7 +3,8 @@
  * segment and returns the clean value or throws an ApiError that becomes a 4xx JSON answer
  * `{ error: code, message, details? }`. Nothing here logs: bodies are untrusted.
  */
-import type { OptOutPurpose } from '../lib/messages';
+import type { OptOutDecision, OptOutPurpose, OptOutPurposes, OptOutScope } from '../lib/messages';
+import { isRegisteredDomain } from '../lib/optout-registry';
 import { normalizeUrl } from '../lib/url-normalize';
 
 export class ApiError extends Error {
@@ -77,13 +78,72 @@ export function parseCrawlRate(body: unknown): { min_delay_ms: number; reason: s
   return { min_delay_ms: d, reason: optionalString(b.reason, 'reason', 500) };
 }
 
-export function parseOptOut(body: unknown): { purpose: OptOutPurpose; allowed: boolean } {
+export interface OptOutInput {
+  scope?: OptOutScope;
+  purposes: Partial<OptOutPurposes>;
+}
+
+/**
+ * An opt-out change for `subject`: `{ purposes: { crawl?, search_index?, ai_training?: "allow" |
+ * "deny" }, scope?: "host" | "registered_domain" }` (the registry record's own shape), or, for
+ * the operator's API, the first version's `{ purpose, allowed }`.
+ */
+export function parseOptOut(body: unknown, subject: string, opts: { legacy?: boolean } = {}): OptOutInput {
   const b = object(body);
-  if (typeof b.purpose !== 'string' || !PURPOSES.includes(b.purpose as OptOutPurpose)) {
-    throw new ApiError(400, 'invalid_purpose', `purpose: expected one of ${PURPOSES.join(', ')}`);
+  if (opts.legacy && b.purposes === undefined) {
+    if (typeof b.purpose !== 'string' || !PURPOSES.includes(b.purpose as OptOutPurpose)) {
+      throw new ApiError(400, 'invalid_purpose', `purpose: expected one of ${PURPOSES.join(', ')} (or give purposes: {…})`);
+    }
+    if (typeof b.allowed !== 'boolean') throw new ApiError(400, 'invalid_body', 'allowed: expected true or false');
+    return { purposes: { [b.purpose]: b.allowed ? 'allow' : 'deny' } };
   }
-  if (typeof b.allowed !== 'boolean') throw new ApiError(400, 'invalid_body', 'allowed: expected true or false');
-  return { purpose: b.purpose as OptOutPurpose, allowed: b.allowed };
+  const p = b.purposes;
+  if (typeof p !== 'object' || p === null || Array.isArray(p) || Object.keys(p).length === 0) {
+    throw new ApiError(400, 'invalid_purposes', `purposes: expected an object of ${PURPOSES.join(', ')} to "allow" or "deny"`);
+  }
+  const purposes: Partial<OptOutPurposes> = {};
+  for (const [k, v] of Object.entries(p as Record<string, unknown>)) {
+    if (!PURPOSES.includes(k as OptOutPurpose)) throw new ApiError(400, 'invalid_purpose', `purposes.${k.slice(0, 40)}: not one of ${PURPOSES.join(', ')}`);
+    if (v !== 'allow' && v !== 'deny') throw new ApiError(400, 'invalid_purposes', `purposes.${k}: expected "allow" or "deny"`);
+    purposes[k as OptOutPurpose] = v as OptOutDecision;
+  }
+  const out: OptOutInput = { purposes };
+  if (b.scope !== undefined) {
+    if (b.scope !== 'host' && b.scope !== 'registered_domain') throw new ApiError(400, 'invalid_scope', 'scope: expected "host" or "registered_domain"');
+    if (b.scope === 'registered_domain' && !isRegisteredDomain(subject)) {
+      throw new ApiError(400, 'invalid_scope', `scope registered_domain needs a registered domain; ${subject} is not one`);
+    }
+    out.scope = b.scope;
+  }
+  return out;
+}
+
+/** `{ "host": … }` of POST /webmaster/v1/sites. */
+export function parseSiteHost(body: unknown): string {
+  const b = object(body);
+  if (typeof b.host !== 'string' || b.host === '') throw new ApiError(400, 'invalid_host', 'host: expected a host name such as shop.example.com');
+  return parseHost(b.host);
+}
+
+export interface WebmasterRate {
+  max_requests_per_second: number;
+  until: number;
+}
+
+/** `{ "max_requests_per_second": 2, "until": "2026-10-31T00:00:00Z" }`: a rate in (0, max] and an end within 366 days. */
+export function parseWebmasterRate(body: unknown, now: number, maxRps: number): WebmasterRate {
+  const b = object(body);
+  const r = b.max_requests_per_second;
+  const slowest = 1000 / MAX_MIN_DELAY_MS;
+  if (typeof r !== 'number' || !Number.isFinite(r) || r < slowest || r > maxRps) {
+    throw new ApiError(400, 'invalid_crawl_rate', `max_requests_per_second: expected a number from ${slowest.toPrecision(2)} (one a day) to ${maxRps}`);
+  }
+  if (typeof b.until !== 'string') throw new ApiError(400, 'invalid_until', 'until: expected an ISO 8601 time such as 2026-10-31T00:00:00Z (the rate is dropped then)');
+  const until = Date.parse(b.until);
+  if (!Number.isFinite(until) || !/^\d{4}-\d{2}-\d{2}T/.test(b.until)) throw new ApiError(400, 'invalid_until', 'until: expected an ISO 8601 time such as 2026-10-31T00:00:00Z');
+  if (until <= now) throw new ApiError(400, 'invalid_until', 'until: the time has already passed');
+  if (until - now > MAX_BLOCK_MS) throw new ApiError(400, 'invalid_until', 'until: at most 366 days ahead; set it again later');
+  return { max_requests_per_second: r, until };
 }
 
 /** All seeds normalised, or a 400 naming every bad one (nothing is sent unless all are good). */

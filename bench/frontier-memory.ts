@@ -39,7 +39,7 @@ const EMPTY: ChangelogSource = { ends: async (ps) => new Map(ps.map((p) => [p, 0
 
 async function measure(label: string, hosts: number): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'frontier-memory-'));
-  const f = new FrontierState({ minHostDelayMs: 1000, maxCrawlDelayMs: 10_000, responseTimeFactor: 10, leaseMs: 60_000, retryBackoffMs: [5000], maxAttempts: 3 }, undefined, undefined, { partitions: 1 });
+  const f = new FrontierState({ minHostDelayMs: 1000, maxCrawlDelayMs: 10_000, responseTimeFactor: 10, leaseMs: 60_000, retryBackoffMs: [5000], maxAttempts: 3 }, undefined, undefined, undefined, { partitions: 1 });
   const [r] = await restoreStores([0], EMPTY, { dirOf: () => join(dir, 'urls-0'), levelOf: f.levelOf, levels: TUNING_DEFAULTS.priorityLevels, log: pino({ level: 'silent' }) });
   await f.attach(0, r.store, Date.now());
   gc();

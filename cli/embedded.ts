@@ -167,9 +167,9 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   const lags = (): GroupLag[] =>
     [...stages, sinkStage].flatMap((s) => s.inputs.map((t) => ({ group: `crawl.${s.id}`, topic: topics[t].name, records: fileLog.lag(`crawl.${s.id}`, t) })));
   const frontier = stages.find((s) => s.id === 'frontier') as FrontierStage;
-  const status = opts.statusPort === undefined
-    ? null
-    : await (await import('../api/embedded-status')).startEmbeddedStatus(opts.statusPort, log, () => warc.stats, lags, (await import('../api/url-table')).frontierTable(frontier.state));
+  const status = opts.statusPort === undefined ? null : await (await import('../api/embedded-status')).startEmbeddedStatus(
+    opts.statusPort, log, () => warc.stats, lags, { config, append: (outs) => fileLog.append(outs) }, (await import('../api/url-table')).frontierTable(frontier.state),
+  );
   // Fetch may run ahead of parse by CRAWL_PARSE_BACKLOG_MAX stored pages (4,096; each waits as its
   // compressed WARC record), no more: beyond, pages only wait in memory. A page reaches parse only
   // once its WARC file is stored (about 1,000 pages a file), so a smaller lead left parse waiting

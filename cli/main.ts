@@ -131,11 +131,33 @@ function registerKafkaCommands(cmd: Command): void {
     .argument('<subject>')
     .argument('<purpose>')
     .argument('<decision>', 'allow | deny')
-    .action(async (subject: string, purpose: string, decision: string) => (await import('./optout')).optoutSet(subject, purpose, decision));
+    .option('--scope <scope>', 'host (the subject only) or registered_domain (the subject and every host under it); default: as before, else registered_domain for a registered domain')
+    .option('--verified', 'the subject\'s owner was verified (recorded with the decision)', false)
+    .action(async (subject: string, purpose: string, decision: string, o: { scope?: string; verified: boolean }) =>
+      (await import('./optout')).optoutSet(subject, purpose, decision, o));
   optout
     .command('list')
-    .description('print every decision and the registry version')
+    .description('print every subject\'s record (scope, purposes, source, effective time, version) and the registry version')
     .action(async () => (await import('./optout')).optoutList());
+  const webmaster = cmd.command('webmaster').description('accounts of the webmaster API (/webmaster/v1 on crawl serve; Kafka mode, or --out DIR for `crawl run --out DIR --status-port N`)');
+  const where = (): Option => new Option('--out <dir>', 'an embedded crawl\'s folder (write while no crawl runs on it) instead of Kafka');
+  webmaster
+    .command('add-account')
+    .description('make a webmaster account and print its bearer token once (only its SHA-256 is stored)')
+    .argument('<name>', 'who the account is for (a person or organisation)')
+    .addOption(where())
+    .action(async (name: string, o: { out?: string }) => (await import('./webmaster')).addAccountCommand(name, o));
+  webmaster
+    .command('list-accounts')
+    .description('print every webmaster account (id, name, state, who made it and when)')
+    .addOption(where())
+    .action(async (o: { out?: string }) => (await import('./webmaster')).listAccountsCommand(o));
+  webmaster
+    .command('disable-account')
+    .description('refuse an account\'s token from now on')
+    .argument('<id>', 'the account id (wm_…)')
+    .addOption(where())
+    .action(async (id: string, o: { out?: string }) => (await import('./webmaster')).disableAccountCommand(id, o));
   cmd
     .command('bloom')
     .description('the URL-seen Bloom filter in Redis: rebuild (replay crawl.urls into a new generation and switch), stats, abort (Kafka mode)')

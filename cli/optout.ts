@@ -1,23 +1,22 @@
 /**
  * `crawl optout set <subject> <purpose> allow|deny` and `crawl optout list` (Kafka mode): the
- * operator's side of the opt-out registry, the compacted crawl.optout topic. A change is one
- * record keyed `subject|purpose` with the next registry_version (one more than the highest in
- * the table); handoff instances follow the table and stamp new events with it, fetch stops a
- * crawl=deny subject.
+ * operator's side of the opt-out registry, the compacted crawl.optout topic. A change is the
+ * subject's whole record (lib/optout-registry.ts optOutWrite: its other purposes as they were)
+ * with the next registry_version (one more than the highest in the table), plus tombstones for
+ * the subject's rows of the first version; handoff instances follow the table and stamp new
+ * events with it, the frontier holds a crawl=deny subject and fetch refuses it.
  *
  * Two operators writing at the same instant could both take the same next version; the
- * records still apply (each is its own key), only the version numbers then coincide.
+ * records still apply, only the version numbers then coincide.
  */
 import { createProducer, produce, readTable } from '../connectors/kafka';
 import { loadConfig, type CrawlConfig } from '../lib/config';
 import { createLogger } from '../lib/logger';
-import type { OptOutMsg, OptOutPurpose } from '../lib/messages';
-import { optOutKey, OptOutRegistry } from '../lib/optout-registry';
+import type { OptOutMsg, OptOutPurpose, OptOutScope } from '../lib/messages';
+import { isRegisteredDomain, OptOutRegistry, optOutWrite, PURPOSES, type OptOutRecord } from '../lib/optout-registry';
 import { encodeRecords, type KafkaRuntime } from '../runtime/kafka-runner';
 import { topics } from '../topologies/crawl';
 import { kafkaEnv, runtimeFor, type KafkaEnv } from './kafka-commands';
-
-export const PURPOSES: readonly OptOutPurpose[] = ['crawl', 'search_index', 'ai_training'];
 
 /** A subject is a bare host or registered domain, lower-case: no scheme, port or path. */
 export function parseSubject(s: string): string {
@@ -38,47 +37,67 @@ export function parseDecision(d: string): boolean {
   return d === 'allow';
 }
 
+export function parseScope(subject: string, scope: string | undefined): OptOutScope | undefined {
+  if (scope === undefined) return undefined;
+  if (scope !== 'host' && scope !== 'registered_domain') throw new Error(`scope "${scope}" must be host or registered_domain`);
+  if (scope === 'registered_domain' && !isRegisteredDomain(subject)) throw new Error(`${subject} is not a registered domain: scope registered_domain needs one (e.g. example.co.uk)`);
+  return scope;
+}
+
 /** The whole registry as it stands in crawl.optout (latest record per key). */
-export async function readRegistry(rt: KafkaRuntime): Promise<{ registry: OptOutRegistry; rows: OptOutMsg[] }> {
+export async function readRegistry(rt: KafkaRuntime): Promise<OptOutRegistry> {
   const all = Array.from({ length: rt.partitions }, (_, p) => p);
   const raw = await readTable(rt.kafka, rt.prefix + topics.optout.name, all);
   const latest = new Map<string, (typeof raw)[number]>();
   for (const r of raw) latest.set(r.key, r);
   const registry = new OptOutRegistry();
-  const rows: OptOutMsg[] = [];
-  for (const r of latest.values()) {
-    const value = r.value === null ? null : ((await rt.registry.decode(r.value)) as OptOutMsg);
-    registry.apply(r.key, value);
-    if (value) rows.push(value);
-  }
-  return { registry, rows };
+  for (const r of latest.values()) registry.apply(r.key, r.value === null ? null : ((await rt.registry.decode(r.value)) as OptOutMsg));
+  return registry;
 }
 
-/** Write one decision with the next registry version; returns the record written. */
-export async function setOptOut(
-  subject: string, purpose: OptOutPurpose, allowed: boolean, env: KafkaEnv = kafkaEnv(), config: CrawlConfig = loadConfig(),
-): Promise<OptOutMsg> {
+export interface SetOptOut {
+  subject: string;
+  purpose: OptOutPurpose;
+  allowed: boolean;
+  scope?: OptOutScope;
+  verified?: boolean;
+}
+
+/** Write one decision with the next registry version; returns the subject's record as written. */
+export async function setOptOut(o: SetOptOut, env: KafkaEnv = kafkaEnv(), config: CrawlConfig = loadConfig()): Promise<OptOutMsg> {
   const rt = await runtimeFor(env, config, createLogger());
-  const { registry } = await readRegistry(rt);
-  const value: OptOutMsg = { subject, purpose, allowed, registry_version: registry.nextVersion(), updated_at: Date.now() };
+  const registry = await readRegistry(rt);
+  const rows = optOutWrite(
+    registry,
+    { subject: o.subject, scope: o.scope, purposes: { [o.purpose]: o.allowed ? 'allow' : 'deny' }, source: 'operator_cli', verified: o.verified ?? false },
+    registry.nextVersion(), Date.now(),
+  );
   const producer = await createProducer(rt.kafka);
   try {
-    await produce(producer, await encodeRecords(rt, [{ topic: 'optout', key: optOutKey(subject, purpose), host: subject, value }]));
+    await produce(producer, await encodeRecords(rt, rows.map((r) => ({ topic: 'optout' as const, key: r.key, host: o.subject, value: r.value }))));
   } finally {
     await producer.disconnect();
   }
-  return value;
+  return rows[0].value!;
 }
 
-export async function optoutSet(subject: string, purpose: string, decision: string): Promise<void> {
-  const v = await setOptOut(parseSubject(subject), parsePurpose(purpose), parseDecision(decision));
-  process.stdout.write(`${v.subject} ${v.purpose} ${v.allowed ? 'allow' : 'deny'}: registry version ${v.registry_version}\n`);
+export async function optoutSet(subject: string, purpose: string, decision: string, opts: { scope?: string; verified?: boolean } = {}): Promise<void> {
+  const s = parseSubject(subject);
+  const p = parsePurpose(purpose);
+  const v = await setOptOut({ subject: s, purpose: p, allowed: parseDecision(decision), scope: parseScope(s, opts.scope), verified: opts.verified });
+  process.stdout.write(`${v.subject} ${p} ${v.purposes![p]}: registry version ${v.registry_version} (scope ${v.scope})\n`);
+}
+
+/** One line of `crawl optout list`. */
+export function recordLine(r: OptOutRecord): string {
+  const purposes = PURPOSES.map((p) => `${p}=${r.purposes[p]}`).join(' ');
+  return `${r.subject}\t${r.scope}\t${purposes}\t${r.source}${r.verified ? ' verified' : ''}\t${new Date(r.effective_at).toISOString()}\tv${r.registry_version}\n`;
 }
 
 export async function optoutList(env: KafkaEnv = kafkaEnv(), config: CrawlConfig = loadConfig()): Promise<void> {
   const rt = await runtimeFor(env, config, createLogger());
-  const { registry, rows } = await readRegistry(rt);
-  rows.sort((a, b) => a.subject.localeCompare(b.subject) || a.purpose.localeCompare(b.purpose));
-  for (const r of rows) process.stdout.write(`${r.subject}\t${r.purpose}\t${r.allowed ? 'allow' : 'deny'}\tv${r.registry_version}\n`);
-  process.stdout.write(`registry version ${registry.version}, ${rows.length} record(s)\n`);
+  const registry = await readRegistry(rt);
+  const records = registry.records().sort((a, b) => a.subject.localeCompare(b.subject));
+  for (const r of records) process.stdout.write(recordLine(r));
+  process.stdout.write(`registry version ${registry.version}, ${records.length} subject(s)\n`);
 }

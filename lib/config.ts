@@ -117,6 +117,20 @@ export interface CrawlConfig {
   warcGzipLevel: number;
   /** Port of a process's Prometheus listener (GET /metrics); 0 = off. */
   metricsPort: number;
+  /** How often a process reports the opt-out registry version it has applied (also on every change). */
+  optoutReportMs: number;
+  /** crawl serve raises the opt-out lag alarm when a process is behind the registry by more than this. */
+  optoutLagAlarmMs: number;
+  /** Webmaster API: DNS servers for TXT verification (`host` or `host:port`, comma-separated); empty = the system's resolvers. */
+  webmasterDnsServers: string[];
+  /** Webmaster API: how long one TXT lookup may take before the verification answers that DNS did not respond. */
+  webmasterDnsTimeoutMs: number;
+  /** Webmaster API: the name in the TXT record a webmaster publishes, `<name>-verify=<token>`. */
+  webmasterTxtName: string;
+  /** Webmaster API: requests per minute one account may make (a token bucket of this size, refilled over a minute). */
+  webmasterRequestsPerMinute: number;
+  /** Webmaster API: the fastest rate a verified webmaster may set, in requests per second. */
+  webmasterMaxRequestsPerSecond: number;
   /** Unit prices for the cost-per-million-pages estimate: one crawler process for an hour, and one GB of WARC stored for a month (USD). */
   costProcessHourUsd: number;
   costStoredGbMonthUsd: number;
@@ -190,6 +204,14 @@ export const DEFAULTS: CrawlConfig = {
   warcPrefix: 'kcrawl',
   warcGzipLevel: 3,
   metricsPort: 0,
+  // The design's refresh is 60 s and its alarm 5 minutes; a report on every change comes on top.
+  optoutReportMs: 30_000,
+  optoutLagAlarmMs: 5 * 60_000,
+  webmasterDnsServers: [],
+  webmasterDnsTimeoutMs: 5000,
+  webmasterTxtName: 'kcrawl',
+  webmasterRequestsPerMinute: 60,
+  webmasterMaxRequestsPerSecond: 10,
   // About a 2-vCPU cloud instance per process, and standard object storage.
   costProcessHourUsd: 0.08,
   costStoredGbMonthUsd: 0.023,
@@ -236,7 +258,7 @@ export function loadConfig(
   overrides: Partial<CrawlConfig> = {},
   defaults: Partial<CrawlConfig> = {},
 ): CrawlConfig {
-  const cfg: CrawlConfig = { ...DEFAULTS, retryBackoffMs: [...DEFAULTS.retryBackoffMs], allowCidrs: [], ...defaults };
+  const cfg: CrawlConfig = { ...DEFAULTS, retryBackoffMs: [...DEFAULTS.retryBackoffMs], allowCidrs: [], webmasterDnsServers: [], ...defaults };
   for (const key of Object.keys(DEFAULTS) as Array<keyof CrawlConfig>) {
     const raw = env[envName(key)];
     if (raw !== undefined && raw !== '') (cfg as unknown as Record<string, unknown>)[key] = parseValue(key, raw);
@@ -247,5 +269,14 @@ export function loadConfig(
     // Below 1 s per host is not polite on the open web; allowed only for private test webs.
     throw new ConfigError(`${envName('minHostDelayMs')}=${cfg.minHostDelayMs}: at least 1000 on the public web`);
   }
+  if (!/^[a-z0-9]([a-z0-9-]{0,40}[a-z0-9])?$/.test(cfg.webmasterTxtName)) {
+    throw new ConfigError(`${envName('webmasterTxtName')}=${cfg.webmasterTxtName}: expected lower-case letters, digits and inner hyphens (the record is <name>-verify=<token>)`);
+  }
+  for (const server of cfg.webmasterDnsServers) {
+    if (!/^(\[[0-9a-fA-F:.]+\]|[0-9a-zA-Z.:-]+?)(:\d{1,5})?$/.test(server)) {
+      throw new ConfigError(`${envName('webmasterDnsServers')}: "${server}" is not an address or address:port`);
+    }
+  }
+  if (cfg.webmasterMaxRequestsPerSecond <= 0) throw new ConfigError(`${envName('webmasterMaxRequestsPerSecond')}: expected a number > 0`);
   return cfg;
 }

@@ -1,7 +1,8 @@
 /**
  * The host-policy table (crawl.host-policy) as every processor sees it: operator blocks with
- * expiry, crawl-rate ceilings, and whatever other field groups writers add. Pure: fed rows by
- * the runtime's global-table feed (Stage.globalTables / onGlobal), asked by host.
+ * expiry, operator crawl-rate ceilings, webmasters' rates with expiry, and whatever other field
+ * groups writers add. Pure: fed rows by the runtime's global-table feed (Stage.globalTables /
+ * onGlobal), asked by host.
  *
  * Keys are `${host}|${field}`; a null value (tombstone) removes that field group, e.g. an
  * operator lifting a block.
@@ -42,9 +43,26 @@ export class HostPolicyTable {
     return { until: b.blocked_until, reason: b.reason };
   }
 
-  /** The operator's or webmaster's ceiling on this host's rate, as a least gap in ms. */
+  /** The operator's ceiling on this host's rate (field `crawl-rate`), as a least gap in ms. */
   minDelayMs(host: string): number | null {
     return this.get(host, 'crawl-rate')?.min_delay_ms ?? null;
+  }
+
+  /** A verified webmaster's rate for the host (field `webmaster-rate`) while in force at `now`. */
+  webmasterRate(host: string, now: number): { maxRequestsPerSecond: number; gapMs: number; until: number | null } | null {
+    const r = this.get(host, 'webmaster-rate');
+    if (!r || r.min_delay_ms === null || (r.expires_at != null && r.expires_at <= now)) return null;
+    return { maxRequestsPerSecond: r.max_requests_per_second ?? 1000 / r.min_delay_ms, gapMs: r.min_delay_ms, until: r.expires_at ?? null };
+  }
+
+  /**
+   * The least gap between two requests to a host at `now`: our default (`defaultMs`), or in its
+   * place a verified webmaster's rate (which may raise or lower it) until it expires; never
+   * below an operator's crawl-rate ceiling. Crawl-delay, response times and back-off only add
+   * to it, so no controller ever goes faster.
+   */
+  leastGapMs(host: string, now: number, defaultMs: number): number {
+    return Math.max(this.webmasterRate(host, now)?.gapMs ?? defaultMs, this.minDelayMs(host) ?? 0);
   }
 
   /** Every field group of a host (for `crawl explain` and the API). */

@@ -209,7 +209,7 @@ export interface HandoffEvent {
 /** crawl.host-policy (compacted, key = `${host}|${field}`): one field group of a host's policy. */
 export interface HostPolicyMsg {
   host: string;
-  /** block | crawl-rate | robots | backoff | trap:<path-prefix> … (one writer per field group). */
+  /** block | crawl-rate | webmaster-rate | robots | backoff | trap:<path-prefix> … (one writer per field group). */
   field: string;
   updated_at: number;
   blocked_until: number | null;
@@ -221,15 +221,78 @@ export interface HostPolicyMsg {
   timeouts?: number;
   /** field=backoff: the host's whole current gap, waited by a restarted frontier before its first request. */
   gap_ms?: number | null;
+  /** field=webmaster-rate: the row no longer applies from this time (absent/null = never expires). */
+  expires_at?: number | null;
+  /** field=webmaster-rate: the rate the webmaster set (min_delay_ms = ceil(1000 / it)). */
+  max_requests_per_second?: number | null;
 }
 
 export type OptOutPurpose = 'crawl' | 'search_index' | 'ai_training';
+export type OptOutDecision = 'allow' | 'deny';
+export type OptOutScope = 'host' | 'registered_domain';
+export type OptOutPurposes = Record<OptOutPurpose, OptOutDecision>;
 
-/** crawl.optout (compacted, key = `${subject}|${purpose}`): the opt-out registry. */
+/**
+ * crawl.optout (compacted): the opt-out registry (schemas/crawl.OptOut.v2.avsc). A version 2
+ * record (key = subject) holds scope, purposes, source, verified and effective_at; a row written
+ * under version 1 (key = `${subject}|${purpose}`) holds purpose and allowed instead. Readers go
+ * through lib/optout-registry.ts, which reads both.
+ */
 export interface OptOutMsg {
   subject: string;
-  purpose: OptOutPurpose;
-  allowed: boolean;
+  /** Version 1 rows only. */
+  purpose?: OptOutPurpose | null;
+  /** Version 1 rows only: false = opted out of `purpose`. */
+  allowed?: boolean | null;
   registry_version: number;
   updated_at: number;
+  scope?: OptOutScope | null;
+  purposes?: OptOutPurposes | null;
+  source?: string | null;
+  verified?: boolean;
+  effective_at?: number | null;
+}
+
+/** crawl.optout-applied (compacted, key = reporter): the registry version one processor instance has applied. */
+export interface OptOutAppliedMsg {
+  reporter: string;
+  stage: string;
+  machine: string;
+  pid: number;
+  applied_version: number;
+  started_at: number;
+  reported_at: number;
+}
+
+/** crawl.webmaster-accounts (compacted, key = id): a webmaster account; only its token's hash is kept. */
+export interface WebmasterAccountMsg {
+  id: string;
+  name: string;
+  token_sha256: string;
+  created_at: number;
+  created_by: string;
+  disabled_at: number | null;
+}
+
+export type WebmasterSiteStatus = 'PENDING' | 'VERIFIED';
+
+/** crawl.webmaster-sites (compacted, key = `${host}|${account}`): a host an account claimed. */
+export interface WebmasterSiteMsg {
+  host: string;
+  account: string;
+  token: string;
+  record: string;
+  status: WebmasterSiteStatus;
+  created_at: number;
+  verified_at: number | null;
+}
+
+/** crawl.webmaster-audit (append-only): one change, who made it and when. */
+export interface WebmasterAuditMsg {
+  at: number;
+  actor: string;
+  action: string;
+  host: string | null;
+  /** JSON of what was set (never a token). */
+  detail: string;
 }

@@ -154,6 +154,48 @@ export const metrics = {
   }),
 };
 
+/** Registry versions applied, by stage (runtime/registry-report.ts); read at scrape time. */
+const registryVersions = new Map<string, () => number>();
+
+/** Export the opt-out registry version a stage (or crawl serve's view) has applied. */
+export function trackRegistryVersion(stage: string, version: () => number): void {
+  registryVersions.set(stage, version);
+}
+
+export const optoutMetrics = {
+  versionApplied: new Gauge({
+    name: 'crawl_optout_registry_version_applied',
+    help: 'The opt-out registry version this process has applied, by stage (crawl serve: serve)',
+    labelNames: ['stage'] as const,
+    registers: [registry],
+    collect() {
+      for (const [stage, v] of registryVersions) this.set({ stage }, v());
+    },
+  }),
+  // crawl serve only: from every process's crawl.optout-applied reports (api/registry-lag.ts).
+  lagSeconds: new Gauge({
+    name: 'crawl_optout_registry_lag_seconds',
+    help: 'How long a reporting process has been behind the opt-out registry (0: up to date), by stage and instance (machine:pid)',
+    labelNames: ['stage', 'instance'] as const,
+    registers: [registry],
+    collect() {
+      const lag = sources.registryLag?.();
+      if (!lag) return;
+      this.reset();
+      for (const p of lag.processes) if (!p.silent) this.set({ stage: p.stage, instance: p.instance }, p.behind_s);
+    },
+  }),
+  lagAlarm: new Gauge({
+    name: 'crawl_optout_registry_lag_alarm',
+    help: '1 while some process is more than CRAWL_OPTOUT_LAG_ALARM_MS behind the opt-out registry, else 0',
+    registers: [registry],
+    collect() {
+      const lag = sources.registryLag?.();
+      if (lag) this.set(lag.alarm ? 1 : 0);
+    },
+  }),
+};
+
 export interface MetricSources {
   /** The frontier's live numbers (frontier processes, the embedded run, crawl serve's URL view). */
   frontier?: () => { hostsInRotation: number; oldestDueAgeMs: number | null; byState: Partial<Record<string, number>> };
@@ -161,6 +203,8 @@ export interface MetricSources {
   /** The parse workers' queue (processes that parse on worker threads). */
   parseAnalyzer?: () => { bytes: number; waiting: number };
   prices?: { processHourUsd: number; storedGbMonthUsd: number };
+  /** crawl serve: every process's lag behind the opt-out registry (api/registry-lag.ts). */
+  registryLag?: () => { alarm: boolean; processes: Array<{ stage: string; instance: string; behind_s: number; silent: boolean }> };
 }
 
 const sources: MetricSources = {};

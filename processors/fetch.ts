@@ -18,6 +18,7 @@ import { partitionForHost } from '../lib/partitioner';
 import { nextRedirectHop, TOO_MANY_REDIRECTS } from '../lib/redirect-hops';
 import { crawlDelayMs, isAllowed, sitemaps, type RobotsFetchResult } from '../lib/robots';
 import type { WarcEntry, WarcPointer } from '../lib/warc/writer';
+import type { FollowsOptOuts } from '../runtime/registry-report';
 import type { HandleResult, OutRecord, Stage, StageContext } from '../runtime/stage';
 import { firstContactAt, gate, HostPacer, PartitionGains, type HostSlot } from './fetch-gate';
 import { RobotsCache } from './robots-cache';
@@ -158,7 +159,7 @@ function robotsRecord(host: string, kind: string, crawlDelay: number, at: number
   return { topic: 'hostPolicy', key: hostPolicyKey(host, 'robots'), host, value };
 }
 
-export function fetchStage(deps: FetchDeps): Stage {
+export function fetchStage(deps: FetchDeps): Stage & FollowsOptOuts {
   const now = deps.now ?? Date.now;
   const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   const cfg = deps.config;
@@ -185,7 +186,7 @@ export function fetchStage(deps: FetchDeps): Stage {
    * the frontier's next one (found by test/e2e/kafka-politeness.test.ts after a kill -9).
    */
   async function handle(req: FetchRequestMsg, ctx: StageContext): Promise<HandleResult> {
-    const slot = await pacer.acquire(req.host, cfg.minHostDelayMs);
+    const slot = await pacer.acquire(req.host, policy.leastGapMs(req.host, now(), cfg.minHostDelayMs));
     try {
       if (now() < slot.readyAt) await sleep(slot.readyAt - now());
       return await exchange(req, ctx, slot);
@@ -218,7 +219,7 @@ export function fetchStage(deps: FetchDeps): Stage {
       return [statusRecord(s)];
     }
     const delay = Math.min(crawlDelayMs(r.rules, cfg.userAgent) ?? 0, cfg.maxCrawlDelayMs);
-    slot.gapMs = Math.max(cfg.minHostDelayMs, delay, policy.minDelayMs(req.host) ?? 0);
+    slot.gapMs = Math.max(policy.leastGapMs(req.host, now(), cfg.minHostDelayMs), delay);
     // A freshly read robots.txt announces the origin's sitemaps; they are fetched through the
     // frontier like pages (processors/sitemaps.ts), never here.
     const robotsRecs: OutRecord[] = (r.fresh && !r.retryLater ? sitemapSeeds(origin, sitemaps(r.rules), cfg.sitemapProbe) : []).map((url) => ({
@@ -236,7 +237,7 @@ export function fetchStage(deps: FetchDeps): Stage {
       return [statusRecord(s), ...robotsRecs];
     }
     // robots.txt was itself a request to this host: wait the host's gap before the page.
-    if (r.fresh) await sleep(Math.max(cfg.minHostDelayMs, delay, policy.minDelayMs(req.host) ?? 0));
+    if (r.fresh) await sleep(Math.max(policy.leastGapMs(req.host, now(), cfg.minHostDelayMs), delay));
     // A block or opt-out may have arrived while robots.txt was fetched or while waiting.
     const after = gate(req.host, now(), policy, optout);
     if (after) return refuse(req, after, started, ctx);
@@ -343,6 +344,7 @@ export function fetchStage(deps: FetchDeps): Stage {
     outputs: ['fetchStatus', 'fetched', 'links', 'hostPolicy'],
     concurrency: cfg.fetchConcurrency,
     globalTables: ['hostPolicy', 'optout'],
+    optoutRegistry: optout,
     assigned: (partitions) => gains.assigned(partitions, now()),
     onGlobal(rec, topic) {
       if (topic === 'hostPolicy') policy.apply(rec.key, rec.value as HostPolicyMsg | null);

@@ -105,6 +105,12 @@ export function explain(i: ExplainInput): Explanation {
   }
   const rate = i.policy.minDelayMs(host);
   if (rate !== null) out.findings.push({ code: 'crawl-rate', detail: `crawl-rate ceiling: one request per ${rate} ms` });
+  const wm = i.policy.webmasterRate(host, i.now);
+  if (wm) {
+    out.findings.push({
+      code: 'webmaster-rate', detail: `a verified webmaster's rate: at most ${wm.maxRequestsPerSecond} requests/s (one per ${wm.gapMs} ms)`, ...(wm.until !== null ? { until: wm.until } : {}),
+    });
+  }
 
   if (i.row) rowFindings(i.row, i.now, out, never, later);
   return out;

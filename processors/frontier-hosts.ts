@@ -48,20 +48,21 @@ export interface PacePolicy extends AimdPolicy {
 
 /**
  * Apply a fetch answer to the host's pace: the next allowed time is finish + gap, gap =
- * max(minHostDelayMs, Crawl-delay, factor x response time, the operator's ceiling, the adapted
- * AIMD gap), and never inside a Retry-After/pause window or an operator block. Returns the
- * crawl.host-policy `backoff` row to write when the back-off changed or the gap grew past what
+ * max(least gap, Crawl-delay, factor x response time, the adapted AIMD gap), and never inside a
+ * Retry-After/pause window or an operator block. The least gap is the host's
+ * (HostPolicyTable.leastGapMs): minHostDelayMs, or a webmaster's rate in its place, and at least
+ * an operator's ceiling. Returns the crawl.host-policy `backoff` row to write when the back-off changed or the gap grew past what
  * the last row written allows (gapInForceAtMost: a frontier or fetcher taking the host over
  * waits that long). A gap that shrinks is not written: a restart then waits longer than needed
  * once. On a busy machine the 10x-response rule moved most hosts' gaps up and down by more than
  * 20% from one page to the next, and every such row went to every stage's copy of the table.
  */
 export function applyAnswer(
-  h: HostState, s: FetchStatusMsg, now: number, p: PacePolicy, ceilingMs: number | null, blockUntil: number | null,
+  h: HostState, s: FetchStatusMsg, now: number, p: PacePolicy, leastGapMs: number, blockUntil: number | null,
 ): HostPolicyMsg | null {
   if (s.ip) h.ip = s.ip;
   h.crawlDelayMs = Math.min(s.crawl_delay_ms, p.maxCrawlDelayMs);
-  const base = Math.max(p.minHostDelayMs, h.crawlDelayMs, p.responseTimeFactor * s.response_ms, ceilingMs ?? 0);
+  const base = Math.max(leastGapMs, h.crawlDelayMs, p.responseTimeFactor * s.response_ms);
   const backoff = nextBackoff(h.backoff, loadSignal(s), base, s.finished_at, p);
   // The gap is the host's steady pace; a Retry-After is a one-off window on top of it.
   const gap = Math.max(base, backoff.delayMs);

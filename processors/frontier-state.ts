@@ -18,21 +18,25 @@
  *
  * Politeness, in layers, all of which must allow a request:
  * - host: at most one request in flight, the next no sooner than finish + the host's gap,
- *   gap = max(minHostDelayMs, Crawl-delay, responseTimeFactor x response time, the operator's
- *   crawl-rate ceiling, the adapted AIMD gap), and never inside a Retry-After/pause window;
- * - an operator block (crawl.host-policy field `block`) holds the host until it expires;
+ *   gap = max(the host's least gap (minHostDelayMs, or a webmaster's rate in its place, at least
+ *   an operator's crawl-rate ceiling), Crawl-delay, responseTimeFactor x response time, the
+ *   adapted AIMD gap), and never inside a Retry-After/pause window;
+ * - an operator block (crawl.host-policy field `block`) holds the host until it expires, and an
+ *   opt-out from crawling (crawl.optout, crawl=deny) while it stands: no lease (frontier-holds.ts);
  * - registered domain and resolved IP: processors/frontier-layers.ts;
  * - at most hostBudgetPerCycle fetches per host per cycle (this process's lifetime).
  */
 import { randomUUID } from 'node:crypto';
 import { MinHeap } from '../lib/heap';
 import { HostPolicyTable } from '../lib/host-policy';
+import { OptOutRegistry } from '../lib/optout-registry';
 import type { CandidateMsg, FetchRequestMsg, FetchStatusMsg, HostPolicyMsg, UrlStateMsg } from '../lib/messages';
 import { DEFAULTS, type CrawlConfig } from '../lib/config';
 import { partitionForHost, routingKey } from '../lib/partitioner';
 import { redirectField } from '../lib/redirect-hops';
 import { AIMD_DEFAULTS, backoffFromRecord, handOverWaitMs, type AimdPolicy, type HostBackoff } from './frontier-aimd';
 import { applyAnswer, newHost, type HostState } from './frontier-hosts';
+import { heldUntil } from './frontier-holds';
 import { LayerGroups } from './frontier-layers';
 import { FrontierOp } from './frontier-op';
 import { priorityLevel, recrawlIntervalMs, type RecrawlPolicy } from './frontier-schedule';
@@ -149,6 +153,8 @@ export class FrontierState {
     private readonly newLeaseId: () => string = randomUUID,
     /** Operator blocks and crawl-rate ceilings (fed from crawl.host-policy by the stage). */
     readonly table: HostPolicyTable = new HostPolicyTable(),
+    /** The opt-out registry (fed from crawl.optout by the stage): crawl=deny holds a host. */
+    readonly optout: OptOutRegistry = new OptOutRegistry(),
     readonly opts: { partitions: number; cycle?: number } = { partitions: 1 },
   ) {
     const pick = <K extends keyof FrontierTuning>(k: K): FrontierTuning[K] => policy[k] ?? TUNING_DEFAULTS[k];
@@ -546,7 +552,8 @@ export class FrontierState {
     const h = this.hostState(s.host, now);
     op.touch(h);
     if (h.inflight?.id === s.lease_id) {
-      const policy = applyAnswer(h, s, now, { ...this.policy, ...this.tuning }, this.table.minDelayMs(s.host), this.table.block(s.host, now)?.until ?? null);
+      const leastGap = this.table.leastGapMs(s.host, now, this.policy.minHostDelayMs);
+      const policy = applyAnswer(h, s, now, { ...this.policy, ...this.tuning }, leastGap, this.table.block(s.host, now)?.until ?? null);
       if (policy) (op.out.policies ??= []).push(policy);
       this.free(h);
       this.schedule(h);
@@ -717,9 +724,10 @@ export class FrontierState {
         this.schedule(h); // its time moved since it was pushed
         continue;
       }
-      const block = this.table.block(h.host, now);
-      if (block) {
-        this.recheckAt(h, block.until);
+      // An operator block or an opt-out from crawling holds the host: no lease (frontier-holds.ts).
+      const held = heldUntil(h.host, now, this.table, this.optout);
+      if (held !== null) {
+        this.recheckAt(h, held);
         continue;
       }
       if (!this.layersAllow(h, now)) continue;

@@ -8,16 +8,19 @@
  * (processors/frontier-store.ts), its changelog crawl.urls. A newly owned partition's store is
  * brought up to the changelog's end (processors/frontier-restore.ts) before any of its records
  * are handled or its hosts leased; every CHECKPOINT_MS (5 s) the stores are made durable and their
- * changelog offsets recorded, so a restart replays only the tail. Operator blocks and
- * crawl-rate ceilings come from the whole crawl.host-policy table, the owned hosts' `backoff`
- * rows are also restored before any fetch is released.
+ * changelog offsets recorded, so a restart replays only the tail. The owned hosts' `backoff`
+ * rows are also restored before any fetch is released; operator blocks, crawl-rate ceilings and
+ * webmasters' rates come from the whole crawl.host-policy table, and opt-outs from crawling from
+ * the whole crawl.optout registry (a denied host gets no lease).
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { HostPolicyTable, hostPolicyKey } from '../lib/host-policy';
-import type { CandidateMsg, FetchStatusMsg, HostPolicyMsg } from '../lib/messages';
+import type { CandidateMsg, FetchStatusMsg, HostPolicyMsg, OptOutMsg } from '../lib/messages';
+import { OptOutRegistry } from '../lib/optout-registry';
+import type { FollowsOptOuts } from '../runtime/registry-report';
 import type { InRecord, OutRecord, Stage, StageContext, TableRecord } from '../runtime/stage';
 import { expandCandidate } from '../lib/link-groups';
 import { FrontierState, type FrontierEmits, type FrontierPolicy, type FrontierTuning, TUNING_DEFAULTS } from './frontier-state';
@@ -51,7 +54,7 @@ export function frontierRecords(e: FrontierEmits): OutRecord[] {
   return out;
 }
 
-export interface FrontierStage extends Stage {
+export interface FrontierStage extends Stage, FollowsOptOuts {
   readonly state: FrontierState;
   idle(): boolean;
 }
@@ -71,9 +74,10 @@ export interface FrontierStageOptions {
 
 export function frontierStage(policy: FrontierPolicy & Partial<FrontierTuning>, opts: FrontierStageOptions): FrontierStage {
   const table = new HostPolicyTable();
+  const optout = new OptOutRegistry();
   // A lease id names the frontier that issued it (`crawl explain`, logs, the partition-move test).
   const instance = opts.instance ?? `${hostname()}:${process.pid}`;
-  const state = new FrontierState(policy, () => `${instance}/${randomUUID()}`, table, { partitions: opts.partitions });
+  const state = new FrontierState(policy, () => `${instance}/${randomUUID()}`, table, optout, { partitions: opts.partitions });
   const now = opts.now ?? Date.now;
   const levels = policy.priorityLevels ?? TUNING_DEFAULTS.priorityLevels;
   const dirOf = (p: number): string => join(opts.stateDir, `urls-${p}`);
@@ -114,9 +118,10 @@ export function frontierStage(policy: FrontierPolicy & Partial<FrontierTuning>, 
     outputs: ['fetch', 'urls', 'hostPolicy'],
     restoreFrom: ['hostPolicy'],
     changelog: 'urls',
-    globalTables: ['hostPolicy'],
+    globalTables: ['hostPolicy', 'optout'],
     tickMs: opts.tickMs ?? 50,
     state,
+    optoutRegistry: optout,
     async restoreChangelog(partitions: readonly number[], changelog: ChangelogSource, ctx: StageContext) {
       source = changelog;
       log = ctx.log;
@@ -128,10 +133,16 @@ export function frontierStage(policy: FrontierPolicy & Partial<FrontierTuning>, 
     restore(rec: TableRecord, topic) {
       if (rec.value && topic === 'hostPolicy' && (rec.value as HostPolicyMsg).field === 'backoff') state.restoreBackoff(rec.value as HostPolicyMsg, now());
     },
-    onGlobal(rec: TableRecord) {
+    onGlobal(rec: TableRecord, topic) {
+      const bar = rec.key.indexOf('|');
+      if (topic === 'optout') {
+        optout.apply(rec.key, rec.value as OptOutMsg | null);
+        // A subject's hosts are looked at again: a lifted opt-out of the host itself wakes it now.
+        state.onPolicyChange(bar < 0 ? rec.key : rec.key.slice(0, bar), now());
+        return;
+      }
       // Our own `backoff` rows come back here too; they only feed `crawl explain`-style reads.
       table.apply(rec.key, rec.value as HostPolicyMsg | null);
-      const bar = rec.key.indexOf('|');
       if (bar > 0) state.onPolicyChange(rec.key.slice(0, bar), now());
     },
     handle: (rec) => handleBatch([rec]),

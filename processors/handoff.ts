@@ -16,6 +16,7 @@
 import { createHash } from 'node:crypto';
 import type { HandoffEvent, OptOutMsg, ParsedPageMsg } from '../lib/messages';
 import { OptOutRegistry } from '../lib/optout-registry';
+import type { FollowsOptOuts } from '../runtime/registry-report';
 import type { OutRecord, Stage } from '../runtime/stage';
 
 export interface UsagePolicy {
@@ -68,14 +69,14 @@ export function toHandoff(p: ParsedPageMsg, policy: UsagePolicy): HandoffEvent |
  * With a fixed `policy` (tests, tools) the stage follows no table; without one it follows
  * crawl.optout into its own registry.
  */
-export function handoffStage(policy?: UsagePolicy): Stage & { registry: OptOutRegistry } {
+export function handoffStage(policy?: UsagePolicy): Stage & FollowsOptOuts {
   const registry = new OptOutRegistry();
   const usage = policy ?? registryUsage(registry);
   return {
     id: 'handoff',
     inputs: ['parsed'],
     outputs: ['handoff'],
-    registry,
+    optoutRegistry: registry,
     ...(policy ? {} : { globalTables: ['optout'] as const }),
     onGlobal: (rec) => registry.apply(rec.key, rec.value as OptOutMsg | null),
     handle(rec): OutRecord[] {

@@ -17,6 +17,7 @@ import { bloomParams } from '../lib/bloom/sizing';
 import { trapOptionsFrom } from '../lib/traps';
 import { metrics, recordFetchStatus, setMetricSources, statusClass } from '../lib/metrics';
 import { observeEmits } from './observe';
+import { followsOptOuts, withRegistryReport } from './registry-report';
 import type { Stage } from './stage';
 
 export const STAGE_NAMES = ['seen-test', 'frontier', 'fetch', 'parse', 'handoff'] as const;
@@ -76,5 +77,9 @@ export function buildStages(names: readonly StageName[], deps: StageDeps): Stage
     },
     handoff: () => handoffStage(deps.usage),
   };
-  return names.map((n) => make[n]());
+  // Stages that follow the opt-out registry report the version they have applied (metric and crawl.optout-applied).
+  return names.map((n) => {
+    const stage = make[n]();
+    return followsOptOuts(stage) ? withRegistryReport(stage, c.optoutReportMs) : stage;
+  });
 }

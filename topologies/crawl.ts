@@ -17,7 +17,7 @@ export interface TopicSpec {
   /** Kafka topic name. */
   readonly name: string;
   /** What the record key holds. The partition is always chosen from the host. */
-  readonly key: 'host' | 'url' | 'host-field' | 'subject-purpose';
+  readonly key: 'host' | 'url' | 'host-field' | 'subject' | 'reporter' | 'account' | 'host-account';
   /** Avro schema file in schemas/ (without .avsc); its name is also the registry subject's record name. */
   readonly valueSchema: string;
   readonly cleanupPolicy: CleanupPolicy;
@@ -88,9 +88,31 @@ export const topics = {
     cleanupPolicy: 'compact', retentionMs: -1, maxMessageBytes: 1 * MIB, encoding: 'avro-registry', compression: 'lz4',
   },
   optout: {
-    // Key `subject|purpose`: one record per host or registered domain and purpose.
-    name: 'crawl.optout', key: 'subject-purpose', valueSchema: 'crawl.OptOut.v1',
+    // Key `subject`: one record per host or registered domain (rows of the first version, keyed
+    // `subject|purpose`, are still read: lib/optout-registry.ts).
+    name: 'crawl.optout', key: 'subject', valueSchema: 'crawl.OptOut.v2',
     cleanupPolicy: 'compact', retentionMs: -1, maxMessageBytes: 1 * MIB, encoding: 'avro-registry', compression: 'lz4',
+  },
+  optoutApplied: {
+    // The registry version each processor instance has applied (runtime/registry-report.ts);
+    // crawl serve raises the lag alarm from it.
+    name: 'crawl.optout-applied', key: 'reporter', valueSchema: 'crawl.OptOutApplied.v1',
+    cleanupPolicy: 'compact', retentionMs: -1, maxMessageBytes: 1 * MIB, encoding: 'avro-registry', compression: 'lz4',
+  },
+  webmasterAccounts: {
+    // Webmaster accounts (only their tokens' SHA-256): `crawl webmaster add-account`.
+    name: 'crawl.webmaster-accounts', key: 'account', valueSchema: 'crawl.WebmasterAccount.v1',
+    cleanupPolicy: 'compact', retentionMs: -1, maxMessageBytes: 1 * MIB, encoding: 'avro-registry', compression: 'lz4',
+  },
+  webmasterSites: {
+    // Key `host|account`: a host an account claimed, and whether its DNS TXT record verified it.
+    name: 'crawl.webmaster-sites', key: 'host-account', valueSchema: 'crawl.WebmasterSite.v1',
+    cleanupPolicy: 'compact', retentionMs: -1, maxMessageBytes: 1 * MIB, encoding: 'avro-registry', compression: 'lz4',
+  },
+  webmasterAudit: {
+    // Every webmaster change with who made it and when; kept for 400 days.
+    name: 'crawl.webmaster-audit', key: 'host', valueSchema: 'crawl.WebmasterAudit.v1',
+    cleanupPolicy: 'delete', retentionMs: 400 * DAY_MS, maxMessageBytes: 1 * MIB, encoding: 'avro-registry', compression: 'lz4',
   },
 } as const satisfies Record<string, TopicSpec>;
 

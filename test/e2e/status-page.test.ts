@@ -89,6 +89,11 @@ describe('the live status page in headless Chromium', () => {
     const points = (await tab.getAttribute('#rate-line', 'points')) ?? '';
     expect(points.split(' ').length).toBeGreaterThan(100);
     expect(await tab.textContent('#state')).toMatch(/^updated /);
+    // Each stage that follows the opt-out registry shows the version it applied; no alarm.
+    const registry = (await tab.textContent('#registry')) ?? '';
+    for (const stage of ['frontier', 'fetch', 'handoff']) expect(registry).toContain(stage);
+    expect(await tab.getAttribute('body', 'data-registry-alarm')).toBe('0');
+    expect(await tab.textContent('#registry-version')).toBe('v0');
 
     // The same server answers Prometheus: pages, latency histogram, status codes, robots outcomes, politeness delays.
     const metrics = await (await fetch(new URL('/metrics', url))).text();

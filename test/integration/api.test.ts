@@ -17,6 +17,7 @@ import '../../connectors/kafka-lz4';
 import type { HostPolicyMsg, LinkMsg, OptOutMsg } from '../../lib/messages';
 import { partitionForHost } from '../../lib/partitioner';
 import { FixtureWeb, page } from '../fixtures/web';
+import { callJson, type JsonAnswer } from '../support/http-json';
 
 const CLI = join(__dirname, '..', '..', 'bin', 'crawl.js');
 const prefix = `api-${randomBytes(4).toString('hex')}.`;
@@ -56,21 +57,8 @@ describe('crawl serve: the control API on the Kafka stack', () => {
   const reader = kafka.consumer({ groupId: `${prefix}reader` });
   const registry = new SchemaRegistry({ host: process.env.CRAWL_REGISTRY_URL! });
 
-  const call = async (method: string, path: string, body?: unknown, opts: { auth?: string | null; type?: string } = {}): Promise<{ status: number; json: Record<string, unknown>; text: string; headers: Headers }> => {
-    const headers: Record<string, string> = {};
-    const auth = opts.auth === undefined ? token : opts.auth;
-    if (auth !== null) headers.authorization = `Bearer ${auth}`;
-    if (body !== undefined) headers['content-type'] = opts.type ?? 'application/json';
-    const res = await fetch(base + path, { method, headers, body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body) });
-    const text = await res.text();
-    let json: Record<string, unknown> = {};
-    try {
-      json = JSON.parse(text) as Record<string, unknown>;
-    } catch {
-      // not JSON (the status page, metrics, a stored page)
-    }
-    return { status: res.status, json, text, headers: res.headers };
-  };
+  const call = (method: string, path: string, body?: unknown, opts: { auth?: string | null; type?: string } = {}): Promise<JsonAnswer> =>
+    callJson(base, method, path, body, { token: opts.auth === undefined ? token : opts.auth, type: opts.type });
   const sentTo = (topic: string): Sent[] => sent.filter((s) => s.topic === prefix + topic);
 
   beforeAll(async () => {
@@ -86,7 +74,7 @@ describe('crawl serve: the control API on the Kafka stack', () => {
     procs = spawn(process.execPath, [CLI, 'process', 'all', '--allow-private-network'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
     procs.stderr!.on('data', (d: Buffer) => (procLog += d.toString()));
     await reader.connect();
-    await reader.subscribe({ topics: ['crawl.links', 'crawl.host-policy', 'crawl.optout'].map((t) => prefix + t), fromBeginning: true });
+    await reader.subscribe({ topics: ['crawl.links', 'crawl.host-policy', 'crawl.optout', 'crawl.webmaster-audit'].map((t) => prefix + t), fromBeginning: true });
     await reader.run({
       eachMessage: async ({ topic, partition, message }) =>
         void sent.push({ topic, partition, key: message.key!.toString(), value: message.value === null ? null : await registry.decode(message.value) }),
@@ -228,12 +216,20 @@ describe('crawl serve: the control API on the Kafka stack', () => {
     expect(rateRow.value).toMatchObject({ field: 'crawl-rate', min_delay_ms: 5000, blocked_until: null });
     expect((await call('PUT', `/hosts/${IP}/crawl-rate`, { min_delay_ms: -1 })).status).toBe(400);
 
+    // The first version's body still works; the record written is the subject's, in the registry's shape.
     expect((await call('PUT', '/optout/example.com', { purpose: 'ai_training', allowed: false })).status).toBe(202);
-    expect((await call('PUT', '/optout/example.org', { purpose: 'search_index', allowed: false })).status).toBe(202);
+    expect((await call('PUT', '/optout/example.org', { purposes: { search_index: 'deny', crawl: 'deny' }, scope: 'registered_domain' })).status).toBe(202);
     const optouts = await until('two opt-out rows', () => (sentTo('crawl.optout').length >= 2 ? sentTo('crawl.optout') : undefined));
     const values = optouts.map((o) => o.value as OptOutMsg);
-    expect(optouts.map((o) => o.key).sort()).toEqual(['example.com|ai_training', 'example.org|search_index']);
+    expect(optouts.map((o) => o.key).sort()).toEqual(['example.com', 'example.org']);
     expect(values.map((o) => o.registry_version).sort()).toEqual([1, 2]);
-    expect(values.every((o) => o.allowed === false)).toBe(true);
+    expect(values.find((o) => o.subject === 'example.com')).toMatchObject({
+      scope: 'registered_domain', purposes: { crawl: 'allow', search_index: 'allow', ai_training: 'deny' }, source: 'operator_api', verified: false,
+    });
+    expect(values.find((o) => o.subject === 'example.org')!.purposes).toEqual({ crawl: 'deny', search_index: 'deny', ai_training: 'allow' });
+    // Each change has its audit row, by the operator.
+    const audits = await until('the audit rows', () => (sentTo('crawl.webmaster-audit').length >= 5 ? sentTo('crawl.webmaster-audit') : undefined));
+    expect(audits.map((a) => (a.value as { action: string }).action).sort()).toEqual(['block', 'remove-block', 'set-crawl-rate', 'set-opt-out', 'set-opt-out']);
+    expect(audits.every((a) => (a.value as { actor: string }).actor === 'operator:api')).toBe(true);
   });
 });

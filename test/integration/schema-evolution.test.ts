@@ -10,6 +10,7 @@ import { connectKafka, createProducer, ensureTopics, produce } from '../../conne
 import { createPageStore, pageStoreConfigFromEnv } from '../../connectors/page-store';
 import { AvroRegistry, IncompatibleSchemaError, subjectFor } from '../../connectors/registry';
 import type { PageStore } from '../../connectors/types';
+import * as avsc from 'avsc';
 import { avroType, loadSchema, schemaBefore } from '../../lib/avro';
 import type { HandoffEvent } from '../../lib/messages';
 import { WarcWriter } from '../../lib/warc/writer';
@@ -124,6 +125,7 @@ describe('crawl.handoff.v3 schema evolution (real registry)', () => {
     ['crawl.Link.v1', 'more_urls'],
     ['crawl.Candidate.v1', 'more_urls'],
     ['crawl.FetchedPage.v1', 'record_gz'],
+    ['crawl.HostPolicy.v1', 'expires_at'],
   ])('%s with %s is a BACKWARD change from its first version', async (name, added) => {
     const internal = subjectFor(`${prefix}${name}`);
     const first = schemaBefore(loadSchema(name), 2);
@@ -133,5 +135,24 @@ describe('crawl.handoff.v3 schema evolution (real registry)', () => {
     await registry.register(internal, first, 'BACKWARD');
     expect(await registry.isCompatible(internal, loadSchema(name))).toBe(true);
     await registry.register(internal, loadSchema(name), 'BACKWARD');
+  });
+
+  test('crawl.OptOut.v2 (the design shape) is a BACKWARD change from crawl.OptOut.v1, and v1 rows read on through it', async () => {
+    const optoutSubject = subjectFor(`${prefix}crawl.optout`);
+    const v1Id = await registry.register(optoutSubject, loadSchema('crawl.OptOut.v1'), 'BACKWARD');
+    expect(await registry.isCompatible(optoutSubject, loadSchema('crawl.OptOut.v2'))).toBe(true);
+    const v2Id = await registry.register(optoutSubject, loadSchema('crawl.OptOut.v2'), 'BACKWARD');
+    expect(v2Id).not.toBe(v1Id);
+    // A row written by the first version's writers, read by a v2 reader (Avro resolution from the registered writer schema).
+    const old = await registry.encode(v1Id, { subject: 'example.org', purpose: 'ai_training', allowed: false, registry_version: 3, updated_at: 5 });
+    expect(old.readUInt32BE(1)).toBe(v1Id);
+    const writer = avsc.Type.forSchema(loadSchema('crawl.OptOut.v1') as avsc.Schema);
+    const reader = avroType('crawl.OptOut.v2');
+    const row = reader.fromBuffer(old.subarray(5), reader.createResolver(writer));
+    expect(row).toMatchObject({ subject: 'example.org', purpose: 'ai_training', allowed: false, registry_version: 3, purposes: null, scope: null });
+    // Dropping the first version's fields would lose what its rows say: v2 keeps them, optional.
+    const dropped = { ...(loadSchema('crawl.OptOut.v2') as AvroRecordSchema) };
+    dropped.fields = dropped.fields.filter((f) => f.name !== 'registry_version');
+    expect(await registry.isCompatible(optoutSubject, { ...dropped, fields: [...dropped.fields, { name: 'registry_version', type: 'string' }] })).toBe(false);
   });
 });

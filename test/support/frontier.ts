@@ -11,6 +11,7 @@ import pino from 'pino';
 import { restoreStores } from '../../processors/frontier-restore';
 import { FrontierState, TUNING_DEFAULTS, type FrontierPolicy, type FrontierTuning } from '../../processors/frontier-state';
 import { HostPolicyTable } from '../../lib/host-policy';
+import type { OptOutRegistry } from '../../lib/optout-registry';
 import type { UrlStateMsg } from '../../lib/messages';
 import { MemoryChangelog } from './memory-changelog';
 
@@ -25,6 +26,7 @@ afterEach(async () => {
 
 export interface TestFrontierOptions {
   table?: HostPolicyTable;
+  optout?: OptOutRegistry;
   partitions?: number;
   /** The changelog to restore from (empty: fresh stores). */
   changelog?: MemoryChangelog;
@@ -36,7 +38,7 @@ export async function testFrontier(
   policy: FrontierPolicy & Partial<FrontierTuning>, ids: () => string, o: TestFrontierOptions = {},
 ): Promise<FrontierState> {
   const partitions = o.partitions ?? 1;
-  const fs = new FrontierState(policy, ids, o.table ?? new HostPolicyTable(), { partitions });
+  const fs = new FrontierState(policy, ids, o.table ?? new HostPolicyTable(), o.optout, { partitions });
   const dir = o.dir ?? mkdtempSync(join(tmpdir(), 'frontier-'));
   const restored = await restoreStores(Array.from({ length: partitions }, (_, p) => p), o.changelog ?? new MemoryChangelog(partitions), {
     dirOf: (p) => join(dir, `urls-${p}`), levelOf: fs.levelOf, levels: policy.priorityLevels ?? TUNING_DEFAULTS.priorityLevels, log: pino({ level: 'silent' }),

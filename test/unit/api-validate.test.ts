@@ -1,13 +1,13 @@
 /** The control API's input checks and its view of the crawl (pure: no server, no Kafka). */
 import { CrawlView, urlHash } from '../../api/crawl-view';
 import { frontierTable } from '../../api/url-table';
+import { ApiError, parseBlock, parseCrawlRate, parseHost, parseOptOut, parseSeeds, parseSiteHost, parseWebmasterRate } from '../../api/validate';
 import type { FrontierPolicy } from '../../processors/frontier-state';
 import { restartedFrontier } from '../support/frontier';
-
-const POLICY: FrontierPolicy = { minHostDelayMs: 1000, maxCrawlDelayMs: 10_000, responseTimeFactor: 10, leaseMs: 60_000, retryBackoffMs: [5000], maxAttempts: 3 };
-import { ApiError, parseBlock, parseCrawlRate, parseHost, parseOptOut, parseSeeds } from '../../api/validate';
 import type { FetchStatusMsg, UrlStateMsg } from '../../lib/messages';
 import { estimateCostPerMillionPages } from '../../lib/metrics';
+
+const POLICY: FrontierPolicy = { minHostDelayMs: 1000, maxCrawlDelayMs: 10_000, responseTimeFactor: 10, leaseMs: 60_000, retryBackoffMs: [5000], maxAttempts: 3 };
 
 const code = (f: () => unknown): string => {
   try {
@@ -41,9 +41,35 @@ describe('input checks', () => {
   test('crawl rates and opt-outs', () => {
     expect(parseCrawlRate({ min_delay_ms: 5000 })).toEqual({ min_delay_ms: 5000, reason: null });
     for (const bad of [{ min_delay_ms: -1 }, { min_delay_ms: 1.5 }, { min_delay_ms: '5' }, {}]) expect(code(() => parseCrawlRate(bad))).toBe('400 invalid_crawl_rate');
-    expect(parseOptOut({ purpose: 'ai_training', allowed: false })).toEqual({ purpose: 'ai_training', allowed: false });
-    expect(code(() => parseOptOut({ purpose: 'all', allowed: false }))).toBe('400 invalid_purpose');
-    expect(code(() => parseOptOut({ purpose: 'crawl', allowed: 'no' }))).toBe('400 invalid_body');
+    const legacy = { legacy: true };
+    expect(parseOptOut({ purpose: 'ai_training', allowed: false }, 'a.example', legacy)).toEqual({ purposes: { ai_training: 'deny' } });
+    expect(code(() => parseOptOut({ purpose: 'all', allowed: false }, 'a.example', legacy))).toBe('400 invalid_purpose');
+    expect(code(() => parseOptOut({ purpose: 'crawl', allowed: 'no' }, 'a.example', legacy))).toBe('400 invalid_body');
+    // The registry record's own shape; the first version's form only where legacy is allowed.
+    expect(parseOptOut({ purposes: { crawl: 'deny', ai_training: 'allow' }, scope: 'registered_domain' }, 'example.co.uk')).toEqual({
+      purposes: { crawl: 'deny', ai_training: 'allow' }, scope: 'registered_domain',
+    });
+    expect(code(() => parseOptOut({ purpose: 'crawl', allowed: false }, 'a.example'))).toBe('400 invalid_purposes');
+    for (const bad of [{ purposes: {} }, { purposes: [] }, { purposes: { crawl: false } }, { purposes: { crawl: 'no' } }]) {
+      expect(code(() => parseOptOut(bad, 'a.example'))).toBe('400 invalid_purposes');
+    }
+    expect(code(() => parseOptOut({ purposes: { everything: 'deny' } }, 'a.example'))).toBe('400 invalid_purpose');
+    expect(code(() => parseOptOut({ purposes: { crawl: 'deny' }, scope: 'site' }, 'a.example'))).toBe('400 invalid_scope');
+    // www.example.co.uk is a host under a registered domain, not one.
+    expect(code(() => parseOptOut({ purposes: { crawl: 'deny' }, scope: 'registered_domain' }, 'www.example.co.uk'))).toBe('400 invalid_scope');
+  });
+
+  test('webmaster sites and rates', () => {
+    const now = Date.parse('2026-01-01T00:00:00Z');
+    expect(parseSiteHost({ host: 'Shop.Example.com' })).toBe('shop.example.com');
+    for (const bad of [{}, { host: '' }, { host: 5 }, { host: 'http://shop.example.com/' }, { host: 'a b' }]) expect(code(() => parseSiteHost(bad))).toBe('400 invalid_host');
+    expect(parseWebmasterRate({ max_requests_per_second: 0.5, until: '2026-01-02T00:00:00Z' }, now, 10)).toEqual({ max_requests_per_second: 0.5, until: now + 86_400_000 });
+    for (const r of [0, -1, 11, '2', Infinity, null]) {
+      expect(code(() => parseWebmasterRate({ max_requests_per_second: r, until: '2026-01-02T00:00:00Z' }, now, 10))).toBe('400 invalid_crawl_rate');
+    }
+    for (const until of [undefined, 'tomorrow', 1767312000000, '2025-12-31T00:00:00Z', '2027-06-01T00:00:00Z']) {
+      expect(code(() => parseWebmasterRate({ max_requests_per_second: 1, until }, now, 10))).toBe('400 invalid_until');
+    }
   });
 
   test('seeds are all normalised or all refused, naming each bad one', () => {
@@ -75,7 +101,7 @@ const status = (over: Partial<FetchStatusMsg>): FetchStatusMsg => ({
 describe('CrawlView', () => {
   test('looks URLs up in the frontier\'s store by URL, and knows hosts from rows, statuses and policy', async () => {
     const fs = await restartedFrontier(POLICY, () => 'L', [row('http://a.example/', 'FETCHED')], 0);
-    const v = new CrawlView(frontierTable(fs));
+    const v = new CrawlView({ urls: frontierTable(fs) });
     expect((await v.url('http://a.example/', 'a.example'))?.state).toBe('FETCHED');
     // The frontier's store keeps no SHA-256 index (`crawl serve`'s copy does: test/integration/api.test.ts).
     expect(await v.url(urlHash('http://a.example/'), null)).toBeUndefined();
@@ -109,7 +135,7 @@ describe('CrawlView', () => {
       row('http://a.example/1', 'QUEUED'), row('http://a.example/2', 'QUEUED'),
       row('http://b.example/', 'LEASED', { lease_id: 'x', lease_expires_at: 99_000 }), row('http://c.example/', 'FETCHED'),
     ], 1000);
-    const v = new CrawlView(frontierTable(fs));
+    const v = new CrawlView({ urls: frontierTable(fs) });
     // Restored hosts wait a full delay (1,200 ms after the restore at 1,000).
     expect(v.frontierNumbers(5000)).toEqual({ urls: 4, hostsInRotation: 2, oldestDueAgeMs: 2800, byState: { QUEUED: 2, LEASED: 1, FETCHED: 1 } });
     expect(v.frontierNumbers(1500).oldestDueAgeMs).toBeNull();

@@ -73,4 +73,14 @@ describe('loadConfig', () => {
     expect(loadConfig({ CRAWL_MIN_HOST_DELAY_MS: '50', CRAWL_ALLOW_PRIVATE_NETWORK: 'true' }).minHostDelayMs).toBe(50);
     expect(loadConfig({}, { minHostDelayMs: 0, allowPrivateNetwork: true }).minHostDelayMs).toBe(0);
   });
+
+  it('webmaster settings: DNS servers as a list, a DNS-safe TXT name, a positive rate cap', () => {
+    const c = loadConfig({ CRAWL_WEBMASTER_DNS_SERVERS: '127.0.0.1:5353, [::1]:53,10.0.0.2', CRAWL_WEBMASTER_TXT_NAME: 'example-search' });
+    expect(c.webmasterDnsServers).toEqual(['127.0.0.1:5353', '[::1]:53', '10.0.0.2']);
+    expect(c.webmasterTxtName).toBe('example-search');
+    expect(loadConfig({}).webmasterDnsServers).toEqual([]);
+    expect(() => loadConfig({ CRAWL_WEBMASTER_TXT_NAME: 'Bad Name' })).toThrow(/CRAWL_WEBMASTER_TXT_NAME/);
+    expect(() => loadConfig({ CRAWL_WEBMASTER_DNS_SERVERS: 'dns://1.1.1.1' })).toThrow(/CRAWL_WEBMASTER_DNS_SERVERS/);
+    expect(() => loadConfig({ CRAWL_WEBMASTER_MAX_REQUESTS_PER_SECOND: '0' })).toThrow(/CRAWL_WEBMASTER_MAX_REQUESTS_PER_SECOND/);
+  });
 });

@@ -286,7 +286,7 @@ describe('FrontierState: durable back-off (crash and restart)', () => {
       const stage = frontierStage(POLICY, { partitions: 1, stateDir: dir, now: () => clock });
       expect(stage.restoreFrom).toEqual(['hostPolicy']);
       expect(stage.changelog).toBe('urls');
-      expect(stage.globalTables).toEqual(['hostPolicy']);
+      expect(stage.globalTables).toEqual(['hostPolicy', 'optout']);
       await stage.restoreChangelog!([0], changelog, ctx);
       journal(await stage.handleBatch!([{ topic: 'frontier', partition: 0, offset: 0, key: 'a.test', value: cand('http://a.test/'), timestamp: 0 }], ctx));
       const out = await stage.tick!(ctx);

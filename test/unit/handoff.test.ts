@@ -52,13 +52,14 @@ describe('handoff with the opt-out registry', () => {
     expect(avroType('crawl.handoff.v3').isValid(www)).toBe(true);
   });
 
-  it("a host's own record beats its domain's; a tombstone restores the default", () => {
+  it("a domain's opt-out holds for its hosts even where a host's own row allows; a tombstone restores the default", () => {
     const stage = handoffStage();
-    for (const o of [optout('example.com', 'search_index', false, 1), optout('docs.example.com', 'search_index', true, 2)]) {
+    for (const o of [optout('example.com', 'search_index', false, 1), optout('docs.example.com', 'search_index', true, 2), optout('docs.example.com', 'ai_training', false, 2)]) {
       stage.onGlobal!({ partition: 0, key: o.key, value: o.value }, 'optout');
     }
-    expect(events(stage, parsed('http://docs.example.com/'))[0].usage.search_index).toBe(true);
-    expect(events(stage, parsed('http://www.example.com/'))[0].usage.search_index).toBe(false);
+    // Most restrictive wins: the registered domain's owner opted the whole domain out.
+    expect(events(stage, parsed('http://docs.example.com/'))[0].usage).toEqual({ search_index: false, ai_training: false });
+    expect(events(stage, parsed('http://www.example.com/'))[0].usage).toEqual({ search_index: false, ai_training: true });
     stage.onGlobal!({ partition: 0, key: optOutKey('example.com', 'search_index'), value: null }, 'optout');
     const [ev] = events(stage, parsed('http://www.example.com/'));
     expect(ev.usage.search_index).toBe(true);
