@@ -35,42 +35,39 @@ export class FrontierOp {
 
   /** Read the rows of these URLs (those not read yet) from their hosts' stores. */
   async load(items: ReadonlyArray<{ url: string; host: string }>): Promise<void> {
-    const byStore = new Map<UrlStore, string[]>();
-    for (const { url, host } of items) {
-      if (this.cur.has(url)) continue;
-      const p = this.pending?.get(url);
-      if (p) {
-        this.cur.set(url, p.row);
-        continue;
-      }
-      const store = this.storeFor(host);
-      if (!store) continue;
-      this.cur.set(url, null);
-      let list = byStore.get(store);
-      if (!list) byStore.set(store, (list = []));
-      list.push(url);
+    const unread: Array<{ url: string; host: string }> = [];
+    for (const item of items) {
+      if (this.cur.has(item.url)) continue;
+      const p = this.pending?.get(item.url);
+      this.cur.set(item.url, p ? p.row : null);
+      if (!p) unread.push(item);
     }
     await Promise.all(
-      [...byStore].map(async ([store, list]) => {
-        const rows = await store.rows(list);
-        list.forEach((url, i) => this.cur.set(url, rows[i] ?? null));
+      [...this.byStore(unread, (i) => i.host)].map(async ([store, list]) => {
+        const rows = await store.rows(list.map((i) => i.url));
+        list.forEach((item, i) => this.cur.set(item.url, rows[i] ?? null));
       }),
     );
+  }
+
+  /** Items grouped by the store that holds their host (items of hosts no owned store holds left out). */
+  private byStore<T>(items: Iterable<T>, hostOf: (t: T) => string): Map<UrlStore, T[]> {
+    const out = new Map<UrlStore, T[]>();
+    for (const item of items) {
+      const store = this.storeFor(hostOf(item));
+      if (!store) continue;
+      let list = out.get(store);
+      if (!list) out.set(store, (list = []));
+      list.push(item);
+    }
+    return out;
   }
 
   /** Summaries of hosts not in memory, from their stores. */
   async summaries(hosts: readonly string[]): Promise<Map<string, HostSummary>> {
     const out = new Map<string, HostSummary>();
-    const byStore = new Map<UrlStore, string[]>();
-    for (const h of hosts) {
-      const store = this.storeFor(h);
-      if (!store) continue;
-      let list = byStore.get(store);
-      if (!list) byStore.set(store, (list = []));
-      list.push(h);
-    }
     await Promise.all(
-      [...byStore].map(async ([store, list]) => {
+      [...this.byStore(hosts, (h) => h)].map(async ([store, list]) => {
         const got = await store.hostSummaries(list);
         list.forEach((h, i) => got[i] && out.set(h, got[i]!));
       }),
