@@ -75,6 +75,8 @@ const DUE_PER_TICK = 5000;
 /** Rows looked at per partition per tick by the expiry sweep, and how often it steps. */
 const SWEEP_ROWS = 2000;
 const SWEEP_EVERY_MS = 1000;
+/** A known, never-tried URL found again is written to the changelog again when its row was written this long before its partition was restored (mayBeUnjournaled). */
+const REASSERT_BEFORE_RESTORE_MS = 5 * 60_000;
 /** Hosts looked at per tick for eviction (nothing queued, nothing in flight, free to go). */
 const EVICT_PER_TICK = 2000;
 
@@ -500,15 +502,23 @@ export class FrontierState {
 
   // ---- operations ------------------------------------------------------------------------
 
-  /** Candidates from seen-test: queue each URL the table does not know. */
-  onCandidates(cands: readonly CandidateMsg[], now: number): Promise<FrontierEmits> {
+  /**
+   * Candidates from seen-test: queue each URL the table does not know. `unjournaled` names rows
+   * the caller emitted and has not yet seen written to the log: a candidate for one of those
+   * (its input replayed after a failed produce) emits the row again.
+   */
+  onCandidates(cands: readonly CandidateMsg[], now: number, unjournaled?: (url: string) => boolean): Promise<FrontierEmits> {
     return this.pipelined(async (op) => {
       const fresh = cands.filter((c) => this.storeFor(c.host));
       await op.load(fresh);
       const absent = [...new Set(fresh.filter((c) => !this.hosts.has(c.host)).map((c) => c.host))];
       const summaries = await op.summaries(absent);
       for (const c of fresh) {
-        if (op.known(c.url)) continue;
+        if (op.known(c.url)) {
+          const known = op.current(c.url)!;
+          if (unjournaled?.(c.url) || this.mayBeUnjournaled(known)) op.out.rows.push(known);
+          continue;
+        }
         const row: UrlStateMsg = {
           url: c.url, host: c.host, state: 'QUEUED', depth: c.depth, discovered_at: c.discovered_at, updated_at: now,
           lease_id: null, lease_expires_at: null, attempts: 0, next_due_at: null, fetched_at: null, http_status: null,
@@ -522,6 +532,19 @@ export class FrontierState {
         op.out.rows.push(row);
       }
     });
+  }
+
+  /**
+   * Whether a row the store holds may be missing from the changelog after a crash: the store is
+   * written before the runtime appends the same rows, so a crash in between leaves a new URL
+   * known to the store only, and its candidate comes again. Such a candidate writes the row to
+   * the changelog again when the row is a never-tried QUEUED one written shortly before its
+   * partition was restored.
+   */
+  private mayBeUnjournaled(row: UrlStateMsg): boolean {
+    if (row.state !== 'QUEUED' || row.attempts !== 0 || row.fetched_at !== null) return false;
+    const restored = this.restoredAt.get(this.partitionOf(row.host));
+    return restored !== undefined && row.updated_at <= restored && restored - row.updated_at <= REASSERT_BEFORE_RESTORE_MS;
   }
 
   onCandidate(c: CandidateMsg, now: number): Promise<FrontierEmits> {

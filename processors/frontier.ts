@@ -84,6 +84,11 @@ export function frontierStage(policy: FrontierPolicy & Partial<FrontierTuning>, 
   let source: ChangelogSource | null = null;
   let log: Logger | null = null;
   let checkpointAt = now();
+  /**
+   * New rows emitted and not yet written to the log (produced): a candidate for one of them
+   * (its record replayed after a failed produce) emits the row again (FrontierState.onCandidates).
+   */
+  const unjournaled = new Map<string, unknown>();
 
   /** Record each store's changelog offset (read before the store is made durable). */
   const checkpointAll = async (stores: ReadonlyMap<number, UrlStore>): Promise<void> => {
@@ -108,7 +113,11 @@ export function frontierStage(policy: FrontierPolicy & Partial<FrontierTuning>, 
     }
     const out: OutRecord[] = [];
     if (statuses.length) out.push(...frontierRecords(await state.onStatuses(statuses, at)));
-    if (cands.length) out.push(...frontierRecords(await state.onCandidates(cands, at)));
+    if (cands.length) {
+      const e = await state.onCandidates(cands, at, (url) => unjournaled.has(url));
+      for (const r of e.rows) unjournaled.set(r.url, r);
+      out.push(...frontierRecords(e));
+    }
     return out;
   };
 
@@ -147,6 +156,9 @@ export function frontierStage(policy: FrontierPolicy & Partial<FrontierTuning>, 
     },
     handle: (rec) => handleBatch([rec]),
     handleBatch,
+    produced(outs) {
+      for (const o of outs) if (o.topic === 'urls' && unjournaled.get(o.key) === o.value) unjournaled.delete(o.key);
+    },
     async tick() {
       const out = frontierRecords(await state.tick(now()));
       if (now() - checkpointAt >= (opts.checkpointMs ?? CHECKPOINT_MS)) {

@@ -152,7 +152,7 @@ describe('UrlStore against the in-memory UrlTable', () => {
     const summaries = await rebuilt.store.hostSummaries(hosts);
     expect(summaries.map((s) => s?.queued ?? 0)).toEqual(hosts.map((h) => want.queues[h].length));
     await rebuilt.store.close();
-  });
+  }, 60_000); // 1,500 batches through LevelDB: 2-3 s here, more on a busy machine
 
   it('a host queue reads in priority level, then put-back-at-front, then oldest first', async () => {
     const store = await UrlStore.open(join(dir, 's'), levelOf);
