@@ -11,7 +11,7 @@
 //    holds about 80 MiB less.
 //  - V8's helper threads (garbage collection) one fewer than the cores, at most Node's default
 //    of 4. The event loop and the parse worker already take two threads; on 2 cores, four
-//    helpers taking turns with both did worse than one (README "Performance").
+//    helpers taking turns with both did worse than one (bench/HISTORY.md).
 // Run as `node bin/crawl.js`, give the flags yourself (NODE_OPTIONS takes both).
 require('../dist/cli/main.js').main(process.argv).catch((err) => {
   process.stderr.write(`crawl: ${err && err.message ? err.message : err}\n`);

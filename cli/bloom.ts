@@ -19,7 +19,7 @@ import { bloomParams, estimatedFpRate, fillRatio } from '../lib/bloom/sizing';
 import { loadConfig, type CrawlConfig } from '../lib/config';
 import { createLogger, type Logger } from '../lib/logger';
 import { topics } from '../topologies/crawl';
-import { Progress } from './progress';
+import { formatDuration, ProgressReporter } from './progress';
 
 export function redisPrefix(env: NodeJS.ProcessEnv, topicPrefix: string): string {
   return env.CRAWL_REDIS_PREFIX || `${topicPrefix}crawl:bloom:`;
@@ -48,7 +48,8 @@ export interface RebuildOptions {
   bloom: RedisBloom;
   config: CrawlConfig;
   log: Logger;
-  progress?: Progress;
+  /** Told how far the replay has come (rows read of `total`) and what it is doing. */
+  onProgress?: (rowsRead: number, total: number, doing: string) => void;
 }
 
 export interface RebuildReport {
@@ -85,7 +86,7 @@ export async function rebuild(o: RebuildOptions): Promise<RebuildReport> {
         else dead.delete(r.key);
       }
       scanned += rows.length;
-      o.progress?.update(scanned, 'pass 1/2: tombstones', total * 2);
+      o.onProgress?.(scanned, total * 2, 'pass 1/2: tombstones');
     });
     // Pass 2: every live key into the new generation, one round trip per fetched batch.
     let urls = 0;
@@ -94,9 +95,8 @@ export async function rebuild(o: RebuildOptions): Promise<RebuildReport> {
       if (live.length) await o.bloom.addTo([gen], live);
       urls += live.length;
       scanned += rows.length;
-      o.progress?.update(scanned, `pass 2/2: ${urls} URLs added`, total * 2);
+      o.onProgress?.(scanned, total * 2, `pass 2/2: ${urls} URLs added`);
     });
-    o.progress?.done();
     const replaced = await o.bloom.switchTo(gen.id);
     switched = true;
     o.log.info({ generation: gen.id, replaced }, 'switched Bloom generation; dropping the old one once every seen-test has noticed');
@@ -124,10 +124,16 @@ export async function rebuildCommand(env: NodeJS.ProcessEnv = process.env): Prom
   const bloom = bloomFromEnv(env);
   await bloom.redis.connect();
   try {
+    const at = { rows: 0, total: 0, doing: 'waiting for every seen-test to add to the new generation' };
+    const progress = new ProgressReporter(process.stderr, () => ({
+      count: at.rows,
+      line: (perSec) => `${at.rows} of ${at.total} rows, ${perSec.toFixed(0)}/s, ${at.doing}${perSec > 0 ? `, ETA ${formatDuration((at.total - at.rows) / perSec)}` : ''}`,
+    }));
+    progress.start();
     const r = await rebuild({
       kafka, bloom, config: loadConfig(env), log: createLogger(), urlsTopic: (env.CRAWL_TOPIC_PREFIX ?? '') + topics.urls.name,
-      progress: new Progress(process.stderr, 'rows'),
-    });
+      onProgress: (rows, total, doing) => Object.assign(at, { rows, total, doing }),
+    }).finally(() => progress.stop());
     process.stdout.write(
       `generation ${r.generation} in force (replaced ${r.replaced ?? 'none'}): ${r.urls} URLs from ${r.rows} rows, ${r.tombstoned} tombstoned left out, ` +
         `${r.seconds.toFixed(1)} s, peak RSS ${(r.peakRssBytes / 1048576).toFixed(0)} MiB, bits set ${(r.bitFill * 100).toFixed(1)}%, est. false positives ${(r.estimatedFpRate * 100).toFixed(2)}%\n`,

@@ -11,7 +11,6 @@ import { loadSchema, avroType } from '../lib/avro';
 import { loadConfig, type CrawlConfig } from '../lib/config';
 import { createLogger, type Logger } from '../lib/logger';
 import type { LinkMsg } from '../lib/messages';
-import { normalizeUrl, registeredDomain } from '../lib/url-normalize';
 import { WarcWriter } from '../lib/warc/writer';
 import type { FrontierStage } from '../processors/frontier';
 import { AvroFileSink } from '../runtime/avro-file-sink';
@@ -23,17 +22,16 @@ import { FileLog } from '../runtime/file-log';
 import type { OutRecord, Stage } from '../runtime/stage';
 import { topics } from '../topologies/crawl';
 import type { GroupLag } from '../api/embedded-status';
-import { Progress } from './progress';
-import { feedSeeds } from './seed-intake';
+import { crawlView, ProgressReporter, type ProgressCounts } from './progress';
+import { SeedFeed } from './seed-feed';
 
 export interface RunOptions {
-  /** Seed URLs given one by one (--seed). */
+  /** Seed URLs (--seed); one without a scheme is taken as https://. */
   seeds: string[];
-  /**
-   * More seeds, streamed (a --seeds-file of any size): fed to crawl.links while the crawl runs.
-   * `id` names the source so a re-run after a kill goes on where this one stopped (null: not resumable).
-   */
-  seedSource?: { seeds: AsyncIterable<string>; id: string | null };
+  /** A list of seed URLs, one a line (--seeds-file): a path, or `-` for standard input; streamed (cli/seed-feed.ts). */
+  seedsFile?: string;
+  /** Where to tell the user about seeds refused or taken as https:// (the first few of each); default: the log. */
+  notice?: (line: string) => void;
   out: string;
   maxPages?: number;
   maxSecs?: number;
@@ -42,7 +40,7 @@ export interface RunOptions {
   scope?: 'domain' | 'host' | 'any';
   config?: Partial<CrawlConfig>;
   logger?: Logger;
-  /** Print a progress line to stderr every second. */
+  /** Print a progress line to stderr every second (cli/progress.ts). */
   progress?: boolean;
   /** Serve the live status page, /stats and /metrics on 127.0.0.1:<port> while crawling (0 = any free port). */
   statusPort?: number;
@@ -64,30 +62,8 @@ export interface RunSummary {
   handoffFile: string;
   /** URLs parked for a later retry or behind a host that may not be contacted for a while (Retry-After, a 503 pause); a re-run takes them up when due. */
   waitingRetry: number;
-}
-
-/** Valid seeds as links; each invalid one is reported and skipped. */
-export function seedLinks(seeds: readonly string[], log: Logger, now = Date.now()): LinkMsg[] {
-  const links: LinkMsg[] = [];
-  for (const s of seeds) {
-    const n = normalizeUrl(s);
-    if (!n.ok) {
-      log.error({ seed: s, reason: n.reason, detail: n.detail }, 'invalid seed URL: skipped');
-      continue;
-    }
-    links.push({ url: n.url, source_url: null, depth: 0, discovered_at: now, is_seed: true });
-  }
-  return links;
-}
-
-export function scopeOf(links: readonly LinkMsg[], scope: RunOptions['scope']): Set<string> {
-  if (scope === 'any') return new Set();
-  return new Set(
-    links.map((l) => {
-      const host = new URL(l.url).hostname;
-      return scope === 'host' ? host : registeredDomain(host) ?? host;
-    }),
-  );
+  /** What became of the seeds: "N accepted, M refused (reason n, …)…" (lib/seed-source.ts SeedTally). */
+  seeds: string;
 }
 
 /** A killed crawl may leave a half-written `.partial` file; its pages are fetched again. */
@@ -106,7 +82,7 @@ function removePartials(dir: string, log: Logger): void {
  * default would hold every page of a small crawl back from parse that long) and at 1,000 records,
  * about 500 pages, rather than 4,000. Pages reach parse only once their file is stored; on the
  * benchmark's web with 200 ms responses, files of 500 pages kept the crawler 91.4-92.7% busy
- * against 87.3-90.3% with 2,000 (four pairs, README "Performance").
+ * against 87.3-90.3% with 2,000 (four pairs, bench/HISTORY.md, 29th edition).
  */
 export const EMBEDDED_WARC_DEFAULTS: Readonly<Partial<CrawlConfig>> = { warcMaxAgeMs: 2000, warcMaxRecords: 1000 };
 
@@ -118,10 +94,13 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
     { ...opts.config, allowPrivateNetwork: opts.allowPrivateNetwork ?? false },
     EMBEDDED_WARC_DEFAULTS,
   );
-  const seeds = seedLinks(opts.seeds, log);
-  if (seeds.length === 0 && !opts.seedSource) throw new Error('no valid seed URL: give --seed http(s)://… or --seeds-file');
-  const scopeBy = opts.scope ?? 'domain';
-  const scope = scopeOf(seeds, scopeBy);
+  const feed = new SeedFeed({ args: opts.seeds, file: opts.seedsFile, scope: opts.scope ?? 'domain' }, log, opts.notice ?? ((line) => log.warn(line)));
+  await feed.readScope();
+  const firstSeeds = await feed.first();
+  if (firstSeeds.length === 0) {
+    await feed.close();
+    throw new Error(`no valid seed URL (${feed.tally.summary()}): give --seed URL or --seeds-file FILE`);
+  }
 
   const fileLog = new FileLog({ dir: join(opts.out, 'state'), partitions: config.partitions, diskForms: { fetched: fetchedWithoutBody } });
   removePartials(join(opts.out, 'warc'), log);
@@ -143,13 +122,17 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   const parsedEnd = (): number => Array.from({ length: fileLog.partitions }, (_, p) => fileLog.endOffset('parsed', p)).reduce((a, b) => a + b, 0);
   const parsedAtStart = parsedEnd();
 
-  const counts = { pages: 0, fetches: 0, failures: 0 };
+  // responses: pages in hand as their responses arrive; fetches: pages stored (their WARC file is).
+  const counts = { pages: 0, fetches: 0, failures: 0, responses: 0 };
   const stages = buildStages(STAGE_NAMES, {
-    config, http, warc, textWarc, scope, frontierStateDir: join(opts.out, 'state', 'frontier'),
+    config, http, warc, textWarc, scope: feed.scope, frontierStateDir: join(opts.out, 'state', 'frontier'),
     onOutcome: (outcome, status) => {
       if (outcome === 'FETCHED' || outcome === 'NOT_HTML') {
         if (status !== null) counts.fetches++;
       } else if (outcome === 'FAILED' || outcome === 'REFUSED' || outcome === 'ROBOTS_UNAVAILABLE') counts.failures++;
+    },
+    onFetchStatus: (s) => {
+      if (!s.stored && s.http_status !== null) counts.responses++;
     },
     onReject: (reason, url) => log.debug({ reason, url }, 'link dropped'),
   });
@@ -179,43 +162,44 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
     holdWhile: holdWhileOf(embeddedHoldRules(config), (group, topic) => fileLog.lag(group, topic)),
   });
   await runner.start();
-  fileLog.append(seeds.map((l) => ({ topic: 'links' as const, key: new URL(l.url).hostname, host: new URL(l.url).hostname, value: l })));
-  log.info({ seeds: seeds.length, seedSource: opts.seedSource?.id ?? null, out: opts.out }, 'crawl started');
-  // A seeds file streams in beside the crawl (the frontier leases the first seeds while later ones are read).
-  let feeding: Promise<void> | null = null;
-  const feedStop = new AbortController();
-  if (opts.seedSource) {
-    const source = opts.seedSource;
-    feeding = feedSeeds({
-      log: fileLog, source: source.seeds, sourceId: source.id, progressFile: join(opts.out, 'state', 'seeds-fed.json'),
-      scope: scopeBy === 'any' ? null : { set: scope, by: scopeBy }, logger: log, maxLag: config.stageBacklogMax || 20_000, signal: feedStop.signal,
-    }).then(
-      (r) => {
-        log.info(r, 'seeds fed');
-        if (r.fed === 0 && r.resumedAfter === 0 && seeds.length === 0) log.error('no valid seed URL in the seeds file');
-      },
-      (err: unknown) => log.error({ err }, 'reading the seeds failed'),
-    ).finally(() => (feeding = null));
-  }
+  const appendSeeds = (links: LinkMsg[]): void => {
+    fileLog.append(links.map((l) => {
+      const host = new URL(l.url).hostname;
+      return { topic: 'links' as const, key: host, host, value: l };
+    }));
+  };
+  appendSeeds(firstSeeds);
+  log.info({ out: opts.out }, 'crawl started');
+  // The rest of the seeds, a batch at a time while seen-test keeps up (CRAWL_STAGE_BACKLOG_MAX).
+  let seedError: unknown = null;
+  const seenTestLag = (): number => fileLog.lag('crawl.seen-test', 'links');
+  const seeding = feed
+    .feed(appendSeeds, () => config.stageBacklogMax > 0 && seenTestLag() > config.stageBacklogMax)
+    .catch((err: unknown) => void (seedError = err));
 
   const started = Date.now();
-  const progress = opts.progress ? new Progress(process.stderr) : null;
+  const progressCounts = (): ProgressCounts => {
+    const st = frontier.state.stats();
+    return { fetched: counts.responses, stored: counts.fetches, parsed: parsedEnd() - parsedAtStart, handedOff: counts.pages, queued: st.queued, inFlight: st.leased, hosts: st.hosts };
+  };
+  const progress = opts.progress ? new ProgressReporter(process.stderr, crawlView(progressCounts, { maxPages: opts.maxPages, maxSecs: opts.maxSecs })) : null;
+  progress?.start();
   let stoppedBy: RunSummary['stoppedBy'] = 'done';
   let idleTicks = 0;
   for (;;) {
     await new Promise((r) => setTimeout(r, 200));
-    const st = frontier.state.stats();
-    progress?.update(counts.fetches, `queued ${st.queued}, in flight ${st.leased}, hosts ${st.hosts}, parsed ${parsedEnd() - parsedAtStart}, handoff ${counts.pages}`);
+    if (seedError) break;
     if (signal?.aborted) { stoppedBy = 'signal'; break; }
     if (opts.maxPages !== undefined && counts.fetches >= opts.maxPages) { stoppedBy = 'max-pages'; break; }
     if (opts.maxSecs !== undefined && Date.now() - started >= opts.maxSecs * 1000) { stoppedBy = 'max-secs'; break; }
-    idleTicks = runner.idle() && feeding === null ? idleTicks + 1 : 0;
+    idleTicks = runner.idle() && feed.done ? idleTicks + 1 : 0;
     if (idleTicks >= 5) break;
   }
-  feedStop.abort();
-  await feeding;
   const waitingRetry = frontier.state.stats().retrying + frontier.state.parked(Date.now());
   const pagesParsedBeforeStop = parsedEnd() - parsedAtStart;
+  progress?.stop();
+  await feed.close();
+  await seeding;
   await runner.stop();
   await warc.close();
   await http.close();
@@ -230,12 +214,12 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   const pagesParsed = parsedEnd() - parsedAtStart;
   fileLog.close();
   sink.close();
-  progress?.done();
   const seconds = (Date.now() - started) / 1000;
   const summary: RunSummary = {
     pagesStored: counts.fetches, fetches: counts.fetches, failures: counts.failures, handoffEvents: sink.count - handoffAtStart, pagesParsed, pagesParsedBeforeStop,
-    warcFiles: warc.stats.files, seconds, pagesPerSecond: counts.fetches / seconds, stoppedBy, handoffFile, waitingRetry,
+    warcFiles: warc.stats.files, seconds, pagesPerSecond: counts.fetches / seconds, stoppedBy, handoffFile, waitingRetry, seeds: feed.tally.summary(),
   };
   log.info(summary, 'crawl stopped');
+  if (seedError) throw seedError;
   return summary;
 }

@@ -21,7 +21,8 @@ import { buildStages, STAGE_NAMES, type StageName } from '../runtime/build-stage
 import { holdWhileOf, kafkaHoldRules } from '../runtime/backlog-holds';
 import { encodeRecords, runStageOnKafka, type KafkaRuntime, type RunningStage } from '../runtime/kafka-runner';
 import { allTopics, topics, type TopicId } from '../topologies/crawl';
-import { seedLinks } from './embedded';
+import { argLines, seedBatches, seedLines, seedLink, SeedTally, type SeedLine } from '../lib/seed-source';
+import type { OutRecord } from '../runtime/stage';
 import { redisSeenFromEnv } from './bloom';
 
 export interface KafkaEnv {
@@ -64,16 +65,45 @@ export async function init(env = kafkaEnv(), config = loadConfig()): Promise<voi
   process.stdout.write(`topics created: ${r.created.length}, updated: ${r.updated.length}; schemas registered: ${ids.size}\n`);
 }
 
-export async function seed(urls: string[], env = kafkaEnv(), config = loadConfig()): Promise<void> {
+export interface SeedOptions {
+  /** A list of seed URLs, one a line: a path, or `-` for standard input; streamed in batches. */
+  file?: string;
+  batchSize?: number;
+  /** Where the first few refusals and added schemes are told; default stderr. */
+  notice?: (line: string) => void;
+}
+
+/**
+ * `crawl seed`: URLs from the arguments, then from --file, to crawl.links in batches; each batch
+ * is produced (acks = all) before the next lines are read. Prints what was accepted and what was
+ * refused, by reason; fails when nothing was accepted.
+ */
+export async function seed(urls: string[], o: SeedOptions = {}, env = kafkaEnv(), config = loadConfig()): Promise<SeedTally> {
   const log = createLogger();
-  const links = seedLinks(urls, log);
-  if (links.length === 0) throw new Error('no valid seed URL');
+  const tally = new SeedTally(o.notice ?? ((line) => process.stderr.write(`crawl seed: ${line}\n`)));
   const rt = await runtimeFor(env, config, log);
   const producer = await createProducer(rt.kafka);
-  const outs = links.map((l) => ({ topic: 'links' as const, key: new URL(l.url).hostname, host: new URL(l.url).hostname, value: l }));
-  await produce(producer, await encodeRecords(rt, outs));
-  await producer.disconnect();
-  process.stdout.write(`seeded ${links.length} URL(s) to ${env.prefix}${topics.links.name}\n`);
+  const topic = `${env.prefix}${topics.links.name}`;
+  try {
+    async function* lines(): AsyncGenerator<SeedLine> {
+      yield* argLines(urls);
+      if (o.file) yield* seedLines(o.file);
+    }
+    for await (const batch of seedBatches(lines(), o.batchSize ?? 1000)) {
+      const now = Date.now();
+      const outs: OutRecord[] = [];
+      for (const s of batch) {
+        tally.add(s);
+        if (s.ok) outs.push({ topic: 'links', key: s.host, host: s.host, value: seedLink(s, now) });
+      }
+      if (outs.length) await produce(producer, await encodeRecords(rt, outs));
+    }
+  } finally {
+    await producer.disconnect();
+  }
+  process.stdout.write(`seeded ${tally.accepted} URL(s) to ${topic}: ${tally.summary()}\n`);
+  if (tally.accepted === 0) throw new Error('no valid seed URL');
+  return tally;
 }
 
 export async function processes(names: string[], o: { allowPrivateNetwork: boolean }, env = kafkaEnv()): Promise<void> {

@@ -1,10 +1,8 @@
 /**
  * The `crawl` command. Each subcommand is a thin shell over a module that tests call directly.
  */
-import { createReadStream, statSync } from 'node:fs';
-import { createInterface } from 'node:readline';
 import { spawnSync } from 'node:child_process';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { runEmbedded } from './embedded';
 
@@ -21,22 +19,6 @@ const port = (v: string): number => {
   return n;
 };
 
-/**
- * The seeds of a file, one per line (blank lines and # comments skipped), read as a stream: a
- * file of 20 million seeds is never held in memory. Its id (path, size, modification time) lets
- * `crawl run` go on after a kill where it stopped feeding the same file.
- */
-export function seedsFromFile(path: string): { seeds: AsyncIterable<string>; id: string } {
-  const st = statSync(path);
-  async function* lines(): AsyncGenerator<string> {
-    for await (const line of createInterface({ input: createReadStream(path), crlfDelay: Infinity })) {
-      const l = line.trim();
-      if (l && !l.startsWith('#')) yield l;
-    }
-  }
-  return { seeds: lines(), id: `${resolve(path)}|${st.size}|${st.mtimeMs}` };
-}
-
 export function program(): Command {
   const cmd = new Command('crawl').description('A polite, distributed web crawler on Apache Kafka').showHelpAfterError();
 
@@ -44,7 +26,7 @@ export function program(): Command {
     .command('run')
     .description('crawl in one process with no services: WARC files and handoff events under --out')
     .option('--seed <url>', 'a seed URL (repeatable)', collect, [])
-    .option('--seeds-file <file>', 'a file of seed URLs, one per line (# comments)')
+    .option('--seeds-file <file>', 'a file of seed URLs, one per line (# comments; - for standard input), streamed')
     .option('--out <dir>', 'output folder (WARC files, handoff .avro, journal)', './crawl-out')
     .option('--max-pages <n>', 'stop after this many pages fetched', positiveInt)
     .option('--max-secs <s>', 'stop after this many seconds', positiveInt)
@@ -54,14 +36,13 @@ export function program(): Command {
     .option('--status-port <n>', 'serve the live status page, /stats and /metrics on 127.0.0.1:<n> while crawling (0 = any free port)', port)
     .action(async (o: { seed: string[]; seedsFile?: string; out: string; maxPages?: number; maxSecs?: number; scope: 'domain' | 'host' | 'any'; allowPrivateNetwork: boolean; allowCidr: string[]; statusPort?: number }) => {
       if (o.seed.length === 0 && !o.seedsFile) throw new Error('give at least one --seed URL or a --seeds-file');
-      const seedSource = o.seedsFile ? seedsFromFile(o.seedsFile) : undefined;
       const ac = new AbortController();
       const onSignal = (): void => ac.abort();
       process.once('SIGINT', onSignal);
       process.once('SIGTERM', onSignal);
       const s = await runEmbedded(
         {
-          seeds: o.seed, seedSource, out: o.out, maxPages: o.maxPages, maxSecs: o.maxSecs, scope: o.scope, allowPrivateNetwork: o.allowPrivateNetwork,
+          seeds: o.seed, seedsFile: o.seedsFile, notice: (line) => process.stderr.write(`crawl run: ${line}\n`), out: o.out, maxPages: o.maxPages, maxSecs: o.maxSecs, scope: o.scope, allowPrivateNetwork: o.allowPrivateNetwork,
           config: o.allowCidr.length ? { allowCidrs: o.allowCidr } : {}, progress: true, statusPort: o.statusPort,
         },
         ac.signal,
@@ -69,6 +50,7 @@ export function program(): Command {
       process.stdout.write(
         `crawl ${s.stoppedBy}: ${s.pagesStored} pages stored, ${s.pagesParsed} parsed (${s.pagesParsedBeforeStop} before stopping), ${s.failures} failures, ${s.handoffEvents} handoff events, ` +
           `${s.warcFiles} WARC files, ${s.seconds.toFixed(1)} s (${s.pagesPerSecond.toFixed(2)} pages/s)\n` +
+          `  seeds: ${s.seeds}\n` +
           (s.waitingRetry ? `  ${s.waitingRetry} URL(s) wait for a retry or a host's back-off; run the same command again later to take them up\n` : '') +
           `  WARC: ${join(o.out, 'warc')}\n  handoff: ${s.handoffFile}\n  log: ${join(o.out, 'crawl.log')}\n`,
       );
@@ -109,9 +91,13 @@ function registerKafkaCommands(cmd: Command): void {
     .action(async () => (await import('./kafka-commands')).init());
   cmd
     .command('seed')
-    .description('send seed URLs to crawl.links (Kafka mode)')
-    .argument('<url...>')
-    .action(async (urls: string[]) => (await import('./kafka-commands')).seed(urls));
+    .description('send seed URLs to crawl.links (Kafka mode); a URL without a scheme is taken as https://')
+    .argument('[url...]')
+    .option('--file <file>', 'a file of seed URLs, one per line (# comments; - for standard input), streamed in batches')
+    .action(async (urls: string[], o: { file?: string }) => {
+      if (urls.length === 0 && !o.file) throw new Error('give seed URLs or --file FILE (- for standard input)');
+      await (await import('./kafka-commands')).seed(urls, { file: o.file });
+    });
   cmd
     .command('serve')
     .description('control API, Prometheus metrics and the live status page (Kafka mode; needs CRAWL_API_TOKEN)')

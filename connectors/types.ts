@@ -93,7 +93,7 @@ export interface HttpCapture {
    * connection to the last body byte read (or the cut). Politeness scales a host's gap by it
    * (10 x response time), so it leaves out what is ours: resolving the name, waiting for and
    * setting up the connection, and handling the body after its last byte. Counting those made a
-   * busy crawler take its own backlog for a slow server (README "Performance").
+   * busy crawler take its own backlog for a slow server (bench/HISTORY.md).
    */
   responseMs: number;
 }

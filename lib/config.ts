@@ -183,8 +183,8 @@ export const DEFAULTS: CrawlConfig = {
   fetchConcurrency: 256,
   fetchConcurrencyMin: 16,
   // One worker wherever there is a second core: on the 2-core benchmark machine it gave 476 and
-  // 499 pages/s against 295 and 320 on the event loop alone, at no more CPU per page (README
-  // "Performance"). A single-core machine parses on the event loop, where a worker could only
+  // 499 pages/s against 295 and 320 on the event loop alone, at no more CPU per page
+  // (bench/HISTORY.md). A single-core machine parses on the event loop, where a worker could only
   // take turns with it.
   parseThreads: availableParallelism() >= 2 ? 1 : 0,
   parseBacklogMax: 4096,

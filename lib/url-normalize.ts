@@ -99,8 +99,10 @@ for (let c = 0; c < 128; c++) {
 /**
  * RFC 3986 §6.2.2.2 percent-encoding normalisation: decode escapes of unreserved characters,
  * uppercase the hex digits of the others, encode characters not allowed raw. A "%" not
- * followed by two hex digits is kept as is: re-encoding it as "%25" would change the request
- * some servers see (e.g. IIS "%u00e9"). Returns the input itself when nothing changes.
+ * followed by two hex digits becomes "%25", as crawler-commons' normaliser does: the raw form
+ * is no valid URI, and left raw "/p%zz" and "/p%25zz" would name one page twice. (A server
+ * that reads "%u00e9" as IIS does then sees "%25u00e9"; robots.txt matching encodes a stray
+ * "%" the same way, lib/robots/match.ts.) Returns the input itself when nothing changes.
  */
 function normalizePercent(s: string): string {
   let out = '';
@@ -111,16 +113,14 @@ function normalizePercent(s: string): string {
     let rep: string | null = null;
     let skip = 0;
     if (c === 0x25) {
-      if (i + 2 < n) {
-        const h = hexVal(s.charCodeAt(i + 1));
-        const l = hexVal(s.charCodeAt(i + 2));
-        if (h >= 0 && l >= 0) {
-          const v = (h << 4) | l;
-          const canonical = v < 128 && UNRESERVED[v] === 1 ? String.fromCharCode(v) : pct((h << 4) | l);
-          skip = 2;
-          if (canonical !== s.slice(i, i + 3)) rep = canonical;
-        }
-      }
+      const h = i + 2 < n ? hexVal(s.charCodeAt(i + 1)) : -1;
+      const l = i + 2 < n ? hexVal(s.charCodeAt(i + 2)) : -1;
+      if (h >= 0 && l >= 0) {
+        const v = (h << 4) | l;
+        const canonical = v < 128 && UNRESERVED[v] === 1 ? String.fromCharCode(v) : pct(v);
+        skip = 2;
+        if (canonical !== s.slice(i, i + 3)) rep = canonical;
+      } else rep = '%25';
     } else if (c < 128) {
       if (ENCODE[c] === 1) rep = pct(c);
     } else {
@@ -200,34 +200,38 @@ function fail(reason: Extract<NormalizeResult, { ok: false }>['reason'], detail:
 }
 
 /**
- * Normalises an http(s) URL, resolving it against `base` when relative:
- * WHATWG parsing (lower-case scheme and host, IDN to punycode, default port dropped, dot
- * segments resolved, empty path -> "/"), fragment dropped, credentials rejected,
- * percent-encoding normalised in path and query (RFC 3986 §6.2.2.2), stripped names removed
- * from the query and as ";name=" path parameters, query pairs sorted, empty query dropped.
- * Duplicate slashes and a trailing dot in the host are kept: servers may treat them as
- * different resources.
+ * Normalises an http(s) URL, resolving it against `base` when relative (an empty base is no
+ * base): WHATWG parsing (lower-case scheme and host, IDN to punycode, default port dropped,
+ * dot segments resolved, empty path -> "/"), a trailing dot of the host dropped
+ * ("www.example.org." is "www.example.org": one host, one politeness queue), fragment
+ * dropped, credentials rejected, percent-encoding normalised in path and query (RFC 3986
+ * §6.2.2.2; a stray "%" becomes "%25"), stripped names removed from the query and as ";name="
+ * path parameters, query pairs sorted, empty query dropped. Duplicate slashes are kept:
+ * servers may treat them as different resources.
  */
 export function normalizeUrl(input: string, base?: string, opts?: NormalizeOptions): NormalizeResult {
   let u: URL;
+  const withBase = base !== undefined && base !== '';
   try {
-    u = base === undefined ? new URL(input) : new URL(input, base);
+    u = withBase ? new URL(input, base) : new URL(input);
   } catch {
-    return fail('invalid-url', `cannot parse ${JSON.stringify(input.slice(0, 200))}${base === undefined ? '' : ' against base'}`);
+    return fail('invalid-url', `cannot parse ${JSON.stringify(input.slice(0, 200))}${withBase ? ' against base' : ''}`);
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') return fail('unsupported-scheme', u.protocol.slice(0, -1));
   if (u.username !== '' || u.password !== '') return fail('credentials', 'user name or password in URL');
-  if (u.hostname === '') return fail('empty-host', 'URL has no host');
+  // "example.org." names the same host as "example.org" (an absolute DNS name); "." alone stays.
+  const host = u.hostname.length > 1 && u.hostname.endsWith('.') ? u.hostname.slice(0, -1) : u.hostname;
+  if (host === '') return fail('empty-host', 'URL has no host');
 
   const m = matcherFor(opts?.stripParams);
   const stripped = stripPathParams(normalizePercent(u.pathname), m);
   const path = stripped === '' ? '/' : stripped;
   const query = normalizeQuery(u.search, m);
-  const url = u.protocol + '//' + u.host + path + query;
+  const url = u.protocol + '//' + host + (u.port === '' ? '' : ':' + u.port) + path + query;
 
   const maxLength = opts?.maxLength ?? DEFAULT_MAX_LENGTH;
   if (url.length > maxLength) return fail('too-long', `${url.length} characters > ${maxLength}`);
-  return { ok: true, url, host: u.hostname, registeredDomain: registeredDomain(u.hostname), path, query };
+  return { ok: true, url, host, registeredDomain: registeredDomain(host), path, query };
 }
 
 /** Lower-case host name of an already-normalised absolute URL, without port or credentials. */

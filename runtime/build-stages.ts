@@ -34,6 +34,8 @@ export interface StageDeps {
   seen?: SeenSet;
   usage?: UsagePolicy;
   onOutcome?: (outcome: FetchOutcome, status: number | null, reason: string | null) => void;
+  /** Every crawl.fetch-status record fetch emits: the early one as a response arrives (`stored` false), then the final one. */
+  onFetchStatus?: (status: FetchStatusMsg) => void;
   onReject?: (reason: string, url: string) => void;
   /** Where the frontier keeps its partitions' stores (default: config.stateDir). */
   frontierStateDir?: string;
@@ -60,7 +62,9 @@ export function buildStages(names: readonly StageName[], deps: StageDeps): Stage
       const stage = fetchStage({ http: deps.http, archive: (e, onBuilt) => deps.warc.append(e, onBuilt), config: c, onOutcome });
       // Closing the fetch stage stores the open WARC file so waiting fetches are announced.
       const observed = observeEmits(stage, (o) => {
-        if (o.topic === 'fetchStatus') recordFetchStatus(o.value as FetchStatusMsg, c);
+        if (o.topic !== 'fetchStatus') return;
+        recordFetchStatus(o.value as FetchStatusMsg, c);
+        deps.onFetchStatus?.(o.value as FetchStatusMsg);
       });
       // Fetches in flight sized by Little's law from observed rate and fetch time (lib/concurrency.ts).
       const autoConcurrency = c.fetchConcurrencyMax > 0 ? { min: c.fetchConcurrencyMin, max: c.fetchConcurrencyMax } : undefined;

@@ -5,8 +5,9 @@
 #   Redis (Debian redis-server)                 127.0.0.1:16379
 #   S3Proxy (filesystem-nio2, bucket "crawl")   127.0.0.1:18080
 #
-# Usage: stack/stack.sh install|up|down|status|env
+# Usage: stack/stack.sh install|up|down|status|env|browser
 #   install  download everything (apt + Maven Central) without starting anything
+#   browser  install Debian's chromium if it is missing (the status-page test drives it)
 #   up       start what is not already healthy, wait for health (idempotent)
 #   down     stop only what this script started, remove those services' data
 #   status   one line per service: up/down, port, pid
@@ -92,6 +93,17 @@ ensure_tools() {
   local jv
   jv="$(java -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')"
   if [ -n "$jv" ] && [ "${jv%%.*}" -lt 17 ]; then die "Java 17+ is required (found $jv)"; fi
+}
+
+# Debian's Chromium for the status-page test (test/e2e/status-page.test.ts drives it with
+# playwright-core, which downloads no browser of its own). Jest's global setup calls this before
+# the integration tests, so `npm test` needs no step of its own for it.
+CHROMIUM=/usr/bin/chromium
+cmd_browser() {
+  if [ -x "$CHROMIUM" ]; then log "chromium: $CHROMIUM"; return 0; fi
+  apt_install chromium
+  [ -x "$CHROMIUM" ] || die "apt-get installed chromium but $CHROMIUM is not there"
+  log "chromium installed: $CHROMIUM"
 }
 
 KAFKA_HOME="$CACHE/kafka-$KAFKA_VERSION"
@@ -469,5 +481,6 @@ case "${1:-}" in
   down) cmd_down ;;
   status) cmd_status ;;
   env) cmd_env ;;
-  *) echo "usage: $0 install|up|down|status|env" >&2; exit 2 ;;
+  browser) cmd_browser ;;
+  *) echo "usage: $0 install|up|down|status|env|browser" >&2; exit 2 ;;
 esac

@@ -7,7 +7,8 @@
 //   - ASCII controls, space, DEL and the ASCII characters RFC 3986 never allows raw in a path
 //     or query ('"', "<", ">", "[", "]", "\", "^", "`", "{", "|", "}") are percent-encoded;
 //   - %-escapes of unreserved characters (A-Za-z0-9-._~) are decoded, all other escapes
-//     keep their encoding with uppercase hex digits;
+//     keep their encoding with uppercase hex digits; a "%" not followed by two hex digits is
+//     "%25";
 //   - in URL paths, literal "*" and "$" are encoded as %2A / %24, so that the RFC's
 //     "/path/file-with-a-%2A.html" pattern matches ".../file-with-a-*.html" (§2.2.3)
 //     while an unescaped "*" / "$" in a pattern stays a wildcard / end anchor;
@@ -57,9 +58,9 @@ export function canonicalOctets(s: string, isPattern: boolean): string {
   for (let i = 0; i < n; i++) {
     const c = s.charCodeAt(i);
     if (c === 0x3f /* ? */) inQuery = true;
-    if (c === 0x25 /* % */ && i + 2 < n) {
-      const h = hexVal(s.charCodeAt(i + 1));
-      const l = hexVal(s.charCodeAt(i + 2));
+    if (c === 0x25 /* % */) {
+      const h = i + 2 < n ? hexVal(s.charCodeAt(i + 1)) : -1;
+      const l = i + 2 < n ? hexVal(s.charCodeAt(i + 2)) : -1;
       if (h >= 0 && l >= 0) {
         const v = (h << 4) | l;
         const decode = v < 128 && (UNRESERVED[v] === 1 || (inQuery && QUERY_SAFE[v] === 1));
@@ -67,7 +68,9 @@ export function canonicalOctets(s: string, isPattern: boolean): string {
         i += 2;
         continue;
       }
-      out += '%'; // a stray "%" cannot be re-encoded without changing what the server sees
+      // A stray "%" is "%25", as URL normalisation writes it (lib/url-normalize.ts): the
+      // crawler requests "/p%25zz" for a link to "/p%zz", and "Disallow: /p%zz" must cover it.
+      out += '%25';
       continue;
     }
     if (c >= 0x80) {

@@ -49,7 +49,7 @@ export interface RecordContext {
 /**
  * 3, not zlib's default 6. Every page is compressed on the crawler's own CPU: on 50 KiB of
  * HTML, level 3 costs about 60% of level 6's time for about 7% more bytes stored
- * (`CRAWL_WARC_GZIP_LEVEL` chooses; README "Performance").
+ * (`CRAWL_WARC_GZIP_LEVEL` chooses; bench/HISTORY.md).
  */
 export const DEFAULT_GZIP_LEVEL = 3;
 

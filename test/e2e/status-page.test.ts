@@ -11,10 +11,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext } from 'playwright-core';
 import { FixtureWeb, page } from '../fixtures/web';
+import { CHROMIUM } from '../setup/global-setup';
 
 const CLI = join(__dirname, '..', '..', 'bin', 'crawl.js');
 const ARTIFACTS = join(__dirname, '..', '..', 'test-artifacts');
-const CHROMIUM = '/usr/bin/chromium';
 const IPS = ['127.0.8.20', '127.0.8.21', '127.0.8.22'];
 /** Pages per host, all linked from the home page, so every host stays busy for a while (bounded by --max-secs). */
 const PAGES = 150;
@@ -35,7 +35,7 @@ describe('the live status page in headless Chromium', () => {
   const profile = mkdtempSync(join(tmpdir(), 'chromium-profile-'));
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium`);
+    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing and jest's global setup could not install it: run \`bash stack/stack.sh browser\` (apt-get install chromium) and see why`);
     web = await FixtureWeb.start(IPS.map((ip) => ({ ip, robots: 'User-agent: *\nAllow: /\n', pages: site(ip) })));
     run = spawn(
       process.execPath,

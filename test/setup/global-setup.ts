@@ -9,8 +9,14 @@
  * It never stops the stack: leaving it up makes the next run fast (`crawl stack down`, or
  * `bash stack/stack.sh down`, stops it). If the stack cannot be started it throws, naming what
  * is missing: integration tests must never skip silently.
+ *
+ * First, whatever the environment gives, it makes sure Debian's Chromium is there for the
+ * status-page test (`bash stack/stack.sh browser`: apt-get, as for redis-server), so that
+ * `npm install && npm test` pass on a fresh machine with no other step. If it cannot be
+ * installed, the run goes on and that one test fails, saying why.
  */
 import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 
 /** Which variables each stack service provides; the first one says whether it is given. */
@@ -35,12 +41,23 @@ export function parseExports(text: string): Map<string, string> {
   return vars;
 }
 
-export default async function globalSetup(): Promise<void> {
-  const missing = SERVICES.filter((s) => !process.env[s.primary]);
-  if (missing.length === 0) return;
+/** Where the status-page test finds Chromium (Debian's package puts it there). */
+export const CHROMIUM = '/usr/bin/chromium';
 
+function ensureBrowser(script: string, root: string): void {
+  if (existsSync(CHROMIUM)) return;
+  process.stderr.write(`[global-setup] ${CHROMIUM} is missing: installing Debian's chromium for the status-page test\n`);
+  const r = spawnSync('bash', [script, 'browser'], { cwd: root, stdio: ['ignore', 2, 2] });
+  if (r.error || r.status !== 0) process.stderr.write(`[global-setup] chromium was not installed (${r.error?.message ?? `exit code ${r.status}`}); the status-page test will fail\n`);
+}
+
+export default async function globalSetup(): Promise<void> {
   const root = path.resolve(__dirname, '..', '..');
   const script = path.join(root, 'stack', 'stack.sh');
+  ensureBrowser(script, root);
+
+  const missing = SERVICES.filter((s) => !process.env[s.primary]);
+  if (missing.length === 0) return;
   const what = missing.map((s) => `${s.service} (${s.primary})`).join(', ');
   const env = { ...process.env, CRAWL_STACK_SERVICES: missing.map((s) => s.service).join(' ') };
 

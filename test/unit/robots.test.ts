@@ -19,6 +19,7 @@ import {
   sitemaps,
 } from '../../lib/robots';
 import { canonicalOctets, pathForMatching } from '../../lib/robots/match';
+import { normalizeUrl } from '../../lib/url-normalize';
 
 const allowed = (robotstxt: string | Buffer, ua: string, url: string): boolean =>
   isAllowed(parseRobots(robotstxt), url, ua).allowed;
@@ -69,6 +70,18 @@ describe('RFC 9309 §2.2.2 allow and disallow lines', () => {
     expect(isAllowed(rules, '/a%3Cd', 'x').allowed).toBe(false);
     expect(isAllowed(rules, '/a%3cd', 'x').allowed).toBe(false);
     expect(isAllowed(rules, '/a<d', 'x').allowed).toBe(false);
+  });
+
+  it('a stray "%" in a rule covers the URL as normalised ("%" becomes "%25", lib/url-normalize.ts)', () => {
+    const rules = parseRobots('user-agent: *\ndisallow: /p%zz\ndisallow: /90%+of\ndisallow: /search?q=foobar%$\n');
+    for (const link of ['https://example.com/p%zz', 'https://example.com/90%+of+My+Mind', 'https://example.com/search?q=foobar%']) {
+      const n = normalizeUrl(link);
+      if (!n.ok) throw new Error(link);
+      expect([n.url, isAllowed(rules, n.url, 'x').allowed]).toEqual([n.url, false]);
+      expect([link, isAllowed(rules, link, 'x').allowed]).toEqual([link, false]);
+    }
+    // And a rule written "%25" covers the same.
+    expect(isAllowed(parseRobots('user-agent: *\ndisallow: /p%25zz\n'), '/p%zz', 'x').allowed).toBe(false);
   });
 
   it('"If an allow rule and a disallow rule are equivalent, then the allow rule SHOULD be used"', () => {

@@ -2,8 +2,12 @@
 // Sources:
 //   - crawler-commons BasicURLNormalizerTest
 //     (https://github.com/crawler-commons/crawler-commons/blob/master/src/test/java/crawlercommons/filters/basic/BasicURLNormalizerTest.java),
-//     methods testNUTCH1098, testNUTCH2064, testNormalizer. Cases where our documented rules
-//     deliberately differ are marked "DIFFERS" with the reason.
+//     methods testNUTCH1098, testNUTCH2064, testNormalizer, and its successor, the case list
+//     src/test/resources/normalizer/weirdToNormalizedUrls.csv (crawler-commons commit 115cc591:
+//     "normalizing percent escapes #263", "escape percent sign if it's initial to an invalid
+//     escape sequence", "boundary test: percent sign close to the end of string", "removal of
+//     trailing dot in hostname"). Cases where our documented rules deliberately differ are
+//     marked "DIFFERS" with the reason.
 //   - RFC 3986 §6.2.2 (syntax-based: case, percent-encoding, dot segments), §6.2.3 (scheme-based)
 //     and the §5.4.1 reference resolution examples (dot segments relative to a base).
 
@@ -68,6 +72,16 @@ describe('crawler-commons BasicURLNormalizerTest', () => {
     ['http://foo.com/a..a/../foo.html', 'http://foo.com/foo.html'],
     ['http://foo.com/foo.foo/../foo.html', 'http://foo.com/foo.html'],
     ['http://foo.com/aa?referer=http://bar.com', 'http://foo.com/aa?referer=http://bar.com'],
+    // weirdToNormalizedUrls.csv: a "%" not followed by two hex digits is encoded as "%25"
+    ['https://www.last.fm/music/Prefuse+73/_/90%+of+My+Mind+Is+With+You', 'https://www.last.fm/music/Prefuse+73/_/90%25+of+My+Mind+Is+With+You'],
+    ['http://www.example.com/a/c/../b/search?q=foobar%', 'http://www.example.com/a/b/search?q=foobar%25'],
+    ['http://www.example.com/p%zz%77%v', 'http://www.example.com/p%25zzw%25v'],
+    ['http://www.example.com/search?q=foobar%', 'http://www.example.com/search?q=foobar%25'],
+    ['http://www.example.com/search?q=foobar%2', 'http://www.example.com/search?q=foobar%252'],
+    ['http://www.example.com/search?q=foobar%25', 'http://www.example.com/search?q=foobar%25'],
+    ['http://www.example.com/search?q=foobar%252', 'http://www.example.com/search?q=foobar%252'],
+    // weirdToNormalizedUrls.csv: the trailing dot of a host name is removed
+    ['https://www.example.org./', 'https://www.example.org/'],
   ])('%s -> %s', (input, expected) => {
     expect(norm(input)).toBe(expected);
   });
@@ -204,8 +218,13 @@ describe('query and path parameters', () => {
     expect(normalizeUrl('http://e.com/?a=1', undefined, global)).toMatchObject({ url: 'http://e.com/' });
   });
 
-  it('a stray "%" is kept as is', () => {
-    expect(norm('http://e.com/100%?q=%zz')).toBe('http://e.com/100%?q=%zz');
+  it('a stray "%" becomes "%25" in the path and the query, so the two spellings are one URL', () => {
+    expect(norm('http://e.com/100%?q=%zz')).toBe('http://e.com/100%25?q=%25zz');
+    expect(norm('http://e.com/p%zz')).toBe(norm('http://e.com/p%25zz'));
+    expect(norm('http://e.com/a%2')).toBe('http://e.com/a%252'); // one hex digit before the end
+    expect(norm('http://e.com/%u00e9')).toBe('http://e.com/%25u00e9'); // IIS's %u form is no escape
+    // Normalising twice changes nothing.
+    for (const u of ['http://e.com/100%?q=%zz', 'http://e.com/90%+of', 'http://e.com/?q=foobar%']) expect(norm(norm(u))).toBe(norm(u));
   });
 });
 
@@ -267,6 +286,23 @@ describe('result fields', () => {
     expect(registeredDomain('co.uk')).toBeNull();
     expect(registeredDomain('192.168.0.1')).toBeNull();
     expect(registeredDomain('[2001:db8::1]')).toBeNull();
+  });
+});
+
+describe('host trailing dot and empty base', () => {
+  it('"www.example.org." and "www.example.org" are one host, port and path kept', () => {
+    expect(normalizeUrl('HTTP://WWW.Example.ORG.:8080/a?b=1')).toEqual({
+      ok: true, url: 'http://www.example.org:8080/a?b=1', host: 'www.example.org', registeredDomain: 'example.org', path: '/a', query: '?b=1',
+    });
+    expect(norm('http://127.0.0.1./x')).toBe('http://127.0.0.1/x');
+    // What parsing the result again gives: the same host (partitioning and politeness key by it).
+    expect(new URL(norm('https://www.example.org./')).hostname).toBe('www.example.org');
+  });
+
+  it('an empty base is no base', () => {
+    expect(norm('https://example.org/a/../b', '')).toBe('https://example.org/b');
+    expect(normalizeUrl('https://example.org/', '')).toEqual(normalizeUrl('https://example.org/'));
+    expect(reason(normalizeUrl('/relative', ''))).toBe('invalid-url');
   });
 });
 
