@@ -77,6 +77,8 @@ class PartitionLog {
     private readonly compacted: boolean,
     private readonly form: DiskForm | undefined,
     private readonly segmentBytes = SEGMENT_BYTES,
+    /** Every group reading this topic has committed below here: older records are not read back (their files are deleted). */
+    private readonly consumedBelow = 0,
   ) {
     mkdirSync(dir, { recursive: true });
     this.load();
@@ -116,14 +118,21 @@ class PartitionLog {
         this.end = next.baseOffset;
         continue;
       }
+      if (!this.compacted && next && next.baseOffset <= this.consumedBelow) {
+        unlinkSync(path); // consumed by every reader: a delete-policy topic's retention
+        continue;
+      }
       const buf = readFileSync(path);
       let count: number;
       let bytes: number;
       if (this.compacted) ({ count, bytes } = scanFrames(buf, false));
       else {
         const recs: InRecord[] = [];
-        for (const fr of frames(buf, { baseOffset: f.baseOffset, explicit: false })) recs.push(this.recordOf(fr));
-        count = recs.length;
+        count = 0;
+        for (const fr of frames(buf, { baseOffset: f.baseOffset, explicit: false })) {
+          count++;
+          if (fr.offset >= this.consumedBelow) recs.push(this.recordOf(fr));
+        }
         bytes = scanFrames(buf, false).bytes;
         for (const rec of recs) {
           this.keep(rec);
@@ -136,6 +145,7 @@ class PartitionLog {
       this.end = f.baseOffset + count;
     }
     if (this.records.length === 0) this.memBase = this.end;
+    else this.memBase = this.records[0].offset;
   }
 
   private recordOf(f: RawFrame): InRecord {
@@ -302,11 +312,16 @@ class PartitionLog {
 
   /** Drop what every group has consumed: from memory, and whole segments from disk. */
   trim(below: number, keepOnDisk = false, minDrop = 1): void {
-    if (this.compacted || below - this.memBase < minDrop) return;
-    const n = Math.min(below - this.memBase, this.records.length);
-    const dropped = this.records.splice(0, n);
-    if (this.partial.size > 0) for (const rec of dropped) this.partial.delete(rec);
-    this.memBase += n;
+    if (this.compacted) return;
+    if (below - this.memBase >= minDrop) {
+      const n = Math.min(below - this.memBase, this.records.length);
+      const dropped = this.records.splice(0, n);
+      if (this.partial.size > 0) for (const rec of dropped) this.partial.delete(rec);
+      this.memBase += n;
+    }
+    // Files too, even when memory was trimmed already (at each commit): returning early here left
+    // every consumed segment of crawl.links on disk, 4.7 GB of them in a 50M-URL run, all read
+    // back into memory at the next start.
     while (!keepOnDisk && this.segments.length > 1 && this.segments[1].baseOffset <= below) {
       const seg = this.segments.shift()!;
       if (seg.fd >= 0) closeSync(seg.fd);
@@ -355,11 +370,16 @@ export class FileLog extends EventEmitter {
     this.setMaxListeners(100);
     this.partitions = opts.partitions;
     mkdirSync(join(opts.dir, 'offsets'), { recursive: true });
+    // What every group has committed, before any segment is read: consumed records stay on disk.
+    const groups = new Set(readdirSync(join(opts.dir, 'offsets')).map((f) => f.replace(/\.(json|log)$/, '')).filter((g) => !g.endsWith('.tmp')));
+    const offsets = [...groups].map((g) => this.committed(g));
     for (const [id, spec] of Object.entries(topics) as Array<[TopicId, TopicSpec]>) {
       const type = avroType(spec.valueSchema);
       const parts: PartitionLog[] = [];
+      const readers = offsets.filter((g) => g[id]);
       for (let p = 0; p < opts.partitions; p++) {
-        parts.push(new PartitionLog(id, p, join(opts.dir, 'topics', spec.name, String(p)), type, avroReader(spec.valueSchema), spec.cleanupPolicy === 'compact', opts.diskForms?.[id], opts.segmentBytes));
+        const consumed = readers.length ? Math.min(...readers.map((g) => g[id]![p] ?? 0)) : 0;
+        parts.push(new PartitionLog(id, p, join(opts.dir, 'topics', spec.name, String(p)), type, avroReader(spec.valueSchema), spec.cleanupPolicy === 'compact', opts.diskForms?.[id], opts.segmentBytes, consumed));
       }
       this.logs.set(id, parts);
     }

@@ -149,7 +149,7 @@ describe('FileLog', () => {
     log.close();
   });
 
-  it('reopen restores records (also past committed offsets) and continues offsets', () => {
+  it('reopen restores the records some group has not committed and continues offsets', () => {
     const log = newLog();
     const p = partitionForHost('a.test', P);
     log.append([linkRec('a.test', '/1'), linkRec('a.test', '/2'), linkRec('a.test', '/3')]);
@@ -162,15 +162,17 @@ describe('FileLog', () => {
     expect(from).toBe(1);
     expect(log2.read('links', p, from, 10).map((r) => (r.value as LinkMsg).url)).toEqual(['http://a.test/2', 'http://a.test/3']);
     log2.append([linkRec('a.test', '/4')]);
+    // /1, committed by every group reading links, is not read back (a consumed record's retention).
     expect(log2.read('links', p, 0, 10).map((r) => [r.offset, (r.value as LinkMsg).url])).toEqual([
-      [0, 'http://a.test/1'], [1, 'http://a.test/2'], [2, 'http://a.test/3'], [3, 'http://a.test/4'],
+      [1, 'http://a.test/2'], [2, 'http://a.test/3'], [3, 'http://a.test/4'],
     ]);
     log2.close();
     // And the appended record survives another reopen, after the earlier ones.
     const log3 = newLog();
     expect(log3.read('links', p, 0, 10).map((r) => (r.value as LinkMsg).url)).toEqual([
-      'http://a.test/1', 'http://a.test/2', 'http://a.test/3', 'http://a.test/4',
+      'http://a.test/2', 'http://a.test/3', 'http://a.test/4',
     ]);
+    expect(log3.endOffset('links', p)).toBe(4);
   });
 
   it('the compacted urls table keeps the latest value per key; tombstones delete; survives reopen', () => {
@@ -330,6 +332,25 @@ describe('FileLog', () => {
     log.checkpoint();
     expect(log.read('links', p, 0, 10).map((r) => r.offset)).toEqual([4]);
     expect(log.endOffset('links', p)).toBe(5);
+  });
+
+  it('a checkpoint deletes segments every group has consumed, also when each commit had trimmed memory already; a reopen reads none of them', () => {
+    const p = partitionForHost('a.test', P);
+    const log = new FileLog({ dir, partitions: P, segmentBytes: 512 });
+    open.push(log);
+    log.subscribe('g', ['links']);
+    for (let i = 0; i < 200; i++) log.append([linkRec('a.test', `/${i}`)]);
+    log.flush();
+    const before = segFiles(dir, 'links', p).length;
+    expect(before).toBeGreaterThan(10);
+    for (let i = 64; i <= 192; i += 64) log.commit('g', 'links', p, i); // memory trimmed at each commit, in runs of 64
+    log.checkpoint();
+    expect(segFiles(dir, 'links', p).length).toBeLessThan(before / 2);
+    log.close();
+    const again = new FileLog({ dir, partitions: P, segmentBytes: 512 });
+    open.push(again);
+    expect(again.read('links', p, 0, 1000).map((r) => r.offset)).toEqual(Array.from({ length: 8 }, (_, i) => 192 + i));
+    expect(again.endOffset('links', p)).toBe(200);
   });
 
   it('subscribe before commits prevents trimming anything unread', () => {
