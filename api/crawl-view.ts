@@ -1,14 +1,14 @@
 /**
  * What `crawl serve` (and `crawl run --status-port`) knows of the crawl, fed from the log by
- * the wiring: the host-policy and opt-out tables, the webmaster accounts and sites, every
- * process's applied registry version (crawl.optout-applied), and the stream of fetch statuses
- * (with a per-host summary of the last day, api/host-day.ts). URL rows and the frontier's
- * numbers come from a store (api/url-table.ts), never from a map of every URL.
+ * the wiring: the feeds table (crawl.feeds), the host-policy and opt-out tables, the webmaster
+ * accounts and sites, every process's applied registry version (crawl.optout-applied), and the
+ * stream of fetch statuses (with a per-host summary of the last day, api/host-day.ts). URL rows
+ * and the frontier's numbers come from a store (api/url-table.ts), never from a map of every URL.
  */
 import { createHash } from 'node:crypto';
 import { HostPolicyTable } from '../lib/host-policy';
 import { DEFAULTS } from '../lib/config';
-import type { FetchStatusMsg, HostPolicyMsg, OptOutAppliedMsg, OptOutMsg, UrlStateMsg, UrlStatus, WebmasterAccountMsg, WebmasterSiteMsg } from '../lib/messages';
+import type { FeedStateMsg, FetchStatusMsg, HostPolicyMsg, OptOutAppliedMsg, OptOutMsg, UrlStateMsg, UrlStatus, WebmasterAccountMsg, WebmasterSiteMsg } from '../lib/messages';
 import { OptOutRegistry } from '../lib/optout-registry';
 import { WebmasterState } from '../lib/webmaster';
 import type { OutRecord } from '../runtime/stage';
@@ -84,6 +84,8 @@ export class CrawlView {
   private readonly lagOptions: { alarmMs: number; reportMs: number };
   /** The URL table (none: rows and frontier numbers are unknown). */
   private readonly table: UrlTableView | null;
+  /** The feeds the frontiers poll (at most CRAWL_FEED_MAX_PER_HOST a host). */
+  private readonly feedRows = new Map<string, FeedStateMsg>();
   private readonly hosts = new Map<string, HostCounters>();
   private readonly perSecond = new Map<number, number>();
   private readonly outcomes: Record<string, number> = {};
@@ -96,6 +98,22 @@ export class CrawlView {
   constructor(o: CrawlViewOptions = {}) {
     this.lagOptions = { alarmMs: o.registryLagAlarmMs ?? DEFAULTS.optoutLagAlarmMs, reportMs: o.registryReportMs ?? DEFAULTS.optoutReportMs };
     this.table = o.urls ?? null;
+  }
+
+  applyFeed(key: string, value: FeedStateMsg | null): void {
+    if (value === null) this.feedRows.delete(key);
+    else this.feedRows.set(key, value);
+  }
+
+  feed(url: string): FeedStateMsg | undefined {
+    return this.feedRows.get(url);
+  }
+
+  /** Feeds in URL order, of one host when given, from the first URL after `after`, at most `limit`; and how many match. */
+  feeds(o: { host?: string; after?: string; limit: number }): { total: number; feeds: FeedStateMsg[] } {
+    const all = [...this.feedRows.values()].filter((f) => !o.host || f.host === o.host).sort((a, b) => (a.url < b.url ? -1 : a.url > b.url ? 1 : 0));
+    const from = o.after === undefined ? 0 : all.findIndex((f) => f.url > o.after!);
+    return { total: all.length, feeds: from < 0 ? [] : all.slice(from, from + o.limit) };
   }
 
   applyPolicy(key: string, value: HostPolicyMsg | null): void {

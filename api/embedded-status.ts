@@ -9,7 +9,7 @@
  */
 import type { Logger } from 'pino';
 import type { CrawlConfig } from '../lib/config';
-import type { FetchStatusMsg, HostPolicyMsg, OptOutAppliedMsg, OptOutMsg, WebmasterAccountMsg, WebmasterSiteMsg } from '../lib/messages';
+import type { FeedStateMsg, FetchStatusMsg, HostPolicyMsg, OptOutAppliedMsg, OptOutMsg, WebmasterAccountMsg, WebmasterSiteMsg } from '../lib/messages';
 import { metrics, setMetricSources } from '../lib/metrics';
 import type { OutRecord, Stage } from '../runtime/stage';
 import { CrawlView } from './crawl-view';
@@ -30,9 +30,10 @@ export function statusViewStage(view: CrawlView): Stage {
     inputs: ['fetchStatus'],
     outputs: [],
     // Compacted tables the API reads (small ones: the URL table is read from the frontier's stores).
-    globalTables: ['hostPolicy', 'optout', 'optoutApplied', 'webmasterAccounts', 'webmasterSites'],
+    globalTables: ['feeds', 'hostPolicy', 'optout', 'optoutApplied', 'webmasterAccounts', 'webmasterSites'],
     onGlobal: (rec, topic) => {
       switch (topic) {
+        case 'feeds': return view.applyFeed(rec.key, rec.value as FeedStateMsg | null);
         case 'hostPolicy': return view.applyPolicy(rec.key, rec.value as HostPolicyMsg | null);
         case 'optout': return view.applyOptOut(rec.key, rec.value as OptOutMsg | null);
         case 'optoutApplied': return view.applyOptOutApplied(rec.key, rec.value as OptOutAppliedMsg | null);

@@ -1,7 +1,7 @@
 /**
  * `crawl serve` in Kafka mode: the API's view is fed by following crawl.host-policy,
- * crawl.optout, crawl.optout-applied, the webmaster accounts and sites, and crawl.fetch-status,
- * and reads URL rows from its own copy of crawl.urls on disk (api/serve-url-table.ts); writes
+ * crawl.optout, crawl.optout-applied, the webmaster accounts and sites, crawl.fetch-status and
+ * crawl.feeds, and reads URL rows from its own copy of crawl.urls on disk (api/serve-url-table.ts); writes
  * (the operator's and the webmaster API's) are produced with acks=all through the same
  * encoder as the processors; queue sizes are the processors' consumer lag, polled from admin.
  */
@@ -11,7 +11,7 @@ import { createPageStore, pageStoreConfigFromEnv } from '../connectors/page-stor
 import type { PageStore } from '../connectors/types';
 import type { CrawlConfig } from '../lib/config';
 import type { Logger } from '../lib/logger';
-import type { FetchStatusMsg, HostPolicyMsg, OptOutAppliedMsg, OptOutMsg, WebmasterAccountMsg, WebmasterSiteMsg } from '../lib/messages';
+import type { FeedStateMsg, FetchStatusMsg, HostPolicyMsg, OptOutAppliedMsg, OptOutMsg, WebmasterAccountMsg, WebmasterSiteMsg } from '../lib/messages';
 import { metrics, setMetricSources, trackRegistryVersion } from '../lib/metrics';
 import type { StageName } from '../runtime/build-stages';
 import { encodeRecords, type KafkaRuntime } from '../runtime/kafka-runner';
@@ -43,7 +43,7 @@ export async function startKafkaBackend(rt: KafkaRuntime, config: CrawlConfig, l
   const urls = await ServeUrlTable.start(rt, config, log);
   const view = new CrawlView({ registryLagAlarmMs: config.optoutLagAlarmMs, registryReportMs: config.optoutReportMs, urls });
   const producer = await createProducer(rt.kafka);
-  const followed: TopicId[] = ['hostPolicy', 'optout', 'optoutApplied', 'webmasterAccounts', 'webmasterSites', 'fetchStatus'];
+  const followed: TopicId[] = ['hostPolicy', 'optout', 'optoutApplied', 'webmasterAccounts', 'webmasterSites', 'fetchStatus', 'feeds'];
   const byName = new Map(followed.map((id) => [rt.prefix + topics[id].name, id]));
   const follower: Follower = await followTopics(rt.kafka, `${rt.prefix}crawl.serve`, [...byName.keys()], async (topic, _p, key, raw) => {
     const value = raw === null ? null : await rt.registry.decode(raw);
@@ -54,6 +54,7 @@ export async function startKafkaBackend(rt: KafkaRuntime, config: CrawlConfig, l
       case 'webmasterAccounts': return view.applyWebmasterAccount(key, value as WebmasterAccountMsg | null);
       case 'webmasterSites': return view.applyWebmasterSite(key, value as WebmasterSiteMsg | null);
       case 'fetchStatus': if (value) view.applyStatus(value as FetchStatusMsg); return;
+      case 'feeds': return view.applyFeed(key, value as FeedStateMsg | null);
     }
   });
 

@@ -8,6 +8,17 @@ const json = (schema: object): object => ({ 'application/json': { schema } });
 const hostParam = { name: 'host', in: 'path', required: true, description: 'Lower-case host name (IDNs in punycode), no port', schema: { type: 'string' } };
 const operator = { security: [{ bearer: [] }] };
 const accepted = { description: 'Written durably to the log; every process applies it from there', content: json({ type: 'object' }) };
+/** crawl.feeds rows (schemas/crawl.FeedState.v1.avsc has every field's meaning). */
+const feedState = {
+  type: 'object',
+  properties: {
+    url: { type: 'string' }, host: { type: 'string' }, kind: { type: 'string', enum: ['rss', 'atom', 'rdf', 'news-sitemap'] },
+    interval_ms: { type: 'integer' }, added_at: { type: 'integer' }, last_polled_at: { type: 'integer' }, last_ok_at: { type: 'integer' },
+    last_status: { type: 'integer', nullable: true }, etag: { type: 'string', nullable: true }, last_modified: { type: 'string', nullable: true },
+    items_seen: { type: 'array', items: { type: 'string' } }, new_items: { type: 'integer' }, polls: { type: 'integer' }, items_total: { type: 'integer' },
+    failures: { type: 'integer' }, updated_at: { type: 'integer' },
+  },
+};
 
 const decision = { type: 'string', enum: ['allow', 'deny'] };
 const optOutBody = {
@@ -149,10 +160,39 @@ export function openApiDocument(): object {
           responses: { 202: accepted, 400: error, 401: error, 403: error, 413: error, 415: error },
         },
       },
+      '/feeds': {
+        get: {
+          summary: 'The feeds the crawl polls (RSS, Atom, news sitemaps; crawl.feeds), in URL order',
+          parameters: [
+            { name: 'host', in: 'query', required: false, description: 'Only the feeds of this host', schema: { type: 'string' } },
+            { name: 'after', in: 'query', required: false, description: 'Start after this feed URL (the previous page\'s next_after)', schema: { type: 'string' } },
+            { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
+          ],
+          responses: {
+            200: {
+              description: 'A page of feeds',
+              content: json({ type: 'object', required: ['total', 'feeds', 'next_after'], properties: { total: { type: 'integer' }, feeds: { type: 'array', items: feedState }, next_after: { type: 'string', nullable: true } } }),
+            },
+            400: error,
+          },
+        },
+        post: {
+          ...operator, summary: 'Poll these feeds: each goes to crawl.links in priority class 1 (as `crawl seed --feed`); all or nothing',
+          requestBody: { required: true, content: json({ type: 'object', required: ['urls'], properties: { urls: { type: 'array', items: { type: 'string', format: 'uri' }, maxItems: 10000 } } }) },
+          responses: { 202: accepted, 400: error, 401: error, 403: error, 413: error, 415: error },
+        },
+      },
+      '/feeds/{url}': {
+        get: {
+          summary: 'One feed the crawl polls: interval, last poll, items, failures',
+          parameters: [{ name: 'url', in: 'path', required: true, description: 'The feed URL, percent-encoded as one path segment', schema: { type: 'string' } }],
+          responses: { 200: { description: 'The feed', content: json(feedState) }, 400: error, 404: error },
+        },
+      },
       ...webmasterPaths(),
       '/urls/{url}': {
         get: {
-          summary: "A URL's row of the URL table: state, last fetch, next due, content hash, WARC pointer",
+          summary: "A URL's row of the URL table: state, last fetch, next due, content hash, WARC pointer, priority_class (1 high, 2, 3 low), its feed if it is one",
           parameters: [{ name: 'url', in: 'path', required: true, description: 'The URL, percent-encoded as one path segment, or the hex SHA-256 of the normalised URL', schema: { type: 'string' } }],
           responses: { 200: { description: 'The row', content: json({ type: 'object' }) }, 400: error, 404: error },
         },

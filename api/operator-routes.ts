@@ -21,6 +21,15 @@ export interface OperatorDeps {
   maxBodyBytes: number;
 }
 
+/** Normalised URLs as crawl.links seed records (they pass the seen filter again); `priorityClass` 1 for feeds. */
+export function seedRecords(urls: readonly string[], now: number, priorityClass?: 1): OutRecord[] {
+  const cls = priorityClass ? { priority_class: priorityClass } : {};
+  return urls.map((url): OutRecord => {
+    const host = new URL(url).hostname;
+    return { topic: 'links', key: host, host, value: { url, source_url: null, depth: 0, discovered_at: now, is_seed: true, ...cls } satisfies LinkMsg };
+  });
+}
+
 export function operatorRoutes(router: Router, d: OperatorDeps): void {
   const body = <T>(req: IncomingMessage, check: (v: unknown) => T): Promise<T> => readChecked(req, d.maxBodyBytes, check);
   const accepted = async (res: ServerResponse, outs: OutRecord[], extra: Record<string, unknown>): Promise<void> => {
@@ -45,12 +54,7 @@ export function operatorRoutes(router: Router, d: OperatorDeps): void {
   router
     .add('POST', '/seeds', async (req, res) => {
       const urls = await body(req, parseSeeds);
-      const now = d.now();
-      const outs = urls.map((url): OutRecord => {
-        const host = new URL(url).hostname;
-        return { topic: 'links', key: host, host, value: { url, source_url: null, depth: 0, discovered_at: now, is_seed: true } satisfies LinkMsg };
-      });
-      await accepted(res, outs, { seeded: urls.length, urls });
+      await accepted(res, seedRecords(urls, d.now()), { seeded: urls.length, urls });
     }, { operator: true })
     .add('POST', '/hosts/{host}/block', async (req, res, m) => {
       const host = parseHost(m.params.host);

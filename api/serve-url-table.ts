@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import type { CrawlConfig } from '../lib/config';
 import type { UrlStateMsg, UrlStatus } from '../lib/messages';
 import { partitionForHost } from '../lib/partitioner';
-import { priorityLevel } from '../processors/frontier-schedule';
+import { queueLayout, queueSlotOf } from '../processors/frontier-schedule';
 import { applyChangelog, checkpoint, restoreStores } from '../processors/frontier-restore';
 import type { UrlStore } from '../processors/frontier-store';
 import type { ChangelogRecord } from '../runtime/changelog';
@@ -38,10 +38,12 @@ export class ServeUrlTable implements UrlTableView {
   static async start(rt: KafkaRuntime, config: CrawlConfig, log: Logger): Promise<ServeUrlTable> {
     const all = Array.from({ length: rt.partitions }, (_, p) => p);
     const dirOf = (p: number): string => join(config.stateDir, `${rt.prefix}serve`, `urls-${p}`);
-    const levelOf = (r: UrlStateMsg): number => priorityLevel(r.fetched_at === null ? r.priority : undefined, r.depth, config.priorityLevels);
+    // Queue keys as the frontier derives them (class, then level), so a copy reads like its stores.
+    const levelOf = (r: UrlStateMsg): number => queueSlotOf(r, config);
+    const levels = queueLayout(config.priorityLevels);
     const source = kafkaChangelog(rt, 'urls');
-    const restored = await restoreStores(all, source, { dirOf, levelOf, levels: config.priorityLevels, log, hashIndex: true, lockWaitMs: 30_000 });
-    const t = new ServeUrlTable(new Map(restored.map((r) => [r.partition, r.store])), rt.partitions, dirOf, config.priorityLevels);
+    const restored = await restoreStores(all, source, { dirOf, levelOf, levels, log, hashIndex: true, lockWaitMs: 30_000 });
+    const t = new ServeUrlTable(new Map(restored.map((r) => [r.partition, r.store])), rt.partitions, dirOf, levels);
     for (const r of restored) {
       t.applied.set(r.partition, r.offset);
       await r.store.eachHost((chunk) => void (t.hostsWithWork += chunk.filter(([, s]) => s.queued > 0).length));

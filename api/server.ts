@@ -11,11 +11,14 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { PageStore } from '../connectors/types';
+import { DEFAULTS } from '../lib/config';
 import { registry } from '../lib/metrics';
 import { normalizeUrl } from '../lib/url-normalize';
 import type { UrlStateMsg } from '../lib/messages';
 import type { OutRecord } from '../runtime/stage';
+import { givenClass, priorityClassOf } from '../processors/priority-class';
 import type { CrawlView } from './crawl-view';
+import { feedRoutes } from './feed-routes';
 import { checkBearer, MAX_BODY_BYTES, Router, sendError, sendJson } from './http';
 import { openApiDocument } from './openapi';
 import { extractPayload } from './page-read';
@@ -75,6 +78,9 @@ export function createApiServer(backend: ApiBackend, opts: ApiOptions): Server {
         discovered_at: row.discovered_at, updated_at: row.updated_at, last_fetch: row.fetched_at, http_status: row.http_status,
         next_due_at: row.next_due_at, content_sha256: row.sha256, reason: row.reason,
         warc: row.warc_uri === null ? null : { uri: row.warc_uri, offset: row.warc_offset, length: row.warc_length },
+        // As the frontier set it; rows written before classes existed get the default rule's.
+        priority_class: givenClass(row.priority_class) ?? priorityClassOf(row, DEFAULTS),
+        feed: backend.view.feed(row.url) ? `/feeds/${encodeURIComponent(row.url)}` : null,
       });
     })
     .add('GET', '/pages', async (_req, res, m) => {
@@ -100,6 +106,7 @@ export function createApiServer(backend: ApiBackend, opts: ApiOptions): Server {
     });
   if (backend.send) operatorRoutes(router, { view: backend.view, send: backend.send, now, maxBodyBytes: opts.maxBodyBytes ?? MAX_BODY_BYTES });
   if (backend.webmaster) webmasterRoutes(router, { ...backend.webmaster, view: backend.view, now, maxBodyBytes: opts.maxBodyBytes ?? MAX_BODY_BYTES });
+  feedRoutes(router, { view: backend.view, send: backend.send, now, maxBodyBytes: opts.maxBodyBytes ?? MAX_BODY_BYTES });
 
   const server = createServer((req, res) => {
     const started = Date.now();

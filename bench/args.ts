@@ -30,6 +30,10 @@ export interface BenchArgs {
   leaseSecs: number;
   /** crawl-run-scale: seed URLs in the seeds file (over --hosts hosts; crawls --secs before its kill -9). */
   seeds: number;
+  /** The web served: real pages (bench/real-web.ts, every headline figure) or lorem ipsum (a micro-benchmark). */
+  web: 'real' | 'lorem';
+  /** Hosts the per-stage CPU pass (bench/stage-cpu.ts) starts from; 0 skips it. */
+  stageHosts: number;
 }
 
 export const STAGE_NAMES = ['seen-test', 'frontier', 'fetch', 'parse', 'handoff'] as const;
@@ -38,7 +42,9 @@ export const DEFAULT_KAFKA_PROCS = 'parse,handoff,seen-test/frontier,fetch';
 
 export const USAGE = `usage: npm run bench -- [flags]   (or node dist/bench/run.js [flags])
   --only embedded,kafka,peer   contenders to run (all three by default; kafka needs the stack's env)
-  --hosts N                    hosts of the synthetic web (5000)
+  --web real|lorem             the web served: real pages (default; shared/corpus/realpages made
+                               distinct per page) or the lorem-ipsum micro-benchmark (50 KiB pages)
+  --hosts N                    hosts of the web (5000)
   --latency MS[,MS…]           response times to run at (0,200)
   --secs S                     seconds each contender crawls (20)
   --warmup S                   seconds after the first page left out of the sustained figures (15)
@@ -48,6 +54,7 @@ export const USAGE = `usage: npm run bench -- [flags]   (or node dist/bench/run.
   --json FILE                  also write the results as JSON
   --kafka-procs SPEC           Kafka mode's processes, e.g. ${DEFAULT_KAFKA_PROCS}
   --node-flags "FLAGS"         Node/V8 flags added to every kcrawl process
+  --stages N                   per-stage CPU a page over N hosts' pages before the contenders (64; 0: skip)
   --urls N                     frontier-scale: distinct URLs into one frontier (1000000; the acceptance run is 50000000)
   --lease-secs S               frontier-scale: seconds of leasing measured with the table full (30)
   --seeds N                    crawl-run-scale: seeds in the file (1000000; the acceptance run is 20000000 over --hosts 100000)`;
@@ -71,7 +78,7 @@ const wholeNumber = (flag: string, v: string | undefined, min: number): number =
 };
 
 export function parseBenchArgs(argv: readonly string[]): BenchArgs {
-  const a: BenchArgs = { only: [...DEFAULT_PARTS], urls: 1_000_000, leaseSecs: 30, seeds: 1_000_000, hosts: 5000, latencies: [0, 200], secs: 20, warmupSecs: 15, concurrency: 256, kafkaProcs: parseKafkaProcs(DEFAULT_KAFKA_PROCS), nodeFlags: [] };
+  const a: BenchArgs = { only: [...DEFAULT_PARTS], urls: 1_000_000, leaseSecs: 30, seeds: 1_000_000, hosts: 5000, latencies: [0, 200], secs: 20, warmupSecs: 15, concurrency: 256, kafkaProcs: parseKafkaProcs(DEFAULT_KAFKA_PROCS), nodeFlags: [], web: 'real', stageHosts: 64 };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
     const v = argv[i + 1];
@@ -95,6 +102,11 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
       case '--max-pages': a.maxPages = wholeNumber(flag, v, 1); break;
       case '--concurrency': a.concurrency = wholeNumber(flag, v, 1); break;
       case '--profile': a.profile = v; break;
+      case '--web':
+        if (v !== 'real' && v !== 'lorem') throw new Error(`--web ${v ?? ''}: expected real or lorem`);
+        a.web = v;
+        break;
+      case '--stages': a.stageHosts = wholeNumber(flag, v, 0); break;
       case '--json': a.json = v; break;
       case '--kafka-procs': a.kafkaProcs = parseKafkaProcs(v ?? ''); break;
       case '--urls': a.urls = wholeNumber(flag, v, 1000); break;

@@ -60,6 +60,17 @@ export interface FloorOptions {
   clock?: () => number;
 }
 
+/**
+ * Mean CPU milliseconds of a bare pass over each of `pages` (the real-page web: one page a
+ * template), the median of `rounds` rounds, each one pass over all of them after one untimed.
+ */
+export function parserFloorMsOver(pages: readonly string[], rounds = 3, clock: () => number = processCpuMs): number {
+  for (const p of pages) barePass(p);
+  const times: number[] = [];
+  for (let r = 0; r < rounds; r++) times.push(timeRound(() => pages.forEach((p) => void barePass(p)), 1, clock) / pages.length);
+  return median(times);
+}
+
 /** CPU milliseconds per bare parse5 SAX pass over `html`: the median of `rounds` timed rounds. */
 export function parserFloorMs(html: string, o: FloorOptions = {}): number {
   const { warmup = 100, rounds = 9, perRound = 40, clock = processCpuMs } = o;

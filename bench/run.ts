@@ -1,13 +1,17 @@
 /**
  * `npm run bench`: kcrawl (embedded default and Kafka mode) and a peer crawler (Crawlee) on the
- * same synthetic web of thousands of loopback hosts, one after another in one invocation, each
- * for a bounded time. Prints a markdown table: pages/s, CPU ms per page (user + sys of every
- * process involved), peak RSS, and the politeness the servers saw, with ratios against the peer.
+ * same web of thousands of loopback hosts, one after another in one invocation, each for a
+ * bounded time. The web is made of real pages (bench/real-web.ts: the corpus templates of
+ * shared/corpus/realpages, their text made distinct per page) unless `--web lorem` asks for the
+ * lorem-ipsum micro-benchmark. Prints the per-stage CPU a page (bench/stage-cpu.ts), the served
+ * pages' SimHash distances (bench/web-check.ts), then a markdown table: pages/s, CPU ms per page
+ * (user + sys of every process involved), peak RSS, and the politeness the servers saw, with
+ * ratios against the peer.
  *
- *   npm run bench -- [--only embedded,kafka,peer] [--hosts 5000] [--latency 0,200] [--secs 20]
- *                    [--max-pages N] [--concurrency 256] [--profile DIR] [--json FILE]
+ *   npm run bench -- [--only embedded,kafka,peer] [--web real|lorem] [--hosts 5000] [--latency 0,200]
+ *                    [--secs 20] [--max-pages N] [--concurrency 256] [--profile DIR] [--json FILE]
  *                    [--kafka-procs parse,handoff,seen-test/frontier,fetch] [--node-flags "--flag …"]
- *                    [--warmup 15] [--help]
+ *                    [--warmup 15] [--stages 64] [--help]
  *
  * Besides the whole window (first page served to last), each run is also measured sustained:
  * from --warmup seconds after its first page to its stop (bench/sustained.ts), pages done and
@@ -33,8 +37,12 @@ import { topics, type TopicId } from '../topologies/crawl';
 import { ProcWatch, reapedChildrenCpuMs, sample } from './proc-stat';
 import { cpuMsPerPage, kcrawlHostPeriodMs, markdownTable, sustainedTable, throughputLimit, type RunResult } from './report';
 import { growthBetween, pagesBetweenSeconds, sustainedBounds, stealShare, sustainedCpuMsPerPage, type Point, type SustainedWindow } from './sustained';
-import { parserFloorMs } from './parser-floor';
+import { parserFloorMs, parserFloorMsOver } from './parser-floor';
+import { templatePages } from './corpus';
+import { pageOfTemplate, prepareTemplate } from './real-web';
+import { stageCpu, stageTable } from './stage-cpu';
 import { fillerHtml, pageHtml, PAGE_BYTES, type PolitenessSummary } from './synthetic-web';
+import { distanceLine, servedDistances } from './web-check';
 import { exited, seedsFile, startWeb, type Web } from './web-process';
 
 const ROOT = join(__dirname, '..', '..');
@@ -101,7 +109,9 @@ async function runEmbedded(a: BenchArgs, web: Web, latencyMs: number, dir: strin
     const n = /, parsed (\d+),/.exec(line)?.[1];
     if (n !== undefined) parsedSoFar.push({ at: Date.now(), value: Number(n) });
   });
-  const m = await measureChild(child, before, watch, (a.secs + 30) * 1000);
+  // The crawl stops itself at --max-secs and then parses what it has fetched: on real pages a
+  // backlog of thousands of pages, a minute of work on a loaded machine. SIGTERM only after that.
+  const m = await measureChild(child, before, watch, (a.secs + 120) * 1000);
   watch.stop();
   const s = (await web.stats()).kcrawl;
   // The window ends at the last progress line (at most a second before the stop), where the
@@ -117,12 +127,13 @@ async function runEmbedded(a: BenchArgs, web: Web, latencyMs: number, dir: strin
   return { contender: 'embedded', latencyMs, hosts: a.hosts, ...fromStats(s), handedOff, parsed, parsedInWindow, cpuMs: m.cpuMs, serviceCpuMs: 0, peakRssBytes: m.peakRssBytes, limitPagesPerSec: null, sustained };
 }
 
-/** The local stack's services that are running, by name, with their process ids. */
+/** The local stack's services that are running, by name, with their process ids (its pidfiles: CRAWL_STACK_DIR as stack/stack.sh reads it). */
 function servicePids(): Array<{ name: string; pid: number }> {
   const pids: Array<{ name: string; pid: number }> = [];
+  const stackDir = process.env.CRAWL_STACK_DIR ?? join(ROOT, '.stack');
   for (const name of ['kafka', 'redis', 's3', 'registry']) {
     try {
-      pids.push({ name, pid: Number(readFileSync(join(ROOT, '.stack', 'run', `${name}.pid`), 'utf8').trim()) });
+      pids.push({ name, pid: Number(readFileSync(join(stackDir, 'run', `${name}.pid`), 'utf8').trim()) });
     } catch {
       // a service the stack does not run
     }
@@ -271,21 +282,39 @@ async function main(): Promise<void> {
   // The parser's floor on one page of this web, right before and right after each contender
   // (their mean divides its CPU per page): this machine's speed moves from day to day and,
   // by up to half, within one invocation of the benchmark.
-  const floorPage = pageHtml(0, 1, a.hosts, 8080, fillerHtml(PAGE_BYTES));
+  // On the real-page web, over one page of each template (the web picks templates evenly).
+  const templates = a.web === 'real' ? templatePages().map(prepareTemplate) : [];
+  const floorPages = a.web === 'real'
+    ? templates.map((_, i) => pageOfTemplate(templates, i, 0, a.hosts, 8080).page.toString('utf8'))
+    : [pageHtml(0, 1, a.hosts, 8080, fillerHtml(PAGE_BYTES))];
+  const floorOf = (): number => (a.web === 'real' ? parserFloorMsOver(floorPages) : parserFloorMs(floorPages[0]));
+  const floorBytes = floorPages.reduce((n, p) => n + Buffer.byteLength(p), 0) / floorPages.length;
   const floors: number[] = [];
+  const notes: string[] = [];
+  if (a.web === 'real') {
+    notes.push(`web: real pages, ${templates.length} templates of shared/corpus/realpages (bench/corpus.ts), ${(templates.reduce((n, t) => n + t.bytes.length, 0) / templates.length / 1024).toFixed(0)} KiB on average, text made distinct per page (bench/real-web.ts)`);
+    notes.push(distanceLine(servedDistances(templates, a.hosts, 30, 10)));
+  } else {
+    notes.push('web: LOREM IPSUM micro-benchmark (--web lorem): 50 KiB pages of one repeated block, not the web a crawler meets');
+  }
   for (const latencyMs of a.latencies) {
     process.stderr.write(`starting ${a.hosts} hosts at ${latencyMs} ms latency…\n`);
-    const web = await startWeb(a.hosts, latencyMs);
+    const web = await startWeb(a.hosts, latencyMs, undefined, a.web);
     try {
+      // Per-stage CPU once, on the first web with 0 ms responses (before any contender: the stats are reset for each).
+      if (a.stageHosts > 0 && latencyMs === 0 && !notes.some((n) => n.startsWith('Per stage'))) {
+        process.stderr.write(`  per-stage CPU over ${a.stageHosts} hosts…\n`);
+        notes.push(stageTable(await stageCpu(web.port, Math.min(a.stageHosts, a.hosts))));
+      }
       for (const part of a.only) {
         process.stderr.write(`  ${part}: ${a.secs} s…\n`);
-        const floorBefore = parserFloorMs(floorPage);
+        const floorBefore = floorOf();
         const webBefore = sample(web.child.pid!)?.cpuMs;
         const r = part === 'embedded' ? await runEmbedded(a, web, latencyMs, dir) : part === 'kafka' ? await runKafka(a, web, latencyMs, dir) : await runPeer(a, web, latencyMs, dir);
         if (!r) continue;
         const webAfter = sample(web.child.pid!)?.cpuMs;
         if (webBefore !== undefined && webAfter !== undefined) r.webCpuMs = webAfter - webBefore;
-        const floorAfter = parserFloorMs(floorPage);
+        const floorAfter = floorOf();
         r.parserFloorMs = (floorBefore + floorAfter) / 2;
         floors.push(floorBefore, floorAfter);
         // The CPU limit from this run's own CPU per page; the politeness limit from its own rule.
@@ -309,9 +338,9 @@ async function main(): Promise<void> {
   if (a.json) writeFileSync(a.json, JSON.stringify(results, null, 2));
   const cmd = `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim();
   const floorLine = floors.length
-    ? `parser floor (CPU time of a bare parse5 SAX pass over one ${(Buffer.byteLength(floorPage) / 1024).toFixed(1)} KiB page of this web, before and after each contender): ${Math.min(...floors).toFixed(3)}–${Math.max(...floors).toFixed(3)} ms`
+    ? `parser floor (CPU time of a bare parse5 SAX pass over ${floorPages.length === 1 ? 'one page' : `one page of each of the ${floorPages.length} templates, mean`} of this web, ${(floorBytes / 1024).toFixed(1)} KiB, before and after each contender): ${Math.min(...floors).toFixed(3)}–${Math.max(...floors).toFixed(3)} ms`
     : 'parser floor: not measured (no contender ran)';
-  process.stdout.write(`\n${markdownTable(results, CORES)}\n\nSustained: from ${a.warmupSecs} s after each run's first page to its stop.\n\n${sustainedTable(results, CORES)}\n\n${floorLine}\nnode ${process.version}, ${CORES} cores; reproduce: \`${cmd}\`\n`);
+  process.stdout.write(`\n${notes.join('\n\n')}\n\n${markdownTable(results, CORES)}\n\nSustained: from ${a.warmupSecs} s after each run's first page to its stop.\n\n${sustainedTable(results, CORES)}\n\n${floorLine}\nnode ${process.version}, ${CORES} cores; reproduce: \`${cmd}\`\n`);
 }
 
 void main().catch((err: unknown) => {

@@ -1,54 +1,72 @@
 /**
- * SimHash of the benchmark web's page text: the text extract() gives for pages of
- * bench/synthetic-web.ts, fingerprinted by lib/simhash.ts from the string (the API's way) and
- * from its UTF-8 bytes (the parse worker's way), median of rounds. Then the same for text of
- * varied words (random words of a 20,000-word vocabulary, nearly every shingle new to the feature-hash
- * cache, so this is the cost of MD5 per distinct shingle): the benchmark's pages repeat a few
- * hundred distinct shingles, real pages have thousands, each hashed once per cache fill.
+ * SimHash against extraction on every template page of the real-page corpus (bench/corpus.ts),
+ * #35's first target: SimHash at most a tenth of extract()'s CPU on every page, whatever its
+ * script. Per page: extract() (the crawler's text and links pass), version 2 SimHash of that
+ * text from its UTF-8 bytes (as the parse worker calls it), the share, and version 1 (the MD5
+ * shingles it replaced, lib/simhash-v1.ts) for comparison; then what one call of the hash
+ * library per word would cost, the design lib/simhash.ts rejects.
  *
  *   npx tsc -p tsconfig.json && node dist/bench/simhash-bench.js [rounds]
+ *
+ * CPU time of this thread's process (user + sys), median of interleaved rounds.
  */
+import { xxh64 } from '@node-rs/xxhash';
 import { extract } from '../lib/html/extract';
 import { simhashWithCount } from '../lib/simhash';
-import { fillerHtml, pageHtml } from './synthetic-web';
+import { simhash64V1 } from '../lib/simhash-v1';
+import { templatePages } from './corpus';
+import { median, processCpuMs } from './parser-floor';
 
-const ROUNDS = Number(process.argv[2] ?? 9);
+const ROUNDS = Number(process.argv[2] ?? 7);
 
-/** Median µs per call of fn over the texts (each round: every text `repeat` times). */
-function medianMicros(texts: readonly string[], repeat: number, fn: (i: number) => unknown): number {
-  const perCall: number[] = [];
+/** Median CPU ms of one call of fn, each round running it `n` times; the rounds of all fns interleave. */
+function timeEach(fns: ReadonlyArray<() => unknown>, n: number): number[] {
+  const rounds = fns.map(() => [] as number[]);
+  for (const fn of fns) for (let i = 0; i < 2; i++) fn();
   for (let r = 0; r < ROUNDS; r++) {
-    const t0 = process.hrtime.bigint();
-    for (let k = 0; k < repeat; k++) for (let i = 0; i < texts.length; i++) fn(i);
-    perCall.push(Number(process.hrtime.bigint() - t0) / 1e3 / (repeat * texts.length));
+    fns.forEach((fn, k) => {
+      const t0 = processCpuMs();
+      for (let i = 0; i < n; i++) fn();
+      rounds[k].push((processCpuMs() - t0) / n);
+    });
   }
-  perCall.sort((a, b) => a - b);
-  return perCall[Math.floor(ROUNDS / 2)];
-}
-
-function variedTexts(n: number, chars: number): string[] {
-  let seed = 7;
-  const rnd = (): number => ((seed = (Math.imul(seed, 1103515245) + 12345) & 0x7fffffff) / 0x7fffffff);
-  const vocab = Array.from({ length: 20_000 }, () => Array.from({ length: 3 + Math.floor(rnd() * 8) }, () => String.fromCharCode(97 + Math.floor(rnd() * 26))).join(''));
-  return Array.from({ length: n }, () => {
-    const words: string[] = [];
-    for (let len = 0; len < chars; len += words[words.length - 1].length + 1) words.push(vocab[Math.floor(rnd() * vocab.length)]);
-    return words.join(' ');
-  });
-}
-
-function report(label: string, texts: readonly string[], repeat: number): void {
-  const utf8 = texts.map((t) => Buffer.from(t, 'utf8'));
-  const fromString = medianMicros(texts, repeat, (i) => simhashWithCount(texts[i]));
-  const fromBytes = medianMicros(texts, repeat, (i) => simhashWithCount(texts[i], undefined, utf8[i]));
-  const { simhash, shingles } = simhashWithCount(texts[0]);
-  process.stdout.write(`${label}: text ${texts[0].length} characters, ${shingles} shingles, simhash ${simhash}: ${fromString.toFixed(1)} µs per page from the string, ${fromBytes.toFixed(1)} from its UTF-8 bytes (median of ${ROUNDS} rounds)\n`);
+  return rounds.map(median);
 }
 
 function main(): void {
-  const filler = fillerHtml(60 * 1024);
-  report('benchmark web', Array.from({ length: 100 }, (_, i) => extract(pageHtml(i, i * 7, 5000, 8080, filler), 'http://127.1.0.1:8080/p/1').text), 20);
-  report('varied words', variedTexts(20, 45_000), 2);
+  const url = 'http://127.1.0.1:8080/p/1';
+  const rows: string[] = [];
+  let worst = { share: 0, name: '' };
+  let over = 0;
+  let sumExtract = 0;
+  let sumSimhash = 0;
+  const pages = templatePages();
+  for (const { name, html } of pages) {
+    const text = extract(html, url).text;
+    const utf8 = Buffer.from(text, 'utf8');
+    const n = Math.max(3, Math.round(3e6 / html.length));
+    const [ex, v2] = timeEach([() => extract(html, url), () => simhashWithCount(utf8)], n);
+    const [v1] = timeEach([() => simhash64V1(text)], 1);
+    const share = v2 / ex;
+    if (share > worst.share) worst = { share, name };
+    if (share > 0.1) over++;
+    sumExtract += ex;
+    sumSimhash += v2;
+    const nonLatin1 = /[^\u0000-\u00ff]/.test(text) ? 'yes' : 'no';
+    rows.push(`| ${name} | ${(Buffer.byteLength(html) / 1024).toFixed(0)} | ${text.length} | ${nonLatin1} | ${ex.toFixed(2)} | ${v2.toFixed(3)} | ${(100 * share).toFixed(1)}% | ${v1.toFixed(2)} |`);
+  }
+  process.stdout.write('| page | KiB | text chars | past U+00FF | extract ms | SimHash v2 ms | v2 / extract | SimHash v1 ms (string way) |\n|---|---:|---:|---|---:|---:|---:|---:|\n');
+  process.stdout.write(`${rows.join('\n')}\n\n`);
+  process.stdout.write(`${pages.length} pages: SimHash v2 is ${(100 * sumSimhash / sumExtract).toFixed(1)}% of extract's CPU over all of them, at most ${(100 * worst.share).toFixed(1)}% (${worst.name}); over 10% on ${over}.\n`);
+
+  // The rejected design: one library call per word (its 64-bit hash as a BigInt).
+  const words = pages.flatMap((p) => extract(p.html, url).text.toLowerCase().match(/[\p{L}\p{N}\p{M}_]+/gu) ?? []);
+  const [perWord] = timeEach([() => {
+    let x = 0n;
+    for (const w of words) x ^= xxh64(w, 0n);
+    return x;
+  }], 1);
+  process.stdout.write(`@node-rs/xxhash xxh64, one call per word: ${((perWord * 1e6) / words.length).toFixed(0)} ns a word (${words.length} words of the corpus); node ${process.version}\n`);
 }
 
 main();

@@ -15,9 +15,9 @@ export interface Web {
   reset(): void;
 }
 
-/** `script`: the compiled web server (tests running from sources pass dist's). */
-export async function startWeb(hosts: number, latencyMs: number, script = join(__dirname, 'web-server.js')): Promise<Web> {
-  const child = fork(script, [String(hosts), String(latencyMs)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+/** `script`: the compiled web server (tests running from sources pass dist's); `kind`: real pages or lorem ipsum. */
+export async function startWeb(hosts: number, latencyMs: number, script = join(__dirname, 'web-server.js'), kind: 'real' | 'lorem' = 'real'): Promise<Web> {
+  const child = fork(script, [String(hosts), String(latencyMs), kind], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const port = await new Promise<number>((resolve, reject) => {
     child.once('message', (m: { ready?: boolean; port?: number }) => (m.ready ? resolve(m.port!) : reject(new Error('web server failed'))));
     child.once('exit', (code) => reject(new Error(`web server exited with ${code}`)));

@@ -1,16 +1,23 @@
 /**
- * Serves the synthetic web (bench/synthetic-web.ts) from a child process of the benchmark, so
- * its CPU is never counted as the crawler's: one node:http server per host address, all on the
- * same port. Talks to its parent over IPC:
+ * Serves the benchmark's web from a child process of the benchmark, so its CPU is never counted
+ * as the crawler's: one node:http server per host address, all on the same port. The web is the
+ * real-page one (bench/real-web.ts, the default) or the lorem-ipsum micro-benchmark
+ * (bench/synthetic-web.ts fillerHtml); both have the same hosts, links and robots.txt. Talks to
+ * its parent over IPC:
  *   -> { ready: true, port }            once every address listens
  *   <- { cmd: 'stats' }  -> { stats }   politeness and page counts per client (User-Agent product)
  *   <- { cmd: 'reset' }                 start counting afresh (the next contender)
  *
- *   node dist/bench/web-server.js <hosts> <latencyMs>
+ *   node dist/bench/web-server.js <hosts> <latencyMs> [real|lorem]
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { templatePages } from './corpus';
+import { prepareTemplate, realPage, type Template } from './real-web';
 import { fillerHtml, hostAddress, pageHtml, PAGE_BYTES, PolitenessTracker, type PolitenessSummary } from './synthetic-web';
+
+/** Which web to serve: real pages (the default, every headline figure) or lorem ipsum (a labelled micro-benchmark). */
+export type WebKind = 'real' | 'lorem';
 
 const ROBOTS = 'User-agent: *\nAllow: /\n';
 
@@ -27,10 +34,19 @@ export class SyntheticWeb {
   /** Connections per client, counted at their first request: with keep-alive, far fewer than requests. */
   private connections = new Map<string, number>();
   private readonly sockets = new WeakSet<Socket>();
-  private readonly filler = fillerHtml(PAGE_BYTES);
+  private readonly filler: string | null;
+  private readonly templates: Template[];
   port = 0;
 
-  constructor(readonly hosts: number, readonly latencyMs: number) {}
+  constructor(readonly hosts: number, readonly latencyMs: number, readonly kind: WebKind = 'real') {
+    this.filler = kind === 'lorem' ? fillerHtml(PAGE_BYTES) : null;
+    this.templates = kind === 'real' ? templatePages().map(prepareTemplate) : [];
+  }
+
+  /** Page n of host h, as bytes (by name: the peer's links go to host names, see peer-crawlee.ts). */
+  page(h: number, n: number, byName: boolean): Buffer | string {
+    return this.filler !== null ? pageHtml(h, n, this.hosts, this.port, this.filler, byName) : realPage(this.templates, h, n, this.hosts, this.port, byName);
+  }
 
   private tracker(client: string): PolitenessTracker {
     let t = this.trackers.get(client);
@@ -59,7 +75,7 @@ export class SyntheticWeb {
           res.writeHead(404, { 'content-type': 'text/html' }).end('<h1>not found</h1>');
           return;
         }
-        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(pageHtml(h, n, this.hosts, this.port, this.filler, (req.headers.host ?? '').startsWith('host')));
+        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(this.page(h, n, (req.headers.host ?? '').startsWith('host')));
       };
       if (this.latencyMs > 0) setTimeout(respond, this.latencyMs);
       else respond();
@@ -95,7 +111,9 @@ export class SyntheticWeb {
 }
 
 async function main(): Promise<void> {
-  const web = new SyntheticWeb(Number(process.argv[2] ?? 5000), Number(process.argv[3] ?? 0));
+  const kind = process.argv[4] ?? 'real';
+  if (kind !== 'real' && kind !== 'lorem') throw new Error(`web-server: unknown web ${kind} (real or lorem)`);
+  const web = new SyntheticWeb(Number(process.argv[2] ?? 5000), Number(process.argv[3] ?? 0), kind);
   await web.start();
   process.on('message', (m: { cmd: string }) => {
     if (m.cmd === 'stats') process.send!({ stats: web.stats() });

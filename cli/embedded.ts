@@ -23,11 +23,16 @@ import type { OutRecord, Stage } from '../runtime/stage';
 import { topics } from '../topologies/crawl';
 import type { GroupLag } from '../api/embedded-status';
 import { crawlView, ProgressReporter, type ProgressCounts } from './progress';
+import { RunTally, type NotHandedOff } from './run-summary';
 import { SeedFeed } from './seed-feed';
 
 export interface RunOptions {
   /** Seed URLs (--seed); one without a scheme is taken as https://. */
   seeds: string[];
+  /** Feed URLs (RSS, Atom, news sitemaps) to poll, in priority class 1 (`--feed`). */
+  feeds?: string[];
+  /** Do not stop once the crawl is idle: poll feeds and recrawl what comes due until maxSecs, maxPages or a signal (`--keep-running`). */
+  keepRunning?: boolean;
   /** A list of seed URLs, one a line (--seeds-file): a path, or `-` for standard input; streamed (cli/seed-feed.ts). */
   seedsFile?: string;
   /** Where to tell the user about seeds refused or taken as https:// (the first few of each); default: the log. */
@@ -47,14 +52,20 @@ export interface RunOptions {
 }
 
 export interface RunSummary {
+  /** HTML pages stored in WARC files and sent on to parse (crawl.fetched records): what --max-pages counts. */
   pagesStored: number;
-  fetches: number;
+  /** Other responses stored (redirects, 4xx pages, not-modified revisits, non-HTML as metadata; a stored 5xx counts as a failure); robots.txt not counted. */
+  otherResponsesStored: number;
   failures: number;
   handoffEvents: number;
+  /** Parsed pages that were not handed off, by reason. */
+  notHandedOff: NotHandedOff;
   /** Pages through parse in this run (crawl.parsed records): links followed, duplicates judged. */
   pagesParsed: number;
   /** Of pagesParsed, those parsed before the stop began (the rest were drained while stopping). */
   pagesParsedBeforeStop: number;
+  /** Stored pages not parsed yet, and parsed pages (or their events) not through handoff yet: the next run with the same --out takes them up. */
+  leftForNextRun: { unparsed: number; notHandedOff: number };
   warcFiles: number;
   seconds: number;
   pagesPerSecond: number;
@@ -76,6 +87,9 @@ function removePartials(dir: string, log: Logger): void {
   }
 }
 
+/** How long the stop may spend parsing and handing off what the crawl stored before it stopped. */
+const DRAIN_MAX_MS = 30_000;
+
 /**
  * `crawl run`'s own WARC defaults, under any CRAWL_WARC_* variable set. Its files go to local
  * disk, where a file costs no PUT, so they are stored sooner than a cluster's: every 2 s (the 30 s
@@ -96,10 +110,11 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   );
   const feed = new SeedFeed({ args: opts.seeds, file: opts.seedsFile, scope: opts.scope ?? 'domain' }, log, opts.notice ?? ((line) => log.warn(line)));
   await feed.readScope();
-  const firstSeeds = await feed.first();
+  // Feeds are seeds of priority class 1; the frontier polls whatever answers as a feed.
+  const firstSeeds = [...feed.feedLinks(opts.feeds ?? []), ...(await feed.first())];
   if (firstSeeds.length === 0) {
     await feed.close();
-    throw new Error(`no valid seed URL (${feed.tally.summary()}): give --seed URL or --seeds-file FILE`);
+    throw new Error(`no valid seed URL (${feed.tally.summary()}): give --seed URL, --seeds-file FILE or --feed URL`);
   }
 
   const fileLog = new FileLog({ dir: join(opts.out, 'state'), partitions: config.partitions, diskForms: { fetched: fetchedWithoutBody } });
@@ -119,17 +134,22 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   const handoffFile = join(opts.out, 'handoff', 'crawl.handoff.v3.avro');
   const sink = new AvroFileSink(handoffFile, avroType('crawl.handoff.v3'), loadSchema('crawl.handoff.v3'));
   const handoffAtStart = sink.count;
-  const parsedEnd = (): number => Array.from({ length: fileLog.partitions }, (_, p) => fileLog.endOffset('parsed', p)).reduce((a, b) => a + b, 0);
-  const parsedAtStart = parsedEnd();
+  const ended = (topic: 'fetched' | 'parsed'): number => Array.from({ length: fileLog.partitions }, (_, p) => fileLog.endOffset(topic, p)).reduce((a, b) => a + b, 0);
+  // Pages stored and parsed in this run, as the log has them: a page's crawl.fetched record is
+  // appended once its WARC file is stored, and parse reads exactly those.
+  const fetchedAtStart = ended('fetched');
+  const parsedAtStart = ended('parsed');
+  const pagesStored = (): number => ended('fetched') - fetchedAtStart;
+  const pagesParsed = (): number => ended('parsed') - parsedAtStart;
+  const tally = new RunTally();
+  fileLog.on('append', tally.add);
 
-  // responses: pages in hand as their responses arrive; fetches: pages stored (their WARC file is).
-  const counts = { pages: 0, fetches: 0, failures: 0, responses: 0 };
+  // pages: handoff events written; responses: responses in hand as they arrive (their WARC file may still be open).
+  const counts = { pages: 0, failures: 0, responses: 0 };
   const stages = buildStages(STAGE_NAMES, {
     config, http, warc, textWarc, scope: feed.scope, frontierStateDir: join(opts.out, 'state', 'frontier'),
-    onOutcome: (outcome, status) => {
-      if (outcome === 'FETCHED' || outcome === 'NOT_HTML') {
-        if (status !== null) counts.fetches++;
-      } else if (outcome === 'FAILED' || outcome === 'REFUSED' || outcome === 'ROBOTS_UNAVAILABLE') counts.failures++;
+    onOutcome: (outcome) => {
+      if (outcome === 'FAILED' || outcome === 'REFUSED' || outcome === 'ROBOTS_UNAVAILABLE') counts.failures++;
     },
     onFetchStatus: (s) => {
       if (!s.stored && s.http_status !== null) counts.responses++;
@@ -180,7 +200,7 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   const started = Date.now();
   const progressCounts = (): ProgressCounts => {
     const st = frontier.state.stats();
-    return { fetched: counts.responses, stored: counts.fetches, parsed: parsedEnd() - parsedAtStart, handedOff: counts.pages, queued: st.queued, inFlight: st.leased, hosts: st.hosts };
+    return { fetched: counts.responses, stored: pagesStored(), parsed: pagesParsed(), handedOff: counts.pages, queued: st.queued, inFlight: st.leased, hosts: st.hosts };
   };
   const progress = opts.progress ? new ProgressReporter(process.stderr, crawlView(progressCounts, { maxPages: opts.maxPages, maxSecs: opts.maxSecs })) : null;
   progress?.start();
@@ -190,13 +210,13 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
     await new Promise((r) => setTimeout(r, 200));
     if (seedError) break;
     if (signal?.aborted) { stoppedBy = 'signal'; break; }
-    if (opts.maxPages !== undefined && counts.fetches >= opts.maxPages) { stoppedBy = 'max-pages'; break; }
+    if (opts.maxPages !== undefined && pagesStored() >= opts.maxPages) { stoppedBy = 'max-pages'; break; }
     if (opts.maxSecs !== undefined && Date.now() - started >= opts.maxSecs * 1000) { stoppedBy = 'max-secs'; break; }
     idleTicks = runner.idle() && feed.done ? idleTicks + 1 : 0;
-    if (idleTicks >= 5) break;
+    if (idleTicks >= 5 && !opts.keepRunning) break;
   }
   const waitingRetry = frontier.state.stats().retrying + frontier.state.parked(Date.now());
-  const pagesParsedBeforeStop = parsedEnd() - parsedAtStart;
+  const pagesParsedBeforeStop = pagesParsed();
   progress?.stop();
   await feed.close();
   await seeding;
@@ -205,19 +225,32 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   await http.close();
   // Drain what stopping produced (the last WARC file's pages) through parse and handoff.
   const drain = new EmbeddedRunner(fileLog, [...buildStages(['parse', 'handoff'], { config, http, warc, textWarc }), sinkStage], log);
+  log.info({ unparsed: fileLog.lag('crawl.parse', 'fetched'), notHandedOff: fileLog.lag('crawl.handoff', 'parsed') }, 'stopping: parsing and handing off what was stored');
   await drain.start();
   // Bounded: at most CRAWL_PARSE_BACKLOG_MAX pages plus the last WARC file's are left to parse.
-  for (let i = 0; i < 1500 && !drain.idle(); i++) await new Promise((r) => setTimeout(r, 20));
+  // Parsed pages wait for their text records' file, which nothing stores before its age limit
+  // (CRAWL_WARC_MAX_AGE_MS) now the crawl is stopping: it is stored whenever that is all the
+  // drain waits for.
+  const drainUntil = Date.now() + DRAIN_MAX_MS;
+  while (!drain.idle() && Date.now() < drainUntil) {
+    await new Promise((r) => setTimeout(r, 20));
+    if (drain.stalled() && !drain.idle()) await textWarc.flush();
+  }
   await drain.stop();
   await textWarc.close();
   await status?.stop();
-  const pagesParsed = parsedEnd() - parsedAtStart;
+  fileLog.off('append', tally.add);
+  const leftForNextRun = {
+    unparsed: fileLog.lag('crawl.parse', 'fetched'),
+    notHandedOff: fileLog.lag('crawl.handoff', 'parsed') + fileLog.lag(`crawl.${sinkStage.id}`, 'handoff'),
+  };
   fileLog.close();
   sink.close();
   const seconds = (Date.now() - started) / 1000;
   const summary: RunSummary = {
-    pagesStored: counts.fetches, fetches: counts.fetches, failures: counts.failures, handoffEvents: sink.count - handoffAtStart, pagesParsed, pagesParsedBeforeStop,
-    warcFiles: warc.stats.files, seconds, pagesPerSecond: counts.fetches / seconds, stoppedBy, handoffFile, waitingRetry, seeds: feed.tally.summary(),
+    pagesStored: pagesStored(), otherResponsesStored: tally.storedResponses - pagesStored(), failures: counts.failures, handoffEvents: sink.count - handoffAtStart,
+    notHandedOff: tally.notHandedOff, pagesParsed: pagesParsed(), pagesParsedBeforeStop, leftForNextRun,
+    warcFiles: warc.stats.files, seconds, pagesPerSecond: pagesStored() / seconds, stoppedBy, handoffFile, waitingRetry, seeds: feed.tally.summary(),
   };
   log.info(summary, 'crawl stopped');
   if (seedError) throw seedError;

@@ -3,7 +3,7 @@ import { readTable } from '../connectors/kafka';
 import type { CrawlConfig } from '../lib/config';
 import { HostPolicyTable } from '../lib/host-policy';
 import { createLogger } from '../lib/logger';
-import type { HostPolicyMsg, OptOutMsg, UrlStateMsg } from '../lib/messages';
+import type { FeedStateMsg, HostPolicyMsg, OptOutMsg, UrlStateMsg } from '../lib/messages';
 import { OptOutRegistry } from '../lib/optout-registry';
 import { partitionForHost } from '../lib/partitioner';
 import type { KafkaRuntime } from '../runtime/kafka-runner';
@@ -38,5 +38,7 @@ export async function stateFromKafka(url: string, config: CrawlConfig): Promise<
     for (const r of recs) if (r.key === url) latestRow = r.value;
   });
   const row = latestRow === null ? null : (avroReader(topics.urls.valueSchema)(latestRow) as UrlStateMsg);
-  return { policy, optout, row };
+  // crawl.feeds is a small table (feedMaxPerHost feeds a host at most): read whole.
+  const feed = ((await latest(rt, 'feeds', [p])).get(url) as FeedStateMsg | null | undefined) ?? null;
+  return { policy, optout, row, feed };
 }

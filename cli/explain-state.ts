@@ -6,7 +6,7 @@
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { avroReader, avroType } from '../lib/avro';
+import { avroReader } from '../lib/avro';
 import type { UrlStateMsg } from '../lib/messages';
 import { partitionForHost } from '../lib/partitioner';
 import { UrlStore } from '../processors/frontier-store';
@@ -16,7 +16,8 @@ import { topics, type TopicId } from '../topologies/crawl';
 /** Latest value per key of a compacted topic, across all partitions (tombstones remove). */
 export function readJournaledTable<V>(stateDir: string, topic: TopicId): Map<string, V> {
   const spec = topics[topic];
-  const type = avroType(spec.valueSchema);
+  // Rows of an earlier release (before a field was added) read too (lib/avro avroReader).
+  const read = avroReader(spec.valueSchema);
   const rows = new Map<string, V>();
   const base = join(stateDir, 'topics', spec.name);
   if (!existsSync(base)) return rows;
@@ -27,7 +28,7 @@ export function readJournaledTable<V>(stateDir: string, topic: TopicId): Map<str
       // A torn tail of a live or killed run ends the frames.
       for (const fr of frames(readFileSync(join(dir, f)), { baseOffset: seg!.baseOffset, explicit: seg!.explicit })) {
         if (fr.value === null) rows.delete(fr.key);
-        else rows.set(fr.key, type.fromBuffer(fr.value) as V);
+        else rows.set(fr.key, read(fr.value) as V);
       }
     }
   }

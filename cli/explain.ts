@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { createHttpClient } from '../connectors/http-undici';
 import { HostPolicyTable } from '../lib/host-policy';
 import { loadConfig, type CrawlConfig } from '../lib/config';
-import type { HostPolicyMsg, OptOutMsg, UrlStateMsg } from '../lib/messages';
+import type { FeedStateMsg, HostPolicyMsg, OptOutMsg, UrlStateMsg } from '../lib/messages';
 import { OptOutRegistry } from '../lib/optout-registry';
 import { robotsFromFetch } from '../lib/robots';
 import { normalizeUrl } from '../lib/url-normalize';
@@ -30,6 +30,7 @@ export interface CrawlState {
   policy: HostPolicyTable;
   optout: OptOutRegistry;
   row: UrlStateMsg | null;
+  feed?: FeedStateMsg | null;
 }
 
 export async function stateFromJournal(out: string, url: string, host: string | null): Promise<CrawlState> {
@@ -39,7 +40,8 @@ export async function stateFromJournal(out: string, url: string, host: string | 
   const optout = new OptOutRegistry();
   for (const [k, v] of readJournaledTable<OptOutMsg>(dir, 'optout')) optout.apply(k, v);
   const row = host === null ? null : await readUrlRow(dir, url, host);
-  return { policy, optout, row };
+  const feed = readJournaledTable<FeedStateMsg>(dir, 'feeds').get(url) ?? null;
+  return { policy, optout, row, feed };
 }
 
 export async function explainUrl(url: string, o: ExplainOptions, config: CrawlConfig = loadConfig()): Promise<Explanation> {
@@ -61,7 +63,7 @@ export async function explainUrl(url: string, o: ExplainOptions, config: CrawlCo
       await http.close();
     }
   }
-  return explain({ url, now: Date.now(), userAgent: config.userAgent, robots, robotsError, ...state });
+  return explain({ url, now: Date.now(), userAgent: config.userAgent, robots, robotsError, classPolicy: config, ...state });
 }
 
 export async function explainCommand(url: string, o: ExplainOptions): Promise<void> {

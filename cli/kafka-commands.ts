@@ -11,17 +11,19 @@
 import { join } from 'node:path';
 import { createHttpClient } from '../connectors/http-undici';
 import { connectKafka, createProducer, ensureTopics, partitionCounts, produce, watchGroupLag, type GroupLag, type Kafka } from '../connectors/kafka';
+import { KafkaHealth } from '../connectors/kafka-health';
 import { createPageStore, pageStoreConfigFromEnv } from '../connectors/page-store';
 import { AvroRegistry, subjectFor } from '../connectors/registry';
 import { loadSchema } from '../lib/avro';
 import { loadConfig, type CrawlConfig } from '../lib/config';
-import { createLogger, type Logger } from '../lib/logger';
+import { createLogger, routeProcessWarnings, type Logger } from '../lib/logger';
 import { WarcWriter } from '../lib/warc/writer';
 import { buildStages, STAGE_NAMES, type StageName } from '../runtime/build-stages';
 import { holdWhileOf, kafkaHoldRules } from '../runtime/backlog-holds';
 import { encodeRecords, runStageOnKafka, type KafkaRuntime, type RunningStage } from '../runtime/kafka-runner';
+import { Deadline, stopSignals } from '../runtime/shutdown';
 import { allTopics, topics, type TopicId } from '../topologies/crawl';
-import { argLines, seedBatches, seedLines, seedLink, SeedTally, type SeedLine } from '../lib/seed-source';
+import { argLines, feedSeeds, seedBatches, seedLines, seedLink, SeedTally, type SeedLine } from '../lib/seed-source';
 import type { OutRecord } from '../runtime/stage';
 import { redisSeenFromEnv } from './bloom';
 
@@ -48,14 +50,18 @@ export async function registerSchemas(registry: AvroRegistry, prefix: string): P
   return ids;
 }
 
-export async function runtimeFor(env: KafkaEnv, config: CrawlConfig, log: Logger): Promise<KafkaRuntime> {
-  const kafka = connectKafka({ brokers: env.brokers });
+/** `retryForever` for long-running processes (connectKafka); one-shot commands fail when the brokers stay away. */
+export async function runtimeFor(env: KafkaEnv, config: CrawlConfig, log: Logger, health = new KafkaHealth(log), retryForever = false): Promise<KafkaRuntime> {
+  const kafka = connectKafka({ brokers: env.brokers, health, retryForever });
   const registry = new AvroRegistry(env.registryUrl);
   const counts = await partitionCounts(kafka, allTopics.map((t) => env.prefix + t.name));
   for (const [topic, n] of counts) {
     if (n !== config.partitions) throw new Error(`${topic} has ${n} partitions but CRAWL_PARTITIONS is ${config.partitions}: run \`crawl init\` with the same setting`);
   }
-  return { kafka, registry, schemaIds: await registerSchemas(registry, env.prefix), prefix: env.prefix, partitions: config.partitions, log };
+  return {
+    kafka, registry, schemaIds: await registerSchemas(registry, env.prefix), prefix: env.prefix, partitions: config.partitions, log,
+    timing: { sessionTimeoutMs: config.kafkaSessionTimeoutMs, heartbeatMs: config.kafkaHeartbeatMs },
+  };
 }
 
 export async function init(env = kafkaEnv(), config = loadConfig()): Promise<void> {
@@ -71,6 +77,8 @@ export interface SeedOptions {
   batchSize?: number;
   /** Where the first few refusals and added schemes are told; default stderr. */
   notice?: (line: string) => void;
+  /** Feed URLs (--feed): seeds of priority class 1, which the frontier polls once they answer as feeds. */
+  feeds?: readonly string[];
 }
 
 /**
@@ -89,6 +97,8 @@ export async function seed(urls: string[], o: SeedOptions = {}, env = kafkaEnv()
       yield* argLines(urls);
       if (o.file) yield* seedLines(o.file);
     }
+    const feeds = feedSeeds(o.feeds ?? [], tally, Date.now()).map(({ host, link }): OutRecord => ({ topic: 'links', key: host, host, value: link }));
+    if (feeds.length) await produce(producer, await encodeRecords(rt, feeds));
     for await (const batch of seedBatches(lines(), o.batchSize ?? 1000)) {
       const now = Date.now();
       const outs: OutRecord[] = [];
@@ -111,8 +121,13 @@ export async function processes(names: string[], o: { allowPrivateNetwork: boole
   for (const n of wanted) if (!STAGE_NAMES.includes(n)) throw new Error(`unknown processor "${n}": ${STAGE_NAMES.join(', ')} or all`);
   const config = loadConfig(process.env, { allowPrivateNetwork: o.allowPrivateNetwork || process.env.CRAWL_ALLOW_PRIVATE_NETWORK === 'true' });
   const log = createLogger();
-  const rt = await runtimeFor(env, config, log);
-  const store = createPageStore(pageStoreConfigFromEnv());
+  routeProcessWarnings(log);
+  // Listening from the start: a SIGTERM while starting (the brokers away, say) starts the bound
+  // at once, and the process stops as soon as it has started.
+  const signals = stopSignals(log, config.stopTimeoutMs);
+  const health = new KafkaHealth(log);
+  const rt = await runtimeFor(env, config, log, health, true);
+  const store = createPageStore(pageStoreConfigFromEnv(), log);
   const warc = new WarcWriter({
     store, prefix: `${config.warcPrefix}-${process.pid}`, maxRecords: config.warcMaxRecords, maxBytes: config.warcMaxBytes,
     maxAgeMs: config.warcMaxAgeMs, gzipLevel: config.warcGzipLevel, software: 'kcrawl/0.1', onError: (err, key) => log.error({ err, key }, 'CDXJ index not stored'),
@@ -138,22 +153,32 @@ export async function processes(names: string[], o: { allowPrivateNetwork: boole
   const holdWhile = holdWhileOf(rules, (group, topic) => lags.get(`${group} ${topic}`)?.lag() ?? 0);
   // One folder of partition stores per crawl (topic prefix), so crawls sharing a machine never mix.
   const frontierStateDir = join(config.stateDir, `${env.prefix}frontier`);
+  // A consumer kafkajs gave up on leaves the process useless: stop it (a supervisor restarts it).
+  const onFatal = (): void => void process.kill(process.pid, 'SIGTERM');
   for (const stage of buildStages(wanted, { config, http, warc, textWarc, seen, frontierStateDir })) {
-    running.push(await runStageOnKafka(stage, rt, { holdWhile: holdWhile[stage.id] }));
+    running.push(await runStageOnKafka(stage, rt, { holdWhile: holdWhile[stage.id], onFatal }));
   }
   const stopMetrics = await (await import('../api/metrics-server')).startProcessMetrics(config, () => warc.stats, log);
   log.info({ processors: wanted, pid: process.pid }, 'processors running');
-  await new Promise<void>((resolve) => {
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
-  });
-  log.info('stopping');
-  for (const r of running) await r.stop();
-  for (const l of lags.values()) await l.stop();
-  await seen?.close();
-  await warc.close();
-  await textWarc.close();
-  await http.close();
-  await store.close();
-  await stopMetrics();
+
+  const signal = await signals.requested;
+  log.info({ signal, boundMs: config.stopTimeoutMs }, 'stopping: storing, producing and committing what is finished (a second signal exits now)');
+  // The stages leave their groups together, within the bound less 1.5 s; the rest is local but
+  // for S3 and Redis and has the second before the bound's last half second.
+  const deadline = Deadline.in(Math.max(0, config.stopTimeoutMs - 500));
+  const results = await Promise.all(running.map((r) => r.stop(new Deadline(deadline.at - 1000))));
+  let complete = results.every((r) => r.complete);
+  const steps: Array<[string, () => Promise<unknown>]> = [
+    ['backlog watch', async () => { for (const l of lags.values()) await l.stop(); }],
+    ['Redis seen set', async () => seen?.close()],
+    ['WARC files', () => warc.close()],
+    ['text WARC files', () => textWarc.close()],
+    ['HTTP pools', () => http.close()],
+    ['page store', () => store.close()],
+    ['metrics listener', () => stopMetrics()],
+  ];
+  for (const [what, run] of steps) complete = (await deadline.step(what, run, log)) && complete;
+  const left = health.closeLeftovers();
+  if (left > 0) log.info({ sockets: left }, 'closed broker connections kafkajs left open');
+  signals.finish(complete);
 }

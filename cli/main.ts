@@ -5,6 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { runEmbedded } from './embedded';
+import { summaryText } from './run-summary';
 
 const collect = (value: string, previous: string[]): string[] => [...previous, value];
 const positiveInt = (v: string): number => {
@@ -27,41 +28,38 @@ export function program(): Command {
     .description('crawl in one process with no services: WARC files and handoff events under --out')
     .option('--seed <url>', 'a seed URL (repeatable)', collect, [])
     .option('--seeds-file <file>', 'a file of seed URLs, one per line (# comments; - for standard input), streamed')
+    .option('--feed <url>', 'a feed (RSS, Atom, news sitemap) to poll, in priority class 1 (repeatable)', collect, [])
+    .option('--keep-running', 'do not stop when the crawl is idle: poll feeds and recrawl what comes due until --max-secs, --max-pages or Ctrl-C', false)
     .option('--out <dir>', 'output folder (WARC files, handoff .avro, journal)', './crawl-out')
-    .option('--max-pages <n>', 'stop after this many pages fetched', positiveInt)
+    .option('--max-pages <n>', 'stop once this many HTML pages are stored', positiveInt)
     .option('--max-secs <s>', 'stop after this many seconds', positiveInt)
     .addOption(new Option('--scope <scope>', 'stay within the seeds\' registered domains, hosts, or not at all').choices(['domain', 'host', 'any']).default('domain'))
     .option('--allow-private-network', 'allow loopback, private and link-local targets (tests, intranets)', false)
     .option('--allow-cidr <cidr>', 'allow this address range even without --allow-private-network (repeatable)', collect, [])
     .option('--status-port <n>', 'serve the live status page, /stats and /metrics on 127.0.0.1:<n> while crawling (0 = any free port)', port)
-    .action(async (o: { seed: string[]; seedsFile?: string; out: string; maxPages?: number; maxSecs?: number; scope: 'domain' | 'host' | 'any'; allowPrivateNetwork: boolean; allowCidr: string[]; statusPort?: number }) => {
-      if (o.seed.length === 0 && !o.seedsFile) throw new Error('give at least one --seed URL or a --seeds-file');
+    .action(async (o: { seed: string[]; seedsFile?: string; feed: string[]; keepRunning: boolean; out: string; maxPages?: number; maxSecs?: number; scope: 'domain' | 'host' | 'any'; allowPrivateNetwork: boolean; allowCidr: string[]; statusPort?: number }) => {
+      if (o.seed.length === 0 && !o.seedsFile && o.feed.length === 0) throw new Error('give at least one --seed URL, a --seeds-file or a --feed URL');
       const ac = new AbortController();
       const onSignal = (): void => ac.abort();
       process.once('SIGINT', onSignal);
       process.once('SIGTERM', onSignal);
       const s = await runEmbedded(
         {
-          seeds: o.seed, seedsFile: o.seedsFile, notice: (line) => process.stderr.write(`crawl run: ${line}\n`), out: o.out, maxPages: o.maxPages, maxSecs: o.maxSecs, scope: o.scope, allowPrivateNetwork: o.allowPrivateNetwork,
+          seeds: o.seed, seedsFile: o.seedsFile, feeds: o.feed, keepRunning: o.keepRunning, notice: (line) => process.stderr.write(`crawl run: ${line}\n`), out: o.out, maxPages: o.maxPages, maxSecs: o.maxSecs, scope: o.scope, allowPrivateNetwork: o.allowPrivateNetwork,
           config: o.allowCidr.length ? { allowCidrs: o.allowCidr } : {}, progress: true, statusPort: o.statusPort,
         },
         ac.signal,
       );
-      process.stdout.write(
-        `crawl ${s.stoppedBy}: ${s.pagesStored} pages stored, ${s.pagesParsed} parsed (${s.pagesParsedBeforeStop} before stopping), ${s.failures} failures, ${s.handoffEvents} handoff events, ` +
-          `${s.warcFiles} WARC files, ${s.seconds.toFixed(1)} s (${s.pagesPerSecond.toFixed(2)} pages/s)\n` +
-          `  seeds: ${s.seeds}\n` +
-          (s.waitingRetry ? `  ${s.waitingRetry} URL(s) wait for a retry or a host's back-off; run the same command again later to take them up\n` : '') +
-          `  WARC: ${join(o.out, 'warc')}\n  handoff: ${s.handoffFile}\n  log: ${join(o.out, 'crawl.log')}\n`,
-      );
+      process.stdout.write(summaryText(s, o.out));
     });
 
   cmd
     .command('stack')
     .description('the local Kafka, Redis, S3 and schema registry, without Docker')
-    .argument('<action>', 'up | down | status | env | install')
+    .argument('<action>', 'up | down | stop | restart | status | env | install (stop and restart keep the data; CRAWL_STACK_SERVICES=kafka restarts just the broker)')
     .action((action: string) => {
-      if (!['up', 'down', 'status', 'env', 'install'].includes(action)) throw new Error(`unknown stack action "${action}": up, down, status, env or install`);
+      const actions = ['up', 'down', 'stop', 'restart', 'status', 'env', 'install'];
+      if (!actions.includes(action)) throw new Error(`unknown stack action "${action}": ${actions.join(', ')}`);
       const script = join(__dirname, '..', '..', 'stack', 'stack.sh');
       const r = spawnSync('bash', [script, action], { stdio: 'inherit' });
       if (r.status !== 0) process.exitCode = r.status ?? 1;
@@ -94,9 +92,10 @@ function registerKafkaCommands(cmd: Command): void {
     .description('send seed URLs to crawl.links (Kafka mode); a URL without a scheme is taken as https://')
     .argument('[url...]')
     .option('--file <file>', 'a file of seed URLs, one per line (# comments; - for standard input), streamed in batches')
-    .action(async (urls: string[], o: { file?: string }) => {
-      if (urls.length === 0 && !o.file) throw new Error('give seed URLs or --file FILE (- for standard input)');
-      await (await import('./kafka-commands')).seed(urls, { file: o.file });
+    .option('--feed <url>', 'a feed (RSS, Atom, news sitemap) to poll, in priority class 1 (repeatable)', collect, [])
+    .action(async (urls: string[], o: { file?: string; feed: string[] }) => {
+      if (urls.length === 0 && !o.file && o.feed.length === 0) throw new Error('give seed URLs, --file FILE (- for standard input) or --feed URL');
+      await (await import('./kafka-commands')).seed(urls, { file: o.file, feeds: o.feed });
     });
   cmd
     .command('serve')

@@ -11,7 +11,7 @@
  */
 import type { Logger } from '../lib/logger';
 import type { LinkMsg } from '../lib/messages';
-import { argLines, parseSeed, seedBatches, seedLines, seedLink, SeedTally, type Seed, type SeedLine } from '../lib/seed-source';
+import { argLines, feedSeeds, parseSeed, seedBatches, seedLines, seedLink, SeedTally, type Seed, type SeedLine } from '../lib/seed-source';
 import { registeredDomain } from '../lib/url-normalize';
 
 export type Scope = 'domain' | 'host' | 'any';
@@ -73,6 +73,13 @@ export class SeedFeed {
       links.push(seedLink(s, now));
     }
     return links;
+  }
+
+  /** The --feed URLs as seed links of priority class 1, counted and scoped as seeds are. */
+  feedLinks(urls: readonly string[], now = Date.now()): LinkMsg[] {
+    const seeds = feedSeeds(urls, this.tally, now);
+    if (this.o.scope !== 'any') for (const s of seeds) this.scope.add(this.scopeKey(s.host));
+    return seeds.map((s) => s.link);
   }
 
   /** Links up to the first valid seed (at least one batch); [] when the lists hold none. */

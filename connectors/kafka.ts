@@ -22,7 +22,9 @@ import {
   type PartitionAssigner,
   type Producer,
 } from 'kafkajs';
+import { createLogger } from '../lib/logger';
 import type { Compression, TopicSpec } from '../topologies/crawl';
+import { KafkaHealth } from './kafka-health';
 
 /** The client and admin handles, for code outside connectors/ that passes them around. */
 export type { Admin, Kafka };
@@ -32,6 +34,16 @@ export interface KafkaSettings {
   clientId?: string;
   /** Prepended to every topic and group name (tests use a unique one per run). */
   prefix?: string;
+  /** Where kafkajs's lines go (state changes, not a line per failed request); a new one on stderr if absent. */
+  health?: KafkaHealth;
+  /**
+   * Retry broker connections without end (long-running processes). kafkajs's producers and
+   * consumers give up when reconnecting their cluster runs out of retries, however many they
+   * are given themselves, so this is set on the client: a produce then waits out an outage
+   * instead of failing its record, and a consumer keeps its group membership instead of
+   * crashing, restarting, and waiting for its old self's session to end.
+   */
+  retryForever?: boolean;
 }
 
 export interface RawRecord {
@@ -50,15 +62,29 @@ export interface ConsumedRecord extends RawRecord {
   timestamp: number;
 }
 
+/**
+ * Retries of a failed request: the first after about 200 ms, doubling up to 2 s apart, so a
+ * client is back within about 2 s of its broker (kafkajs's default cap, 30 s, kept a producer
+ * failing for up to half a minute after the broker was healthy again). Ten retries last about
+ * 12 s (one-shot commands then fail); on a `retryForever` client (long-running processes)
+ * producers and group members retry without end.
+ */
+export const KAFKA_RETRY = { initialRetryTime: 200, maxRetryTime: 2000, retries: 10 };
+
 export function connectKafka(s: KafkaSettings): Kafka {
   if (s.brokers.length === 0) throw new Error('no Kafka brokers: set CRAWL_KAFKA_BROKERS=host:port[,host:port]');
+  const health = s.health ?? new KafkaHealth(createLogger());
   return new Kafka({
     clientId: s.clientId ?? 'kcrawl',
     brokers: s.brokers,
     logLevel: logLevel.WARN,
-    retry: { initialRetryTime: 200, retries: 10 },
+    logCreator: health.logCreator,
+    socketFactory: health.socketFactory,
+    retry: s.retryForever ? RETRY_FOREVER : KAFKA_RETRY,
   });
 }
+
+const RETRY_FOREVER = { ...KAFKA_RETRY, retries: Number.MAX_SAFE_INTEGER };
 
 /** Create missing topics and bring existing ones to the declared config; idempotent. */
 export async function ensureTopics(kafka: Kafka, specs: readonly TopicSpec[], partitions: number, prefix = ''): Promise<{ created: string[]; updated: string[] }> {
@@ -74,9 +100,10 @@ export async function ensureTopics(kafka: Kafka, specs: readonly TopicSpec[], pa
     const missing = specs.filter((s) => !existing.has(prefix + s.name));
     if (missing.length) {
       await admin.createTopics({
-        waitForLeaders: true,
+        waitForLeaders: false,
         topics: missing.map((s) => ({ topic: prefix + s.name, numPartitions: partitions, replicationFactor: -1, configEntries: configEntries(s) })),
       });
+      await waitForLeaders(admin, missing.map((s) => prefix + s.name));
     }
     const present = specs.filter((s) => existing.has(prefix + s.name));
     if (present.length) {
@@ -92,6 +119,29 @@ export async function ensureTopics(kafka: Kafka, specs: readonly TopicSpec[], pa
   }
 }
 
+/**
+ * Waits until every partition of `names` has a leader. kafkajs's own wait (createTopics
+ * waitForLeaders) gives up on the first answer other than LEADER_NOT_AVAILABLE, and a broker
+ * just restarted answers UNKNOWN_TOPIC_OR_PARTITION for a topic it created a moment before
+ * (`crawl init` failed so in the fault test); this asks again until `ms` has passed.
+ */
+async function waitForLeaders(admin: Admin, names: string[], ms = 60_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  let last = '';
+  for (;;) {
+    try {
+      const meta = await admin.fetchTopicMetadata({ topics: names });
+      const leaderless = meta.topics.filter((t) => t.partitions.length === 0 || t.partitions.some((p) => p.leader < 0)).map((t) => t.name);
+      if (meta.topics.length === names.length && leaderless.length === 0) return;
+      last = `no leader yet for ${leaderless.join(', ') || 'some topics'}`;
+    } catch (err) {
+      last = err instanceof Error ? err.message : String(err);
+    }
+    if (Date.now() > deadline) throw new Error(`topics created but not ready after ${ms} ms: ${last}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
 export async function partitionCounts(kafka: Kafka, topics: string[]): Promise<Map<string, number>> {
   const admin = kafka.admin();
   await admin.connect();
@@ -103,12 +153,31 @@ export async function partitionCounts(kafka: Kafka, topics: string[]): Promise<M
   }
 }
 
+/**
+ * An idempotent producer: the broker keeps each batch's producer id and sequence numbers and
+ * drops a batch it already has. Without it a retried produce wrote records twice: kafkajs
+ * retries a produce request whole when one of its partitions fails (a broker shutting down
+ * answers "not the leader" for some partitions after appending to others), and in a crawl with
+ * a broker restart one fetch request was written twice 48 s apart, its URL fetched twice and
+ * handed off twice as NEW with two event ids (docs/faults.md). Retries never end (kafkajs's
+ * default for idempotence) on a client made with `retryForever`: a produce waits out an
+ * outage instead of failing its record, whose retry would fetch the page again (with ten
+ * retries, a 26 s outage failed 232 records in two processes, and 83 pages were fetched
+ * twice). One request in flight (kafkajs holds a lock per broker anyway) and one `produce` at
+ * a time per producer (below).
+ */
 export async function createProducer(kafka: Kafka): Promise<Producer> {
   // Partitions are always chosen by us (lib/partitioner.ts), so kafkajs's partitioner never runs.
-  const producer = kafka.producer({ allowAutoTopicCreation: false, maxInFlightRequests: 5, createPartitioner: Partitioners.DefaultPartitioner });
+  const producer = kafka.producer({
+    allowAutoTopicCreation: false, idempotent: true, maxInFlightRequests: 1, createPartitioner: Partitioners.DefaultPartitioner,
+    retry: RETRY_FOREVER,
+  });
   await producer.connect();
   return producer;
 }
+
+/** The last produce of each producer: the next one starts after it settles. */
+const producing = new WeakMap<Producer, Promise<void>>();
 
 /**
  * Bytes of keys and values per produce request. Kafka rejects a partition's record batch above
@@ -141,8 +210,19 @@ export function chunkByBytes(records: readonly RawRecord[], maxBytes = MAX_REQUE
  * another so a partition's records keep their order. A produce request has one compression, so
  * a chunk goes in one request per compression; a topic's records all carry its compression, so
  * one topic is never split.
+ *
+ * Calls on one producer run one after another. kafkajs numbers an idempotent batch when it
+ * sends it and takes the numbers back when the request fails; a second call sending to the same
+ * partition meanwhile would be given those numbers, and if the failed request had in fact been
+ * written the broker would take the second batch for a copy of it and drop it.
  */
-export async function produce(producer: Producer, records: readonly RawRecord[]): Promise<void> {
+export function produce(producer: Producer, records: readonly RawRecord[]): Promise<void> {
+  const run = (producing.get(producer) ?? Promise.resolve()).then(() => produceNow(producer, records));
+  producing.set(producer, run.catch(() => undefined));
+  return run;
+}
+
+async function produceNow(producer: Producer, records: readonly RawRecord[]): Promise<void> {
   for (const chunk of chunkByBytes(records)) {
     // Compression, then topic, then the records in their order.
     const byCodec = new Map<Compression, Map<string, RawRecord[]>>();
@@ -203,10 +283,34 @@ export interface GroupHandlers {
   /**
    * A batch of one partition. Resolving lets the consumer fetch the partition's next batch; the
    * handler commits with `commit(next)` when every record below `next` is finished, which may be
-   * later (records whose results wait on a WARC file keep being committed as they finish).
+   * later (records whose results wait on a WARC file keep being committed as they finish). The
+   * member keeps heartbeating while it runs.
    */
-  onBatch(records: ConsumedRecord[], heartbeat: () => Promise<void>, commit: (next: number) => void): Promise<void>;
+  onBatch(records: ConsumedRecord[], commit: (next: number) => void): Promise<void>;
+  /** The consumer stopped for good (an error kafkajs does not restart it after, not an outage). */
+  onFatal?(err: unknown): void;
+  /** kafkajs gave the consumer up in an outage; a new one joins in a second. */
+  onRejoin?(err: unknown): void;
 }
+
+/**
+ * Group membership timing. A member that stops heartbeating (kill -9) keeps its partitions
+ * until its session times out, and its replacement waits for that before it gets them: with
+ * 30 s sessions a killed process stopped fetching for 32 s. kafkajs 2.2.4 has no static
+ * membership (group.instance.id, KIP-345: its JoinGroup v5 encoder has the field, but the
+ * consumer never sets it) and no way to reuse a dead member's id, so the session is what
+ * bounds a take-over: 6 s, the brokers' default least (group.min.session.timeout.ms), with a
+ * heartbeat every second from a timer of the member's own while a batch runs (kafkajs beats
+ * only between batches, and a batch may wait on host politeness or on a full pipeline for
+ * seconds). An event loop held past 6 s would cost the member its partitions (a rebalance,
+ * at-least-once); the crawler's work is cut into short turns (runtime/time-slice.ts).
+ */
+export interface GroupTiming {
+  sessionTimeoutMs: number;
+  heartbeatMs: number;
+}
+
+export const GROUP_TIMING: GroupTiming = { sessionTimeoutMs: 6000, heartbeatMs: 1000 };
 
 /**
  * How long a group's first commit waits for others to join it. Offsets are committed in one
@@ -268,9 +372,19 @@ export class Committer {
       return { topic: a.topic, partition: a.partition, offset: String(a.offset) };
     });
     this.pending.clear();
-    // A partition revoked meanwhile refuses the commit: its next owner replays (at-least-once).
+    // A refused commit (a broker outage, a rebalance) is sent again unless a later one was asked
+    // meanwhile: its records are finished, and a commit left behind would have them read and
+    // run again after the next rebalance or restart. An offset is only asked once every record
+    // below it is finished, so sending it after the partition moved tells its new owner nothing
+    // false.
     this.inFlight = this.send(offsets)
-      .catch(this.onError)
+      .catch((err: unknown) => {
+        this.onError(err);
+        for (const o of offsets) {
+          const k = `${o.partition}\u0000${o.topic}`;
+          if (String(this.asked.get(k)?.offset) === o.offset) this.pending.add(k);
+        }
+      })
       .finally(() => {
         this.inFlight = null;
         if (this.pending.size > 0) this.schedule();
@@ -282,37 +396,105 @@ export class Committer {
 export interface GroupMember {
   consumer: Consumer;
   commits: Committer;
+  /** Stop heartbeating and leave the group. */
+  disconnect(): Promise<void>;
 }
 
-export async function runGroup(kafka: Kafka, groupId: string, topics: string[], h: GroupHandlers, onCommitError: (err: unknown) => void = () => undefined): Promise<GroupMember> {
-  const consumer = kafka.consumer({
-    groupId,
-    partitionAssigners: [CoPartitionAssigner],
-    sessionTimeout: 30_000,
-    heartbeatInterval: 3_000,
-    maxWaitTimeInMs: 100,
-    allowAutoTopicCreation: false,
-  });
+/**
+ * Whether a consumer's crash comes from brokers being away (a coordinator not found while a
+ * broker shuts down, a connection lost): kafkajs gives up for good on some of these
+ * (KafkaJSGroupCoordinatorNotFound is "non-retriable"), and a crawl lost a stage that way in a
+ * broker restart.
+ */
+export function isOutageCrash(err: unknown): boolean {
+  const names = /GroupCoordinatorNotFound|BrokerNotFound|NumberOfRetriesExceeded|Connection|RequestTimeout|NoBrokerAvailable/;
+  for (let e = err as { name?: string; retriable?: boolean; cause?: unknown } | undefined, depth = 0; e && depth < 10; e = e.cause as typeof e, depth++) {
+    if (e.retriable === true || names.test(e.name ?? '')) return true;
+  }
+  return false;
+}
+
+/** How long a member waits before it joins again after kafkajs gave its consumer up in an outage. */
+const REJOIN_AFTER_MS = 1000;
+
+export async function runGroup(
+  kafka: Kafka, groupId: string, topics: string[], h: GroupHandlers, onCommitError: (err: unknown) => void = () => undefined,
+  timing: GroupTiming = GROUP_TIMING,
+): Promise<GroupMember> {
+  let consumer!: Consumer;
+  let stopped = false;
   const committer = new Committer((offsets) => consumer.commitOffsets(offsets), onCommitError);
-  consumer.on(consumer.events.GROUP_JOIN, (e) => h.onAssign([...(e.payload.memberAssignment[topics[0]] ?? [])]));
-  await consumer.connect();
-  await consumer.subscribe({ topics, fromBeginning: true });
-  await consumer.run({
-    autoCommit: false,
-    eachBatchAutoResolve: false,
-    partitionsConsumedConcurrently: 4,
-    eachBatch: async ({ batch, heartbeat, isRunning, isStale, resolveOffset }: EachBatchPayload) => {
-      if (!isRunning() || isStale() || batch.messages.length === 0) return;
-      const records = batch.messages.map((m) => ({
-        topic: batch.topic, partition: batch.partition, offset: Number(m.offset), timestamp: Number(m.timestamp),
-        key: m.key?.toString('utf8') ?? '', value: m.value,
-      }));
-      await h.onBatch(records, heartbeat, (next) => committer.commit(batch.topic, batch.partition, next));
-      // Resolve moves the consumer's own position (without it kafkajs fetches the batch again).
-      resolveOffset(batch.lastOffset());
+  // While any batch runs, beat from here (kafkajs shares one request between concurrent calls
+  // and sends none if the last is recent). A "rebalancing" answer is kafkajs's to act on once
+  // the batch returns; any failure is the next beat's to retry.
+  let running = 0;
+  let beat: (() => Promise<void>) | null = null;
+  const beats = setInterval(() => {
+    if (running > 0 && beat) beat().catch(() => undefined);
+  }, timing.heartbeatMs);
+  beats.unref();
+  const join = async (): Promise<void> => {
+    const c = kafka.consumer({
+      groupId,
+      partitionAssigners: [CoPartitionAssigner],
+      sessionTimeout: timing.sessionTimeoutMs,
+      heartbeatInterval: timing.heartbeatMs,
+      maxWaitTimeInMs: 100,
+      allowAutoTopicCreation: false,
+      // kafkajs's default is 5 retries, then a crash and a restart as a new member, which then
+      // waits for the old one's session to end; on a retryForever client it retries instead.
+      retry: RETRY_FOREVER,
+    });
+    consumer = c;
+    c.on(c.events.GROUP_JOIN, (e) => h.onAssign([...(e.payload.memberAssignment[topics[0]] ?? [])]));
+    c.on(c.events.CRASH, (e) => {
+      if (e.payload.restart || stopped) return;
+      if (!isOutageCrash(e.payload.error)) {
+        h.onFatal?.(e.payload.error);
+        return;
+      }
+      // kafkajs gave up on an outage: join again with a new consumer, as it does for the rest.
+      h.onRejoin?.(e.payload.error);
+      setTimeout(() => {
+        if (!stopped) join().catch((err: unknown) => h.onFatal?.(err));
+      }, REJOIN_AFTER_MS).unref();
+    });
+    await c.connect();
+    await c.subscribe({ topics, fromBeginning: true });
+    await c.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: 4,
+      eachBatch: async ({ batch, heartbeat, isRunning, isStale, resolveOffset }: EachBatchPayload) => {
+        if (!isRunning() || isStale() || batch.messages.length === 0) return;
+        const records = batch.messages.map((m) => ({
+          topic: batch.topic, partition: batch.partition, offset: Number(m.offset), timestamp: Number(m.timestamp),
+          key: m.key?.toString('utf8') ?? '', value: m.value,
+        }));
+        beat = heartbeat;
+        running++;
+        try {
+          await h.onBatch(records, (next) => committer.commit(batch.topic, batch.partition, next));
+        } finally {
+          running--;
+        }
+        // Resolve moves the consumer's own position (without it kafkajs fetches the batch again).
+        resolveOffset(batch.lastOffset());
+      },
+    });
+  };
+  await join();
+  return {
+    get consumer() {
+      return consumer;
     },
-  });
-  return { consumer, commits: committer };
+    commits: committer,
+    async disconnect() {
+      stopped = true;
+      clearInterval(beats);
+      await consumer.disconnect();
+    },
+  };
 }
 
 export interface GroupLag {

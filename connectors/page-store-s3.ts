@@ -5,6 +5,8 @@
  */
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
+import type { Logger } from 'pino';
+import { sdkLogger } from '../lib/logger';
 import type { PageStore } from './types';
 
 export interface S3PageStoreConfig {
@@ -18,6 +20,8 @@ export interface S3PageStoreConfig {
   forcePathStyle?: boolean;
   /** Key prefix inside the bucket, e.g. `crawl-2026`. */
   prefix?: string;
+  /** Takes the SDK's warnings and errors as JSON lines (it logs nothing otherwise). */
+  log?: Logger;
 }
 
 /** Bodies above this go up in parts: one PutObject is limited to 5 GiB and is retried whole. */
@@ -44,6 +48,7 @@ export class S3PageStore implements PageStore {
         config.accessKeyId && config.secretAccessKey
           ? { accessKeyId: config.accessKeyId, secretAccessKey: config.secretAccessKey }
           : undefined,
+      ...(config.log ? { logger: sdkLogger(config.log) } : {}),
     });
   }
 

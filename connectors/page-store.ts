@@ -2,6 +2,7 @@
  * Picks the PageStore: S3 (or an S3-compatible server) when a bucket or endpoint is configured,
  * else a local folder.
  */
+import type { Logger } from 'pino';
 import { LocalPageStore } from './page-store-local';
 import { S3PageStore } from './page-store-s3';
 import type { PageStore } from './types';
@@ -20,7 +21,8 @@ export interface PageStoreConfig {
 
 export const DEFAULT_S3_REGION = 'us-east-1';
 
-export function createPageStore(config: PageStoreConfig): PageStore {
+/** `log`, if given, takes the S3 client's warnings and errors (lib/logger.ts sdkLogger). */
+export function createPageStore(config: PageStoreConfig, log?: Logger): PageStore {
   if (!config.s3Bucket && !config.s3Endpoint) return new LocalPageStore(config.localDir);
   if (!config.s3Bucket) {
     throw new Error('an S3 endpoint is set but no bucket: set CRAWL_S3_BUCKET, or unset CRAWL_S3_ENDPOINT to store locally');
@@ -33,6 +35,7 @@ export function createPageStore(config: PageStoreConfig): PageStore {
     secretAccessKey: config.s3SecretKey,
     forcePathStyle: config.s3ForcePathStyle,
     prefix: config.s3Prefix,
+    log,
   });
 }
 

@@ -63,6 +63,37 @@ export interface CrawlConfig {
   recrawlMaxMs: number;
   /** Also try /sitemap.xml on hosts whose robots.txt names no sitemap (one more polite request per host). */
   sitemapProbe: boolean;
+  /**
+   * Priority classes (processors/priority-class.ts; docs/feeds-and-budget.md): 1 high, 2, 3 low.
+   * A URL without a class from its discoverer (feeds and news sitemaps give 1) gets 3 at this
+   * depth or deeper, else 1 from this importance up, 3 below priorityClassLowBelow, 2 between.
+   */
+  priorityClassTailDepth: number;
+  priorityClassHighMin: number;
+  priorityClassLowBelow: number;
+  /**
+   * The fetch budget (processors/frontier-budget.ts): pages a day the frontier may lease, over the
+   * whole crawl (each frontier process spends its partitions' share); 0 = no budget.
+   */
+  budgetPagesPerDay: number;
+  /** Shares of the budget of classes 1, 2 and 3 (any scale: 60,30,10 is 60%, 30%, 10%). */
+  budgetClassShares: number[];
+  /** Whether a class's unused share goes to the other classes (the highest first) or is left unspent. */
+  budgetLendUnused: boolean;
+  /** How much of its share a class may save up while it has nothing to fetch, in seconds of its rate. */
+  budgetBurstSecs: number;
+  /**
+   * Feeds (RSS 2.0, Atom, news sitemaps; processors/feeds.ts, frontier-feeds.ts): first poll
+   * interval, then shorter when polls find new items and longer when they find none, within
+   * [feedMinPollMs, feedMaxPollMs]. Below 60 s only with allowPrivateNetwork (test webs).
+   */
+  feedPollMs: number;
+  feedMinPollMs: number;
+  feedMaxPollMs: number;
+  /** Items read from one poll of a feed (the rest of a longer feed is ignored). */
+  feedMaxItems: number;
+  /** Feeds polled per host; further feeds of the host are recrawled like pages. */
+  feedMaxPerHost: number;
   maxDepth: number;
   /** URL-seen Bloom filter: designed URLs per generation (n) and false-positive rate at n (p). */
   bloomExpectedUrls: number;
@@ -88,7 +119,7 @@ export interface CrawlConfig {
    */
   fetchConcurrency: number;
   fetchConcurrencyMin: number;
-  /** Worker threads that analyse pages for parse (HTML pass, SimHash, language); 0 = parse's own thread. Default: 1 with two cores or more. */
+  /** Worker threads that analyse pages for parse (HTML pass, SimHash, language); 0 = parse's own thread; the second and later only while the event loop has room. Default: 2 with two cores or more. */
   parseThreads: number;
   /** Fetch waits while parse has more stored pages than this still to parse; 0 = never waits. */
   parseBacklogMax: number;
@@ -131,6 +162,15 @@ export interface CrawlConfig {
   webmasterRequestsPerMinute: number;
   /** Webmaster API: the fastest rate a verified webmaster may set, in requests per second. */
   webmasterMaxRequestsPerSecond: number;
+  /**
+   * Kafka mode, group membership: a member not heard from for this long (killed) loses its
+   * partitions to the others or to its restarted self; at least the brokers' least,
+   * group.min.session.timeout.ms (6 s by default). Heartbeats go every kafkaHeartbeatMs.
+   */
+  kafkaSessionTimeoutMs: number;
+  kafkaHeartbeatMs: number;
+  /** Kafka mode: SIGTERM stops a process within this, whatever the brokers do (a second SIGTERM at once). */
+  stopTimeoutMs: number;
   /** Unit prices for the cost-per-million-pages estimate: one crawler process for an hour, and one GB of WARC stored for a month (USD). */
   costProcessHourUsd: number;
   costStoredGbMonthUsd: number;
@@ -165,6 +205,20 @@ export const DEFAULTS: CrawlConfig = {
   recrawlMinMs: 3600_000,
   recrawlMaxMs: 60 * 24 * 3600_000,
   sitemapProbe: false,
+  // Seeds score 1 and a page's links at least 0.3 (processors/parse-dedup.ts linkShare); links of
+  // duplicate pages score a tenth of that. Depth is the tail's mark: every page counts as 1 there.
+  priorityClassTailDepth: 3,
+  priorityClassHighMin: 0.75,
+  priorityClassLowBelow: 0.3,
+  budgetPagesPerDay: 0,
+  budgetClassShares: [60, 30, 10],
+  budgetLendUnused: true,
+  budgetBurstSecs: 60,
+  feedPollMs: 10 * 60_000,
+  feedMinPollMs: 60_000,
+  feedMaxPollMs: 6 * 3600_000,
+  feedMaxItems: 200,
+  feedMaxPerHost: 16,
   maxDepth: 16,
   // 10 M URLs at 1%: 95.9 Mbit (12 MB), k = 7; Kafka mode sizes it for the crawl (m grows linearly with n).
   bloomExpectedUrls: 10_000_000,
@@ -182,11 +236,13 @@ export const DEFAULTS: CrawlConfig = {
   maxDecompressionRatio: 100,
   fetchConcurrency: 256,
   fetchConcurrencyMin: 16,
-  // One worker wherever there is a second core: on the 2-core benchmark machine it gave 476 and
-  // 499 pages/s against 295 and 320 on the event loop alone, at no more CPU per page
-  // (bench/HISTORY.md). A single-core machine parses on the event loop, where a worker could only
-  // take turns with it.
-  parseThreads: availableParallelism() >= 2 ? 1 : 0,
+  // Two workers wherever there is a second core, the second taking pages only while the event
+  // loop has room (processors/parse-pool.ts SpareWorkers): on real pages parse is the bottleneck
+  // and the fetching loop leaves its core partly idle (docs/performance.md, #35). One worker
+  // gave 476 and 499 pages/s against 295 and 320 on the event loop alone on the lorem-ipsum web
+  // (bench/HISTORY.md).
+  // A single-core machine parses on the event loop, where a worker could only take turns with it.
+  parseThreads: availableParallelism() >= 2 ? 2 : 0,
   parseBacklogMax: 4096,
   // Records are groups of a page's links to one host (lib/link-groups): about 12 a page here,
   // a few hundred bytes to a few KiB each. The frontier's lag peaked at 5,130 in a 50 s crawl of
@@ -212,6 +268,9 @@ export const DEFAULTS: CrawlConfig = {
   webmasterTxtName: 'kcrawl',
   webmasterRequestsPerMinute: 60,
   webmasterMaxRequestsPerSecond: 10,
+  kafkaSessionTimeoutMs: 6000,
+  kafkaHeartbeatMs: 1000,
+  stopTimeoutMs: 10_000,
   // About a 2-vCPU cloud instance per process, and standard object storage.
   costProcessHourUsd: 0.08,
   costStoredGbMonthUsd: 0.023,
@@ -268,6 +327,15 @@ export function loadConfig(
   if (cfg.minHostDelayMs < 1000 && !cfg.allowPrivateNetwork) {
     // Below 1 s per host is not polite on the open web; allowed only for private test webs.
     throw new ConfigError(`${envName('minHostDelayMs')}=${cfg.minHostDelayMs}: at least 1000 on the public web`);
+  }
+  if (cfg.feedMinPollMs < 60_000 && !cfg.allowPrivateNetwork) {
+    // A feed polled more often than once a minute is a load no webmaster asked for.
+    throw new ConfigError(`${envName('feedMinPollMs')}=${cfg.feedMinPollMs}: at least 60000 on the public web`);
+  }
+  if (cfg.feedMinPollMs > cfg.feedMaxPollMs) throw new ConfigError(`${envName('feedMinPollMs')} is above ${envName('feedMaxPollMs')}`);
+  const shares = cfg.budgetClassShares;
+  if (shares.length !== 3 || shares.reduce((a, b) => a + b, 0) <= 0) {
+    throw new ConfigError(`${envName('budgetClassShares')}=${shares.join(',')}: expected three shares (classes 1, 2, 3), not all 0`);
   }
   if (!/^[a-z0-9]([a-z0-9-]{0,40}[a-z0-9])?$/.test(cfg.webmasterTxtName)) {
     throw new ConfigError(`${envName('webmasterTxtName')}=${cfg.webmasterTxtName}: expected lower-case letters, digits and inner hyphens (the record is <name>-verify=<token>)`);

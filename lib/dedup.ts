@@ -12,9 +12,20 @@
  *   near:  a SimHash within `maxDistance` bits (default 3) of another representative on the
  *          same host, found through four tables keyed by each 16-bit block of the fingerprint
  *          (two fingerprints within 3 bits agree on at least one whole block).
+ *
+ * Fingerprints are compared only with fingerprints of the same algorithm (simhash_version): the
+ * block tables are keyed by version and block, so after an upgrade a page fingerprinted with
+ * the new version never meets one of the old (whose bits mean something else); old rows stay
+ * representatives for exact duplicates, and for near ones once their page is parsed again.
  */
 import type { ContentMsg } from './messages';
 import { blocks16, hammingDistance } from './simhash';
+
+/** A row's or page's SimHash version; rows written before versions existed are version 1. */
+export const simhashVersionOf = (r: { simhash_version?: number }): number => r.simhash_version ?? 1;
+
+/** The block tables' key: the version above the 16-bit block. */
+const blockKey = (version: number, block: number): number => version * 0x10000 + block;
 
 /** One row of crawl.content (key = url): what parse last saw at a URL (duplicate_of null = a representative). */
 export type ContentRow = ContentMsg;
@@ -63,15 +74,15 @@ export class DedupIndex {
     return this.hosts.get(host)?.rows.get(url);
   }
 
-  /** The duplicate this page would be, if any; the page's own URL never counts. */
-  check(url: string, host: string, sha256: string, simhash: string | null): DuplicateVerdict | null {
+  /** The duplicate this page would be, if any; the page's own URL never counts. `version`: the SimHash's algorithm. */
+  check(url: string, host: string, sha256: string, simhash: string | null, version: number): DuplicateVerdict | null {
     const h = this.hosts.get(host);
     if (!h) return null;
     for (const other of h.bySha.get(sha256) ?? []) if (other !== url) return { kind: 'exact', of: other, distance: 0 };
     if (!simhash) return null;
     let best: DuplicateVerdict | null = null;
     blocks16(simhash).forEach((b, i) => {
-      for (const other of h.byBlock[i].get(b) ?? []) {
+      for (const other of h.byBlock[i].get(blockKey(version, b)) ?? []) {
         const o = other === url ? null : h.rows.get(other);
         if (!o?.simhash64) continue;
         const d = hammingDistance(simhash, o.simhash64);
@@ -89,7 +100,7 @@ export class DedupIndex {
     h.rows.set(row.url, row);
     if (row.duplicate_of !== null) return;
     addTo(h.bySha, row.sha256, row.url);
-    if (row.simhash64) blocks16(row.simhash64).forEach((b, i) => addTo(h!.byBlock[i], b, row.url));
+    if (row.simhash64) blocks16(row.simhash64).forEach((b, i) => addTo(h!.byBlock[i], blockKey(simhashVersionOf(row), b), row.url));
   }
 
   /** Drop a URL (a tombstone in crawl.content). */
@@ -99,7 +110,7 @@ export class DedupIndex {
     if (!h || !old) return;
     h.rows.delete(url);
     removeFrom(h.bySha, old.sha256, url);
-    if (old.simhash64) blocks16(old.simhash64).forEach((b, i) => removeFrom(h.byBlock[i], b, url));
+    if (old.simhash64) blocks16(old.simhash64).forEach((b, i) => removeFrom(h.byBlock[i], blockKey(simhashVersionOf(old), b), url));
     if (h.rows.size === 0) this.hosts.delete(host);
   }
 

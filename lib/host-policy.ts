@@ -29,7 +29,9 @@ export class HostPolicyTable {
     }
     let fields = this.rows.get(host);
     if (!fields) this.rows.set(host, (fields = new Map()));
-    fields.set(field, value);
+    // robots.txt bodies are for the fetcher owning the host (processors/robots-cache.ts), not
+    // for every process that follows the whole table.
+    fields.set(field, value.robots_body ? { ...value, robots_body: null } : value);
   }
 
   get(host: string, field: string): HostPolicyMsg | undefined {

@@ -11,4 +11,5 @@
 export * from './robots';
 export { normalizeUrl, hostOf, registeredDomain, DEFAULT_STRIP_PARAMS, DEFAULT_MAX_LENGTH } from './url-normalize';
 export type { NormalizeOptions, NormalizeResult } from './url-normalize';
-export { simhash64, hammingDistance } from './simhash';
+export { simhash64, hammingDistance, SIMHASH_VERSION } from './simhash';
+export { simhash64V1 } from './simhash-v1';

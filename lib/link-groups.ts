@@ -15,14 +15,15 @@ import type { CandidateMsg, LinkMsg } from './messages';
 function sameLinkFields(a: LinkMsg, b: LinkMsg): boolean {
   return (
     a.source_url === b.source_url && a.depth === b.depth && a.discovered_at === b.discovered_at && a.is_seed === b.is_seed &&
-    (a.redirects ?? 0) === (b.redirects ?? 0) && (a.priority ?? null) === (b.priority ?? null) && (a.lastmod ?? null) === (b.lastmod ?? null)
+    (a.redirects ?? 0) === (b.redirects ?? 0) && (a.priority ?? null) === (b.priority ?? null) && (a.lastmod ?? null) === (b.lastmod ?? null) &&
+    (a.priority_class ?? null) === (b.priority_class ?? null)
   );
 }
 
 export function sameCandidateFields(a: CandidateMsg, b: CandidateMsg): boolean {
   return (
     a.host === b.host && a.source_url === b.source_url && a.depth === b.depth && a.discovered_at === b.discovered_at &&
-    (a.redirects ?? 0) === (b.redirects ?? 0) && (a.priority ?? null) === (b.priority ?? null)
+    (a.redirects ?? 0) === (b.redirects ?? 0) && (a.priority ?? null) === (b.priority ?? null) && (a.priority_class ?? null) === (b.priority_class ?? null)
   );
 }
 

@@ -21,3 +21,30 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
   ];
   return pino({ level, redact }, pino.multistream(streams));
 }
+
+/**
+ * Node's process warnings (`process.emitWarning`: the AWS SDK's Node-version notice, a
+ * deprecation) as log lines, instead of the plain text Node writes to stderr by default: every
+ * line a process writes stays JSON. Each distinct warning once.
+ */
+export function routeProcessWarnings(log: Logger): void {
+  const seen = new Set<string>();
+  process.removeAllListeners('warning');
+  process.on('warning', (w: Error & { code?: string }) => {
+    if (seen.has(w.message)) return;
+    seen.add(w.message);
+    log.warn({ warning: w.name, code: w.code }, w.message.replace(/\s*\n\s*/g, ' ').trim());
+  });
+}
+
+/** The AWS SDK's logger (warnings and errors, e.g. a full socket pool) as log lines; its per-request lines are dropped. */
+export function sdkLogger(log: Logger): { trace(): void; debug(): void; info(): void; warn(...c: unknown[]): void; error(...c: unknown[]): void } {
+  const text = (content: unknown[]): string => content.map((c) => (typeof c === 'string' ? c : JSON.stringify(c))).join(' ');
+  return {
+    trace: () => undefined,
+    debug: () => undefined,
+    info: () => undefined,
+    warn: (...c) => log.warn({ sdk: 'aws' }, text(c)),
+    error: (...c) => log.error({ sdk: 'aws' }, text(c)),
+  };
+}

@@ -1,14 +1,13 @@
 /**
  * One MD5 block (RFC 1321 §3.4): the 64 rounds over sixteen little-endian message words, added
- * into the running state. Shared by lib/md5-short.ts (SimHash's shingles, one block) and
- * lib/md5-utf8.ts (the URL-seen test's URLs, one block or more).
+ * into the running state, for lib/md5-utf8.ts (the URL-seen test's URLs, one block or more).
  */
 
 // The 64 steps are written out, each with its round function, message word, shift and constant
 // K[i] = floor(|sin(i + 1)| * 2^32) as literals (RFC 1321 §3.4), and no call: about 110 ns a
 // block, where a loop choosing them step by step took about 180, and steps as calls of four
 // small functions about 620 (past V8's inlining budget every step was a real call). Checked
-// against node:crypto through both callers (test/unit/md5-utf8.test.ts, bench-simhash.test.ts).
+// against node:crypto through its caller (test/unit/md5-utf8.test.ts).
 
 /** The state before the first block. */
 export function md5Init(h: Int32Array): void {

@@ -23,6 +23,8 @@ export interface LinkMsg {
   lastmod?: number | null;
   /** Further URLs of the same host with every other field as url's (lib/link-groups); absent/[] = none. */
   more_urls?: string[];
+  /** Priority class the discoverer gives (1 for feeds and their items); absent/null: the frontier derives it. */
+  priority_class?: number | null;
 }
 
 /** crawl.frontier: a normalised URL that seen-test had not seen; the frontier's exact check decides. */
@@ -38,6 +40,8 @@ export interface CandidateMsg {
   priority?: number | null;
   /** Further normalised URLs of the same host with every other field as url's (lib/link-groups); absent/[] = none. */
   more_urls?: string[];
+  /** The Link's priority_class; absent/null: the frontier derives it (processors/priority-class.ts). */
+  priority_class?: number | null;
 }
 
 /** crawl.fetch: one leased fetch. The frontier releases at most one per host at a time. */
@@ -56,6 +60,8 @@ export interface FetchRequestMsg {
   redirects?: number;
   /** The URL's importance in [0, 1] at lease time (Candidate.priority; 1 for a seed); absent/null = unscored. */
   priority?: number | null;
+  /** The URL's priority class at lease time (1 high, 2, 3 low); absent/null from older frontiers. */
+  priority_class?: number | null;
 }
 
 export type FetchOutcome =
@@ -94,6 +100,10 @@ export interface FetchStatusMsg {
   warc_length: number | null;
   /** The address the page request connected to (per-IP politeness); absent/null if none. */
   ip?: string | null;
+  /** rss | atom | rdf | news-sitemap when the response was a feed; absent/null otherwise (a 304 too). */
+  feed_kind?: string | null;
+  /** For a feed: its items' keys in feed order (processors/feeds.ts itemKey), bounded; absent/[] otherwise. */
+  feed_items?: string[];
 }
 
 /** A pointer to one record in a stored file: read `length` bytes at `offset` of `uri`. */
@@ -149,6 +159,8 @@ export interface ParsedPageMsg {
   near_duplicate_of?: string | null;
   /** The page's importance in [0, 1], copied from the FetchedPage; handoff's `importance`. Absent/null = unscored. */
   priority?: number | null;
+  /** The SimHash algorithm of simhash64 (lib/simhash.ts SIMHASH_VERSION); absent: 1 (written before versions). */
+  simhash_version?: number;
 }
 
 /** crawl.content (compacted, key = url): what parse last saw at a URL; rebuilds its duplicate tables. */
@@ -159,6 +171,8 @@ export interface ContentMsg {
   simhash64: string | null;
   fetched_at: number;
   duplicate_of: string | null;
+  /** The SimHash algorithm of simhash64; absent: 1 (a row written before versions). */
+  simhash_version?: number;
 }
 
 export type UrlStatus = 'QUEUED' | 'LEASED' | 'FETCHED' | 'FAILED' | 'DEAD' | 'DISALLOWED';
@@ -188,6 +202,28 @@ export interface UrlStateMsg {
   redirects?: number;
   /** Importance in [0, 1] from the Candidate (1 for a seed), kept so a restart keeps it; absent/null = unscored. */
   priority?: number | null;
+  /** Priority class 1 (high), 2, 3 (low), set when first queued; absent/null in older rows (derived). */
+  priority_class?: number | null;
+}
+
+/** crawl.feeds (compacted, key = url): a feed the frontier polls at its own interval. */
+export interface FeedStateMsg {
+  url: string;
+  host: string;
+  kind: string;
+  interval_ms: number;
+  added_at: number;
+  last_polled_at: number;
+  last_ok_at: number;
+  last_status: number | null;
+  etag: string | null;
+  last_modified: string | null;
+  items_seen: string[];
+  new_items: number;
+  polls: number;
+  items_total: number;
+  failures: number;
+  updated_at: number;
 }
 
 /** crawl.handoff.v3: the indexer's event. */
@@ -198,6 +234,8 @@ export interface HandoffEvent {
   fetched_at: number;
   change: 'NEW' | 'CHANGED';
   simhash64: string | null;
+  /** The SimHash algorithm of simhash64 (1 or 2); values of different versions do not compare. */
+  simhash_version: number;
   language: string | null;
   importance: number | null;
   usage: { search_index: boolean; ai_training: boolean };
@@ -225,6 +263,10 @@ export interface HostPolicyMsg {
   expires_at?: number | null;
   /** field=webmaster-rate: the rate the webmaster set (min_delay_ms = ceil(1000 / it)). */
   max_requests_per_second?: number | null;
+  /** field=robots: the origin whose robots.txt this is, its final HTTP status and body (reused while fresh after a restart). */
+  robots_origin?: string | null;
+  robots_status?: number | null;
+  robots_body?: Buffer | null;
 }
 
 export type OptOutPurpose = 'crawl' | 'search_index' | 'ai_training';

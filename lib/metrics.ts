@@ -139,6 +139,62 @@ export const metrics = {
       if (s) this.set(s.waiting);
     },
   }),
+  // --- Priority classes, the fetch budget and feeds (issue #39; processors/frontier-budget.ts).
+  // Read from the frontier's own counts at scrape time: frontier processes and `crawl run`.
+  frontierLeasesByClass: new Counter({
+    name: 'crawl_frontier_leases_total',
+    help: 'Fetches the frontier leased, by priority class (1 high, 2, 3 low)',
+    labelNames: ['priority_class'] as const,
+    registers: [registry],
+    collect() {
+      for (const c of sources.classes?.() ?? []) catchUp(this, c.leased, { priority_class: String(c.priority_class) });
+    },
+  }),
+  pagesFetchedByClass: new Counter({
+    name: 'crawl_pages_fetched_by_class_total',
+    help: 'Pages fetched (a final answer with an HTTP status) by priority class, as the frontier heard of them',
+    labelNames: ['priority_class'] as const,
+    registers: [registry],
+    collect() {
+      for (const c of sources.classes?.() ?? []) catchUp(this, c.fetched, { priority_class: String(c.priority_class) });
+    },
+  }),
+  budgetLeft: new Gauge({
+    name: 'crawl_budget_left',
+    help: 'Fetches a priority class may start now under the budget (its bucket of tokens; absent without a budget)',
+    labelNames: ['priority_class'] as const,
+    registers: [registry],
+    collect() {
+      for (const c of sources.classes?.() ?? []) if (c.left !== null) this.set({ priority_class: String(c.priority_class) }, c.left);
+    },
+  }),
+  budgetPagesPerDay: new Gauge({
+    name: 'crawl_budget_pages_per_day',
+    help: "This frontier's part of the budget for a priority class, pages a day (absent without a budget)",
+    labelNames: ['priority_class'] as const,
+    registers: [registry],
+    collect() {
+      for (const c of sources.classes?.() ?? []) if (c.pages_per_day !== null) this.set({ priority_class: String(c.priority_class) }, c.pages_per_day);
+    },
+  }),
+  budgetWaitingHosts: new Gauge({
+    name: 'crawl_budget_waiting_hosts',
+    help: 'Hosts whose next URLs wait for their priority class\'s budget',
+    labelNames: ['priority_class'] as const,
+    registers: [registry],
+    collect() {
+      for (const c of sources.classes?.() ?? []) this.set({ priority_class: String(c.priority_class) }, c.waiting_hosts);
+    },
+  }),
+  feeds: new Gauge({
+    name: 'crawl_feeds',
+    help: 'Feeds (RSS, Atom, news sitemaps) this frontier polls at their own interval',
+    registers: [registry],
+    collect() {
+      const n = sources.feeds?.();
+      if (n !== undefined) this.set(n);
+    },
+  }),
   costPerMillionPages: new Gauge({
     name: 'crawl_estimated_cost_per_million_pages_usd',
     help: 'Estimated cost of a million pages from this process: (process-hours x price + stored GB-months x price) / pages',
@@ -203,6 +259,10 @@ export interface MetricSources {
   /** The parse workers' queue (processes that parse on worker threads). */
   parseAnalyzer?: () => { bytes: number; waiting: number };
   prices?: { processHourUsd: number; storedGbMonthUsd: number };
+  /** The frontier's counts by priority class (frontier processes, `crawl run`). */
+  classes?: () => ReadonlyArray<{ priority_class: number; leased: number; fetched: number; left: number | null; pages_per_day: number | null; waiting_hosts: number }>;
+  /** Feeds the frontier polls. */
+  feeds?: () => number;
   /** crawl serve: every process's lag behind the opt-out registry (api/registry-lag.ts). */
   registryLag?: () => { alarm: boolean; processes: Array<{ stage: string; instance: string; behind_s: number; silent: boolean }> };
 }
@@ -210,12 +270,16 @@ export interface MetricSources {
 const sources: MetricSources = {};
 
 /** Move a counter up to a running total kept elsewhere (counters only go up; totals only grow). */
-const counted = new WeakMap<Counter, number>();
-function catchUp(counter: Counter, total: number | undefined): void {
-  const current = counted.get(counter) ?? 0;
+const counted = new WeakMap<Counter, Map<string, number>>();
+function catchUp<L extends string>(counter: Counter<L>, total: number | undefined, labels?: Partial<Record<L, string>>): void {
+  let byLabels = counted.get(counter as Counter);
+  if (!byLabels) counted.set(counter as Counter, (byLabels = new Map()));
+  const key = labels ? JSON.stringify(labels) : '';
+  const current = byLabels.get(key) ?? 0;
   if (total === undefined || total <= current) return;
-  counter.inc(total - current);
-  counted.set(counter, total);
+  if (labels) counter.inc(labels, total - current);
+  else counter.inc(total - current);
+  byLabels.set(key, total);
 }
 
 /** Tell the registry where to read numbers kept by other modules (called once by the wiring). */

@@ -114,6 +114,20 @@ export function seedLink(s: Extract<Seed, { ok: true }>, now: number): LinkMsg {
 }
 
 /**
+ * Feed URLs (`--feed`) as seed links of priority class 1, each counted in `tally`: the frontier
+ * polls a URL that answers as a feed (processors/frontier-feeds.ts).
+ */
+export function feedSeeds(urls: readonly string[], tally: SeedTally, now: number): Array<{ host: string; link: LinkMsg }> {
+  const out: Array<{ host: string; link: LinkMsg }> = [];
+  for (const l of argLines(urls)) {
+    const s = parseSeed(l.text, l.line);
+    tally.add(s);
+    if (s.ok) out.push({ host: s.host, link: { ...seedLink(s, now), priority_class: 1 } });
+  }
+  return out;
+}
+
+/**
  * What became of a seed list: URLs accepted, refused by reason, and taken as https://. It tells
  * the first few refusals and added schemes as they happen (`notice`), then sums up.
  */

@@ -21,8 +21,9 @@ import type { WarcEntry, WarcPointer } from '../lib/warc/writer';
 import type { FollowsOptOuts } from '../runtime/registry-report';
 import type { HandleResult, OutRecord, Stage, StageContext } from '../runtime/stage';
 import { firstContactAt, gate, HostPacer, PartitionGains, type HostSlot } from './fetch-gate';
-import { RobotsCache } from './robots-cache';
-import { sitemapLinks, sitemapOf, sitemapSeeds } from './sitemaps';
+import { RobotsCache, type RobotsEntry } from './robots-cache';
+import { feedLinks, feedOf, feedStatusFields } from './feeds';
+import { newsEntries, sitemapLinks, sitemapOf, sitemapSeeds } from './sitemaps';
 
 /**
  * Stores an entry; resolves with its pointer once the file holding it is stored. `onBuilt`, if
@@ -154,9 +155,20 @@ function status(req: FetchRequestMsg, fields: Partial<FetchStatusMsg> & Pick<Fet
 
 const statusRecord = (s: FetchStatusMsg): OutRecord => ({ topic: 'fetchStatus', key: s.host, host: s.host, value: s });
 
-function robotsRecord(host: string, kind: string, crawlDelay: number, at: number): OutRecord {
-  const value: HostPolicyMsg = { host, field: 'robots', updated_at: at, blocked_until: null, reason: kind, min_delay_ms: crawlDelay > 0 ? crawlDelay : null };
+/** What robots.txt said, for crawl.host-policy: with the answer itself, so the next owner of the host reuses it while fresh. */
+export function robotsRecord(host: string, origin: string, r: RobotsEntry, crawlDelay: number): OutRecord {
+  const answer = r.answer && 'status' in r.answer ? r.answer : null;
+  const value: HostPolicyMsg = {
+    host, field: 'robots', updated_at: r.fetchedAt, blocked_until: null, reason: r.kind, min_delay_ms: crawlDelay > 0 ? crawlDelay : null,
+    robots_origin: origin, robots_status: answer?.status ?? null, robots_body: answer?.body ?? null,
+  };
   return { topic: 'hostPolicy', key: hostPolicyKey(host, 'robots'), host, value };
+}
+
+/** A crawl.host-policy `robots` row's answer, if it holds one (older rows and failed fetches do not). */
+export function robotsAnswerOf(row: HostPolicyMsg): { origin: string; answer: RobotsFetchResult; fetchedAt: number } | null {
+  if (row.field !== 'robots' || !row.robots_origin || row.robots_status === null || row.robots_status === undefined) return null;
+  return { origin: row.robots_origin, answer: { status: row.robots_status, body: row.robots_body ?? Buffer.alloc(0) }, fetchedAt: row.updated_at };
 }
 
 export function fetchStage(deps: FetchDeps): Stage & FollowsOptOuts {
@@ -228,7 +240,7 @@ export function fetchStage(deps: FetchDeps): Stage & FollowsOptOuts {
     }));
     // What robots.txt said, recorded in crawl.host-policy (field `robots`) for `crawl explain`
     // and operators; every fetch process that reads it writes the same fact.
-    if (r.fresh) robotsRecs.push(robotsRecord(req.host, r.kind, delay, r.fetchedAt));
+    if (r.fresh) robotsRecs.push(robotsRecord(req.host, origin, r, delay));
     const verdict = r.retryLater ? 'ROBOTS_UNAVAILABLE' : isAllowed(r.rules, req.url, cfg.userAgent).allowed ? null : 'ROBOTS_DISALLOWED';
     if (verdict) {
       const s = status(req, { outcome: verdict, reason: r.kind, started_at: started, finished_at: now(), crawl_delay_ms: delay });
@@ -270,10 +282,14 @@ export function fetchStage(deps: FetchDeps): Stage & FollowsOptOuts {
       v.reason = TOO_MANY_REDIRECTS;
     }
     const sitemap = v.page ? null : sitemapOf(c.status, header(c, 'content-type'), req.url, c.body);
-    if (sitemap) {
-      // A sitemap is kept whole (not as metadata) and its entries go to crawl.links.
+    // A feed (RSS, Atom) likewise; the frontier polls it (and a news sitemap) at its own interval.
+    const feed = v.page || sitemap ? null : feedOf(c.status, header(c, 'content-type'), req.url, c.body, cfg.feedMaxItems);
+    const news = sitemap ? newsEntries(sitemap).map((e) => e.loc) : [];
+    if (sitemap || feed) {
+      // A sitemap or feed is kept whole (not as metadata) and its entries go to crawl.links.
       Object.assign(v, { outcome: 'FETCHED', reason: null, entry: { type: 'exchange', capture: c } });
-      ctx.log.info({ url: req.url, kind: sitemap.kind, entries: sitemap.entries.length }, 'sitemap read');
+      if (sitemap) ctx.log.info({ url: req.url, kind: sitemap.kind, entries: sitemap.entries.length, news: news.length }, 'sitemap read');
+      else ctx.log.info({ url: req.url, kind: feed!.kind, items: feed!.items.length }, 'feed read');
     }
     if (c.truncated) ctx.log.info({ url: req.url, truncated: c.truncated, bytes: c.body.length }, 'body truncated');
     if (v.outcome === 'NOT_HTML') ctx.log.info({ url: req.url, contentType: header(c, 'content-type') }, 'not HTML: metadata only');
@@ -283,9 +299,13 @@ export function fetchStage(deps: FetchDeps): Stage & FollowsOptOuts {
     const base = status(req, {
       outcome: v.outcome, reason: v.reason, http_status: c.status, started_at: started, finished_at: finished, response_ms: c.responseMs,
       crawl_delay_ms: delay, retry_after_ms: v.retryAfter, sha256: c.status === 304 ? req.prev_sha256 : sha256,
-      etag: header(c, 'etag'), last_modified: header(c, 'last-modified'), ip: c.ip,
+      etag: header(c, 'etag'), last_modified: header(c, 'last-modified'), ip: c.ip, ...feedStatusFields(feed, news, cfg.feedMaxItems),
     });
     const early = [statusRecord({ ...base, stored: false }), ...robotsRecs];
+    // A feed's items go out at once, not when the feed's WARC file is stored (up to warcMaxAgeMs
+    // later): news is what feeds are polled for. Were the feed not stored, it is fetched again and
+    // its items are found again, which the seen test drops.
+    if (feed) for (const link of feedLinks(feed, req.url, req.depth, finished)) early.push({ topic: 'links', key: req.host, host: hostKey(link.url), value: link });
     // What the page record needs of the capture, taken now: `pending` waits until the WARC file
     // is stored (up to warcMaxAgeMs), and a closure that kept the capture kept its body that long,
     // a body per page of the open file (2,048 bodies, 100 MB, in a heap snapshot of `crawl run`).
@@ -326,8 +346,11 @@ export function fetchStage(deps: FetchDeps): Stage & FollowsOptOuts {
         out.push({ topic: 'fetched', key: req.host, host: req.host, value: page });
       }
       for (const url of links) {
-        // A redirect target stands for the same page: it keeps the page's importance.
-        const link: LinkMsg = { url, source_url: req.url, depth: req.depth, discovered_at: finished, is_seed: false, redirects: hop!, priority: req.priority ?? null };
+        // A redirect target stands for the same page: it keeps the page's importance and class.
+        const link: LinkMsg = {
+          url, source_url: req.url, depth: req.depth, discovered_at: finished, is_seed: false, redirects: hop!, priority: req.priority ?? null,
+          ...(req.priority_class ? { priority_class: req.priority_class } : {}),
+        };
         out.push({ topic: 'links', key: req.host, host: hostKey(url), value: link });
       }
       if (sitemap && ptr) {
@@ -344,6 +367,12 @@ export function fetchStage(deps: FetchDeps): Stage & FollowsOptOuts {
     outputs: ['fetchStatus', 'fetched', 'links', 'hostPolicy'],
     concurrency: cfg.fetchConcurrency,
     globalTables: ['hostPolicy', 'optout'],
+    // robots.txt answers of the hosts it owns, recorded by whoever fetched them last.
+    restoreFrom: ['hostPolicy'],
+    restore(rec, topic) {
+      const row = topic === 'hostPolicy' && rec.value ? robotsAnswerOf(rec.value as HostPolicyMsg) : null;
+      if (row) robots.seed(row.origin, row.answer, row.fetchedAt);
+    },
     optoutRegistry: optout,
     assigned: (partitions) => gains.assigned(partitions, now()),
     onGlobal(rec, topic) {

@@ -8,12 +8,14 @@
  * state (frontier). Every check that applies is listed; the verdict is the first that decides.
  */
 import type { HostPolicyTable } from '../lib/host-policy';
-import type { UrlStateMsg } from '../lib/messages';
+import { DEFAULTS } from '../lib/config';
+import type { FeedStateMsg, UrlStateMsg } from '../lib/messages';
 import type { OptOutRegistry } from '../lib/optout-registry';
 import { isAllowed, type RobotsFromFetch } from '../lib/robots';
 import { repeatedSegment, trapRulePrefix, underPrefix } from '../lib/traps';
 import { normalizeUrl } from '../lib/url-normalize';
 import { backoffFromRecord } from './frontier-aimd';
+import { givenClass, priorityClassOf, type ClassPolicy, type PriorityClass } from './priority-class';
 
 export type Verdict = 'fetch-now' | 'fetch-later' | 'never' | 'fetched';
 
@@ -33,6 +35,10 @@ export interface Explanation {
   findings: Finding[];
   robots: { kind: string; allowed: boolean; rule: { directive: string; pattern: string; line: number } | null; stale?: boolean } | null;
   state: UrlStateMsg | null;
+  /** The URL's priority class (1 high, 2, 3 low; processors/priority-class.ts), null when the crawl does not know the URL. */
+  priority_class: PriorityClass | null;
+  /** The URL's crawl.feeds row when the crawl polls it as a feed. */
+  feed: FeedStateMsg | null;
 }
 
 export interface ExplainInput {
@@ -45,6 +51,10 @@ export interface ExplainInput {
   optout: OptOutRegistry;
   /** The URL-table row, when the crawl's state is at hand. */
   row: UrlStateMsg | null;
+  /** Its crawl.feeds row, when the crawl polls it as a feed. */
+  feed?: FeedStateMsg | null;
+  /** How rows written before classes existed get theirs (the crawl's settings; defaults when absent). */
+  classPolicy?: ClassPolicy;
   maxSegmentRepeats?: number;
   /** The robots.txt fetch error, when it could not be asked at all (e.g. `SSRF_BLOCKED: …`). */
   robotsError?: string | null;
@@ -53,9 +63,12 @@ export interface ExplainInput {
 export function explain(i: ExplainInput): Explanation {
   const n = normalizeUrl(i.url);
   if (!n.ok) {
-    return { url: i.url, host: null, verdict: 'never', at: null, findings: [{ code: n.reason, detail: n.detail }], robots: null, state: null };
+    return { url: i.url, host: null, verdict: 'never', at: null, findings: [{ code: n.reason, detail: n.detail }], robots: null, state: null, priority_class: null, feed: null };
   }
-  const out: Explanation = { url: n.url, host: n.host, verdict: 'fetch-now', at: i.now, findings: [], robots: null, state: i.row };
+  const priorityClass = i.row ? givenClass(i.row.priority_class) ?? priorityClassOf(i.row, i.classPolicy ?? DEFAULTS) : null;
+  const out: Explanation = {
+    url: n.url, host: n.host, verdict: 'fetch-now', at: i.now, findings: [], robots: null, state: i.row, priority_class: priorityClass, feed: i.feed ?? null,
+  };
   const never = (f: Finding): void => {
     out.findings.push(f);
     if (out.verdict !== 'never') Object.assign(out, { verdict: 'never', at: null });
@@ -113,6 +126,14 @@ export function explain(i: ExplainInput): Explanation {
   }
 
   if (i.row) rowFindings(i.row, i.now, out, never, later);
+  if (i.feed) {
+    const f = i.feed;
+    out.findings.push({
+      code: 'feed',
+      detail: `polled as a feed (${f.kind}) every ${Math.round(f.interval_ms / 1000)} s; last poll ${new Date(f.last_polled_at).toISOString()}` +
+        ` (HTTP ${f.last_status ?? 'none'}, ${f.new_items} new items), ${f.polls} polls, ${f.items_total} items since ${new Date(f.added_at).toISOString()}`,
+    });
+  }
   return out;
 }
 
@@ -145,6 +166,8 @@ function rowFindings(
   }
 }
 
+const CLASS_NAMES: Record<PriorityClass, string> = { 1: 'high: feeds, news, seeds and the head', 2: 'normal', 3: 'low: the tail' };
+
 /** Human-readable lines for the text output. */
 export function explanationText(e: Explanation, now: number): string {
   const when = (t: number | null): string => (t === null ? '' : t <= now ? ' now' : ` at ${new Date(t).toISOString()}`);
@@ -155,6 +178,7 @@ export function explanationText(e: Explanation, now: number): string {
     fetched: `already fetched${e.at ? `; recrawl due${when(e.at)}` : ''}`,
   };
   const lines = [`${e.url}: ${head[e.verdict]}`];
+  if (e.priority_class !== null) lines.push(`  priority class: ${e.priority_class} (${CLASS_NAMES[e.priority_class]})`);
   if (e.robots) {
     const r = e.robots.rule;
     lines.push(`  robots.txt (${e.robots.kind}${e.robots.stale ? ', cached copy' : ''}): ${e.robots.allowed ? 'allowed' : 'disallowed'}` +

@@ -13,7 +13,7 @@ export interface HostState {
   domain: string;
   /** Last address a fetch of this host connected to (per-IP cap); null until known. */
   ip: string | null;
-  /** URLs in the host's queue on disk (priority levels, level 0 first). */
+  /** URLs in the host's queue on disk (slots: priority class, then priority level; processors/priority-class.ts queueSlot). */
   size: number;
   /** The first of them, read from the store and not yet leased; null when not read (or no longer the queue's start). */
   head: QueuedRef[] | null;

@@ -74,9 +74,18 @@ export function hostQueueRange(host: string): { gte: Buffer; lt: Buffer } {
   return prefixRange(b);
 }
 
-/** Front-of-level entries (a lost lease, an operator block) sort before the rest of their level. */
+/** A host's queue keys from slot `from` (inclusive) to slot `to` (exclusive): [gte, lt). */
+export function hostSlotRange(host: string, from: number, to: number): { gte: Buffer; lt: Buffer } {
+  const at = (slot: number): Buffer => Buffer.concat([tagged(KEY_QUEUE, `${host}\u0000`), Buffer.from([Math.max(0, Math.min(255, slot))])]);
+  return { gte: at(from), lt: to > 255 ? hostQueueRange(host).lt : at(to) };
+}
+
+/** The reason a feed's row is queued with when its poll is due (frontier-state.ts requeueDue). */
+export const FEED_DUE = 'feed-due';
+
+/** Front-of-level entries (a lost lease, an operator block, a due feed poll) sort before the rest of their level. */
 export function queuedAtFront(row: UrlStateMsg): boolean {
-  return row.reason === 'lease-expired' || row.reason === 'blocked';
+  return row.reason === 'lease-expired' || row.reason === 'blocked' || row.reason === FEED_DUE;
 }
 
 export function queueKey(host: string, level: number, front: boolean, queuedAt: number, url: string): Buffer {

@@ -26,7 +26,7 @@ export interface Checkpoint {
   store: string;
   /** Every changelog record below this offset is in the store. */
   offset: number;
-  /** Priority levels the store's queue keys were derived with. */
+  /** The queue layout the store's keys were derived with (classes x levels: frontier-schedule queueLayout). */
   levels: number;
   writtenAt: number;
 }

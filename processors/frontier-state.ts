@@ -25,23 +25,33 @@
  *   opt-out from crawling (crawl.optout, crawl=deny) while it stands: no lease (frontier-holds.ts);
  * - registered domain and resolved IP: processors/frontier-layers.ts;
  * - at most hostBudgetPerCycle fetches per host per cycle (this process's lifetime).
+ *
+ * Priority classes and the fetch budget (processors/priority-class.ts, frontier-budget.ts): each
+ * new row gets a class, a host's queue on disk is ordered by class and then level (the queue
+ * key's slot), and a host's URL is released only when its class has budget: the head's when its
+ * class has, else the first URL of a later class that has (read from the store); a host whose
+ * classes have none waits for it. Feeds (frontier-feeds.ts) are rows polled at their own interval.
+ * The call sites are marked [class], [budget] and [feeds].
  */
 import { randomUUID } from 'node:crypto';
 import { MinHeap } from '../lib/heap';
 import { HostPolicyTable } from '../lib/host-policy';
 import { OptOutRegistry } from '../lib/optout-registry';
-import type { CandidateMsg, FetchRequestMsg, FetchStatusMsg, HostPolicyMsg, UrlStateMsg } from '../lib/messages';
+import type { CandidateMsg, FeedStateMsg, FetchRequestMsg, FetchStatusMsg, HostPolicyMsg, UrlStateMsg } from '../lib/messages';
 import { DEFAULTS, type CrawlConfig } from '../lib/config';
 import { partitionForHost, routingKey } from '../lib/partitioner';
 import { redirectField } from '../lib/redirect-hops';
 import { AIMD_DEFAULTS, backoffFromRecord, handOverWaitMs, type AimdPolicy, type HostBackoff } from './frontier-aimd';
 import { applyAnswer, newHost, type HostState } from './frontier-hosts';
+import { ClassBudget, type BudgetPolicy, type ClassBudgetView } from './frontier-budget';
+import { FeedTable, type FeedPolicy } from './frontier-feeds';
 import { heldUntil } from './frontier-holds';
 import { LayerGroups } from './frontier-layers';
 import { FrontierOp } from './frontier-op';
-import { priorityLevel, recrawlIntervalMs, type RecrawlPolicy } from './frontier-schedule';
-import { indexEntry, queueKey, queuedAtFront } from './frontier-keys';
-import type { UrlStore } from './frontier-store';
+import { queueSlotOf, recrawlIntervalMs, type RecrawlPolicy } from './frontier-schedule';
+import { FEED_DUE, indexEntry, queueKey, queuedAtFront } from './frontier-keys';
+import type { QueuedRef, UrlStore } from './frontier-store';
+import { givenClass, PRIORITY_CLASSES, priorityClassOf, type ClassPolicy, type PriorityClass } from './priority-class';
 
 /** The settings the frontier needs (documented in lib/config.ts). */
 export type FrontierPolicy = Pick<CrawlConfig, 'minHostDelayMs' | 'maxCrawlDelayMs' | 'responseTimeFactor' | 'leaseMs' | 'retryBackoffMs' | 'maxAttempts'>;
@@ -49,6 +59,9 @@ export type FrontierPolicy = Pick<CrawlConfig, 'minHostDelayMs' | 'maxCrawlDelay
 /** The newer knobs (documented in lib/config.ts); any left out take TUNING_DEFAULTS. */
 export type FrontierTuning = AimdPolicy &
   RecrawlPolicy &
+  ClassPolicy &
+  BudgetPolicy &
+  FeedPolicy &
   Pick<CrawlConfig, 'domainMaxInflight' | 'domainMinGapMs' | 'ipMaxInflight' | 'ipMinGapMs' | 'priorityLevels' | 'hostBudgetPerCycle' | 'urlTtlMs'>;
 
 export const TUNING_DEFAULTS: FrontierTuning = {
@@ -58,6 +71,12 @@ export const TUNING_DEFAULTS: FrontierTuning = {
   priorityLevels: DEFAULTS.priorityLevels, hostBudgetPerCycle: DEFAULTS.hostBudgetPerCycle,
   recrawlInitialMs: DEFAULTS.recrawlInitialMs, recrawlMinMs: DEFAULTS.recrawlMinMs, recrawlMaxMs: DEFAULTS.recrawlMaxMs,
   urlTtlMs: DEFAULTS.urlTtlMs,
+  priorityClassTailDepth: DEFAULTS.priorityClassTailDepth, priorityClassHighMin: DEFAULTS.priorityClassHighMin,
+  priorityClassLowBelow: DEFAULTS.priorityClassLowBelow,
+  budgetPagesPerDay: DEFAULTS.budgetPagesPerDay, budgetClassShares: DEFAULTS.budgetClassShares, budgetLendUnused: DEFAULTS.budgetLendUnused,
+  budgetBurstSecs: DEFAULTS.budgetBurstSecs,
+  feedPollMs: DEFAULTS.feedPollMs, feedMinPollMs: DEFAULTS.feedMinPollMs, feedMaxPollMs: DEFAULTS.feedMaxPollMs, feedMaxItems: DEFAULTS.feedMaxItems,
+  feedMaxPerHost: DEFAULTS.feedMaxPerHost,
 };
 
 /** URLs read into a host's head at a time, and the most kept in all heads together. */
@@ -92,6 +111,14 @@ export interface FrontierEmits {
   policies?: HostPolicyMsg[];
   /** URLs dropped from the table (unfetched past urlTtlMs): tombstones in crawl.urls. */
   expired?: Array<{ url: string; host: string }>;
+  /** crawl.feeds rows (value null: a tombstone); absent when none. */
+  feeds?: Array<{ url: string; host: string; value: FeedStateMsg | null }>;
+}
+
+/** Per priority class, for metrics and the status page. */
+export interface ClassStats extends ClassBudgetView {
+  /** Pages fetched (a final status with an HTTP status) of the class since this process started. */
+  fetched: number;
 }
 
 /** What the frontier knows of a host, for `crawl explain`. */
@@ -149,6 +176,20 @@ export class FrontierState {
   private readonly reading = new Set<number>();
   /** This cycle (a frontier process's life): fetches counted against hostBudgetPerCycle. */
   readonly cycle: number;
+  /** [budget] The fetch budget by class; hosts waiting for it. */
+  private readonly budget: ClassBudget<HostState>;
+  /** [class] Pages fetched by class. */
+  private readonly fetchedByClass = [0, 0, 0];
+  /**
+   * [feeds] The feeds of this frontier's partitions (at most feedMaxPerHost a host, restored from
+   * crawl.feeds): per feed, not per URL known.
+   */
+  readonly feeds: FeedTable;
+  /**
+   * What applyAnswer needs, built once: spreading the policy and tuning into a new object on
+   * every status was most of the frontier's time and most of its garbage.
+   */
+  private readonly pace: FrontierPolicy & FrontierTuning;
 
   constructor(
     private readonly policy: FrontierPolicy & Partial<FrontierTuning>,
@@ -159,19 +200,42 @@ export class FrontierState {
     readonly optout: OptOutRegistry = new OptOutRegistry(),
     readonly opts: { partitions: number; cycle?: number } = { partitions: 1 },
   ) {
-    const pick = <K extends keyof FrontierTuning>(k: K): FrontierTuning[K] => policy[k] ?? TUNING_DEFAULTS[k];
+    const pick = <K extends keyof FrontierTuning>(k: K): FrontierTuning[K] => (policy[k] ?? TUNING_DEFAULTS[k]) as FrontierTuning[K];
     this.tuning = Object.fromEntries((Object.keys(TUNING_DEFAULTS) as Array<keyof FrontierTuning>).map((k) => [k, pick(k)])) as unknown as FrontierTuning;
     this.domains = new LayerGroups({ maxInflight: Math.max(1, this.tuning.domainMaxInflight), minGapMs: this.tuning.domainMinGapMs });
     this.ips = new LayerGroups({ maxInflight: Math.max(1, this.tuning.ipMaxInflight), minGapMs: this.tuning.ipMinGapMs });
     this.cycle = opts.cycle ?? Date.now();
+    this.budget = new ClassBudget(this.tuning);
+    this.feeds = new FeedTable(this.tuning);
+    this.pace = { ...policy, ...this.tuning };
   }
 
   /**
-   * The row's front queue: by the importance a scorer gave it (Candidate.priority) until the URL
-   * is first fetched, by depth after that (a recrawl) or when it has none.
+   * The row's slot in its host's queue (the queue key's first byte after the host): [class] its
+   * class first, then its level: by the importance a scorer gave it (Candidate.priority) until
+   * the URL is first fetched, by depth after that (a recrawl) or when it has none.
    */
-  readonly levelOf = (row: UrlStateMsg): number =>
-    priorityLevel(row.fetched_at === null ? row.priority : undefined, row.depth, this.tuning.priorityLevels);
+  readonly levelOf = (row: UrlStateMsg): number => queueSlotOf(row, this.tuning);
+
+  /** [budget] This process's part of the crawl (Kafka mode: owned partitions / all partitions). */
+  setBudgetFraction(f: number, now: number): void {
+    this.budget.setFraction(f, now);
+  }
+
+  /** [class] Leases, pages fetched and budget by class. */
+  classStats(now: number): ClassStats[] {
+    return this.budget.view(now).map((v) => ({ ...v, fetched: this.fetchedByClass[v.priority_class - 1] }));
+  }
+
+  /** [class] A row's class: as written, or derived for rows written before classes existed. */
+  classOf(row: UrlStateMsg): PriorityClass {
+    return givenClass(row.priority_class) ?? priorityClassOf(row, this.tuning);
+  }
+
+  /** [feeds] Rebuild a feed from its crawl.feeds row (null: a tombstone). */
+  restoreFeed(url: string, value: FeedStateMsg | null): void {
+    this.feeds.restore(url, value);
+  }
 
   /** Run one operation after every operation before it has decided and written. */
   serial<T>(fn: () => Promise<T>): Promise<T> {
@@ -289,6 +353,7 @@ export class FrontierState {
         gone.set(p, store);
         this.dropPartition(p);
       }
+      if (gone.size) this.feeds.retain((host) => keep(this.partitionOf(host))); // [feeds]
       return gone;
     });
   }
@@ -312,6 +377,7 @@ export class FrontierState {
       this.domains.acquire(h.inflight.domain, 0);
       if (h.inflight.ip) this.ips.acquire(h.inflight.ip, 0);
     }
+    this.budget.retain((h) => this.hosts.get(h.host) === h); // [budget]
     // Hosts parked on a domain or IP group lost their place with the groups: look again.
     for (const h of this.hosts.values()) this.schedule(h);
   }
@@ -524,6 +590,7 @@ export class FrontierState {
           lease_id: null, lease_expires_at: null, attempts: 0, next_due_at: null, fetched_at: null, http_status: null,
           sha256: null, etag: null, last_modified: null, warc_uri: null, warc_offset: null, warc_length: null, reason: null,
           ...redirectField(c.redirects), ...priorityField(c.priority),
+          priority_class: priorityClassOf(c, this.tuning), // [class]
         };
         const h = this.hostState(c.host, now, summaries.get(c.host));
         op.set(row);
@@ -576,20 +643,27 @@ export class FrontierState {
     op.touch(h);
     if (h.inflight?.id === s.lease_id) {
       const leastGap = this.table.leastGapMs(s.host, now, this.policy.minHostDelayMs);
-      const policy = applyAnswer(h, s, now, { ...this.policy, ...this.tuning }, leastGap, this.table.block(s.host, now)?.until ?? null);
+      const policy = applyAnswer(h, s, now, this.pace, leastGap, this.table.block(s.host, now)?.until ?? null);
       if (policy) (op.out.policies ??= []).push(policy);
       this.free(h);
       this.schedule(h);
     }
     if (!s.stored) return;
     this.urlLeases.delete(s.url);
+    if (s.http_status !== null) this.fetchedByClass[this.classOf(row) - 1]++; // [class]
+    // [feeds] A feed's next poll, and its crawl.feeds row.
+    const feed = this.feeds.onStatus(s, now);
+    if (feed.write) (op.out.feeds ??= []).push(feed.write);
     const next: UrlStateMsg = { ...row, updated_at: now, lease_id: null, lease_expires_at: null, http_status: s.http_status, reason: s.reason };
     switch (s.outcome) {
       case 'FETCHED':
       case 'NOT_HTML': {
-        const interval = recrawlIntervalMs(row, s.sha256 ?? row.sha256, this.tuning);
+        const interval = feed.intervalMs ?? recrawlIntervalMs(row, s.sha256 ?? row.sha256, this.tuning);
+        // A 304 need not repeat the validators: keep the ones it answered, for the next conditional GET.
+        const notModified = s.http_status === 304;
         Object.assign(next, {
-          state: 'FETCHED', attempts: 0, fetched_at: s.finished_at, sha256: s.sha256 ?? row.sha256, etag: s.etag, last_modified: s.last_modified,
+          state: 'FETCHED', attempts: 0, fetched_at: s.finished_at, sha256: s.sha256 ?? row.sha256,
+          etag: s.etag ?? (notModified ? row.etag : null), last_modified: s.last_modified ?? (notModified ? row.last_modified : null),
           warc_uri: s.warc_uri, warc_offset: s.warc_offset, warc_length: s.warc_length, next_due_at: s.finished_at + interval,
         });
         break;
@@ -614,6 +688,13 @@ export class FrontierState {
 
   private fail(row: UrlStateMsg, now: number, retryAfterMs: number | null): void {
     row.attempts += 1;
+    if (row.attempts >= this.policy.maxAttempts && this.feeds.has(row.url)) {
+      // [feeds] A feed is not given up for an outage: asked again after its longest interval.
+      row.attempts = 0;
+      row.state = 'FAILED';
+      row.next_due_at = now + this.tuning.feedMaxPollMs;
+      return;
+    }
     if (row.attempts >= this.policy.maxAttempts) {
       row.state = 'DEAD';
       row.next_due_at = null;
@@ -633,6 +714,7 @@ export class FrontierState {
       await this.sweepExpired(now, op);
       // Written before hosts' queues are read: what was requeued above may be released now.
       await op.write();
+      for (const h of this.budget.wake(now)) if (this.hosts.get(h.host) === h) this.schedule(h); // [budget] hosts whose class has budget again
       await this.releaseDue(now, maxFetches, op);
       this.evictIdle(now);
       return this.commit(op);
@@ -660,6 +742,8 @@ export class FrontierState {
           continue;
         }
         const queuedRow: UrlStateMsg = { ...row, state: 'QUEUED', updated_at: now };
+        // [feeds] A due feed poll goes before its host's other URLs of its class (frontier-keys queuedAtFront).
+        if (this.feeds.has(row.url)) queuedRow.reason = FEED_DUE;
         const h = this.hostState(row.host, now, summaries.get(row.host));
         op.set(queuedRow);
         op.touch(h);
@@ -766,13 +850,15 @@ export class FrontierState {
     await op.load(picked.flatMap((h) => (h.head?.length ? [{ url: h.head[0].url, host: h.host }] : [])));
     for (const h of picked) {
       op.touch(h);
-      const ref = h.head?.shift();
-      if (ref) this.headRefs--;
+      const ref = h.head?.[0];
       const row = ref ? op.current(ref.url) : undefined;
       if (!ref || !row || row.state !== 'QUEUED') {
         // The queue on disk disagrees (nothing there, or an entry whose row moved on): trust it.
-        if (ref) op.dropEntry(this.storeFor(h.host)!, ref.key);
-        else {
+        if (ref) {
+          h.head!.shift();
+          this.headRefs--;
+          op.dropEntry(this.storeFor(h.host)!, ref.key);
+        } else {
           if (this.underBudget(h)) this.queued -= h.size;
           h.size = 0;
           h.dirty = true;
@@ -781,8 +867,54 @@ export class FrontierState {
         this.schedule(h);
         continue;
       }
-      this.release(h, row, now, op);
+      // [budget] The head's class may have no budget now: the first URL of a later class that has.
+      const cls = this.classOf(row);
+      const pick = this.budget.mayLease(cls, now) ? { ref, row, cls } : await this.budgetPick(h, cls, now, op);
+      if (!pick) {
+        this.free(h); // parked until a class it has queued has budget (tick: budget.wake)
+        continue;
+      }
+      if (pick.ref === ref) {
+        h.head!.shift();
+        this.headRefs--;
+      } else if (h.head) {
+        // Not in the head (a later class than all of it) or in it: either way the head stays the queue's start.
+        const i = h.head.indexOf(pick.ref);
+        if (i >= 0) {
+          h.head.splice(i, 1);
+          this.headRefs--;
+        }
+      }
+      this.release(h, pick.row, pick.cls, now, op);
     }
+  }
+
+  /**
+   * [budget] The first queued URL of the host in a class after `headClass` (its queue's first
+   * class, which has no budget now) whose class has budget, read from the store; null when none
+   * has, and the host is parked on each class it has queued until one has.
+   */
+  private async budgetPick(
+    h: HostState, headClass: PriorityClass, now: number, op: FrontierOp,
+  ): Promise<{ ref: QueuedRef; row: UrlStateMsg; cls: PriorityClass } | null> {
+    const store = this.storeFor(h.host)!;
+    const waiting: PriorityClass[] = [headClass];
+    for (const cls of PRIORITY_CLASSES) {
+      if (cls <= headClass) continue;
+      const [ref] = await store.classHead(h.host, cls, this.tuning.priorityLevels, 1);
+      if (!ref) continue;
+      if (!this.budget.mayLease(cls, now)) {
+        waiting.push(cls);
+        continue;
+      }
+      await op.load([{ url: ref.url, host: h.host }]);
+      const row = op.current(ref.url);
+      if (row?.state === 'QUEUED') return { ref: h.head?.find((r) => r.url === ref.url) ?? ref, row, cls };
+      op.dropEntry(store, ref.key); // an entry whose row moved on; the class is looked at again when woken
+      waiting.push(cls);
+    }
+    for (const cls of waiting) this.budget.park(cls, h);
+    return null;
   }
 
   private async fillHead(h: HostState): Promise<void> {
@@ -813,8 +945,9 @@ export class FrontierState {
     return true;
   }
 
-  private release(h: HostState, row: UrlStateMsg, now: number, op: FrontierOp): void {
+  private release(h: HostState, row: UrlStateMsg, cls: PriorityClass, now: number, op: FrontierOp): void {
     const url = row.url;
+    this.budget.take(cls); // [class] [budget]
     const lease = { id: this.newLeaseId(), expiresAt: now + this.policy.leaseMs };
     h.inflight = { id: lease.id, url, domain: h.domain, ip: h.ip };
     h.size--;
@@ -832,7 +965,7 @@ export class FrontierState {
       url, host: h.host, depth: row.depth, lease_id: lease.id, lease_expires_at: lease.expiresAt, attempt: row.attempts + 1,
       prev_sha256: row.sha256, etag: row.etag, last_modified: row.last_modified, ...redirectField(row.redirects),
       // The row keeps the importance after the fetch, so a recrawl still hands it on.
-      ...priorityField(row.priority),
+      ...priorityField(row.priority), priority_class: cls,
     });
   }
 

@@ -14,7 +14,7 @@ import { KvStore, type KvBatch, type KvStoreOptions } from '../connectors/kv-sto
 import { avroReader, avroType } from '../lib/avro';
 import type { UrlStateMsg, UrlStatus } from '../lib/messages';
 import {
-  decodeHostSummary, dueOfKey, hashKeyOfHex, dueRange, encodeHostSummary, hostKey, hostOfHostKey, hostQueueRange, indexEntry, KEY_DUE, KEY_HOST, KEY_LEASE,
+  decodeHostSummary, dueOfKey, hashKeyOfHex, dueRange, encodeHostSummary, hostKey, hostOfHostKey, hostQueueRange, hostSlotRange, indexEntry, KEY_DUE, KEY_HOST, KEY_LEASE,
   KEY_QUEUE, KEY_ROW, metaKey, prefixRange, rowKey, urlOfQueueKey, urlOfRowKey, type HostSummary, type IndexRef,
 } from './frontier-keys';
 
@@ -107,6 +107,13 @@ export class UrlStore {
   /** The first `limit` URLs of a host's queue, most important first (-1: all). */
   async head(host: string, limit: number): Promise<QueuedRef[]> {
     const keys = await this.kv.keys({ ...hostQueueRange(host), limit });
+    return keys.map((key) => ({ url: urlOfQueueKey(key), key }));
+  }
+
+  /** The first `limit` URLs of a host's queue in priority class `cls` (its slots: processors/priority-class.ts queueSlot). */
+  async classHead(host: string, cls: number, levels: number, limit: number): Promise<QueuedRef[]> {
+    const n = Math.max(1, Math.floor(levels));
+    const keys = await this.kv.keys({ ...hostSlotRange(host, (cls - 1) * n, cls * n), limit });
     return keys.map((key) => ({ url: urlOfQueueKey(key), key }));
   }
 

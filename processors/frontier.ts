@@ -2,14 +2,14 @@
  * frontier: owns the URL table and the per-host politeness of its partitions.
  * In: crawl.frontier (candidates), crawl.fetch-status (answers). Out: crawl.fetch (leases),
  * crawl.urls (table rows; tombstones for expired URLs), crawl.host-policy (field `backoff`: each
- * owned host's adapted pace).
+ * owned host's adapted pace), crawl.feeds (the feeds it polls).
  *
  * The URL table lives on disk, one store per owned partition under `stateDir`
  * (processors/frontier-store.ts), its changelog crawl.urls. A newly owned partition's store is
  * brought up to the changelog's end (processors/frontier-restore.ts) before any of its records
  * are handled or its hosts leased; every CHECKPOINT_MS (5 s) the stores are made durable and their
  * changelog offsets recorded, so a restart replays only the tail. The owned hosts' `backoff`
- * rows are also restored before any fetch is released; operator blocks, crawl-rate ceilings and
+ * rows and the owned feeds (crawl.feeds) are also restored before any fetch is released; operator blocks, crawl-rate ceilings and
  * webmasters' rates come from the whole crawl.host-policy table, and opt-outs from crawling from
  * the whole crawl.optout registry (a denied host gets no lease).
  */
@@ -18,7 +18,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { HostPolicyTable, hostPolicyKey } from '../lib/host-policy';
-import type { CandidateMsg, FetchStatusMsg, HostPolicyMsg, OptOutMsg } from '../lib/messages';
+import type { CandidateMsg, FeedStateMsg, FetchStatusMsg, HostPolicyMsg, OptOutMsg } from '../lib/messages';
 import { OptOutRegistry } from '../lib/optout-registry';
 import type { FollowsOptOuts } from '../runtime/registry-report';
 import type { InRecord, OutRecord, Stage, StageContext, TableRecord } from '../runtime/stage';
@@ -26,6 +26,7 @@ import { expandCandidate } from '../lib/link-groups';
 import { FrontierState, type FrontierEmits, type FrontierPolicy, type FrontierTuning, TUNING_DEFAULTS } from './frontier-state';
 import type { ChangelogSource } from '../runtime/changelog';
 import { checkpoint, restoreStores } from './frontier-restore';
+import { queueLayout } from './frontier-schedule';
 import type { UrlStore } from './frontier-store';
 
 /**
@@ -50,6 +51,7 @@ export function frontierRecords(e: FrontierEmits): OutRecord[] {
   for (const x of e.expired ?? []) out.push({ topic: 'urls', key: x.url, host: x.host, value: null });
   // Back-off before any further fetch, so a restart never forgets a Retry-After window.
   for (const p of e.policies ?? []) out.push({ topic: 'hostPolicy', key: hostPolicyKey(p.host, p.field), host: p.host, value: p });
+  for (const f of e.feeds ?? []) out.push({ topic: 'feeds', key: f.url, host: f.host, value: f.value });
   for (const f of e.fetches) out.push({ topic: 'fetch', key: f.host, host: f.host, value: f });
   return out;
 }
@@ -79,7 +81,8 @@ export function frontierStage(policy: FrontierPolicy & Partial<FrontierTuning>, 
   const instance = opts.instance ?? `${hostname()}:${process.pid}`;
   const state = new FrontierState(policy, () => `${instance}/${randomUUID()}`, table, optout, { partitions: opts.partitions });
   const now = opts.now ?? Date.now;
-  const levels = policy.priorityLevels ?? TUNING_DEFAULTS.priorityLevels;
+  /** The queue layout the stores' keys are derived with (classes x levels), as checkpoints record it. */
+  const levels = queueLayout(policy.priorityLevels ?? TUNING_DEFAULTS.priorityLevels);
   const dirOf = (p: number): string => join(opts.stateDir, `urls-${p}`);
   let source: ChangelogSource | null = null;
   let log: Logger | null = null;
@@ -124,8 +127,8 @@ export function frontierStage(policy: FrontierPolicy & Partial<FrontierTuning>, 
   return {
     id: 'frontier',
     inputs: ['frontier', 'fetchStatus'],
-    outputs: ['fetch', 'urls', 'hostPolicy'],
-    restoreFrom: ['hostPolicy'],
+    outputs: ['fetch', 'urls', 'hostPolicy', 'feeds'],
+    restoreFrom: ['hostPolicy', 'feeds'],
     changelog: 'urls',
     globalTables: ['hostPolicy', 'optout'],
     tickMs: opts.tickMs ?? 50,
@@ -140,7 +143,9 @@ export function frontierStage(policy: FrontierPolicy & Partial<FrontierTuning>, 
       for (const r of restored) await state.attach(r.partition, r.store, now());
     },
     restore(rec: TableRecord, topic) {
-      if (rec.value && topic === 'hostPolicy' && (rec.value as HostPolicyMsg).field === 'backoff') state.restoreBackoff(rec.value as HostPolicyMsg, now());
+      if (!rec.value) return;
+      if (topic === 'feeds') state.restoreFeed(rec.key, rec.value as FeedStateMsg);
+      else if (topic === 'hostPolicy' && (rec.value as HostPolicyMsg).field === 'backoff') state.restoreBackoff(rec.value as HostPolicyMsg, now());
     },
     onGlobal(rec: TableRecord, topic) {
       const bar = rec.key.indexOf('|');
@@ -173,6 +178,8 @@ export function frontierStage(policy: FrontierPolicy & Partial<FrontierTuning>, 
       if (state.owned().some((p) => !keep.has(p))) {
         void state.detach((p) => keep.has(p)).then(letGo).catch((err: unknown) => log?.error({ err }, 'closing a lost partition failed'));
       }
+      // Each frontier spends its partitions' share of the crawl's budget (processors/frontier-budget.ts).
+      state.setBudgetFraction(keep.size / opts.partitions, now());
     },
     async close() {
       await letGo(await state.detach(() => false));

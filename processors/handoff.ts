@@ -56,6 +56,7 @@ export function toHandoff(p: ParsedPageMsg, policy: UsagePolicy): HandoffEvent |
     fetched_at: p.fetched_at,
     change: p.change,
     simhash64: p.simhash64,
+    simhash_version: p.simhash_version ?? 1,
     language: p.language,
     importance: importanceOf(p.priority),
     usage: { search_index: u.search_index, ai_training: u.ai_training },

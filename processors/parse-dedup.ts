@@ -8,9 +8,16 @@
  *     changes cannot drift the indexer's copy far from the page unnoticed;
  *   - the priority its links carry: an importance in [0, 1] (the scale of the frontier's front
  *     queues, processors/frontier-schedule.ts), cut for duplicates;
- *   - whether it completes a run of duplicates under one path prefix (a trap rule to emit).
+ *   - whether it completes a run of duplicates under one path prefix (a trap rule to emit);
+ *   - the page's identity for handoff: a page whose bytes are what parse last recorded for its
+ *     URL (the same fetch read again after a restart, or the URL fetched twice: a replayed or
+ *     retried fetch request, a lease re-issued while its first fetch was still in flight) keeps
+ *     the first copy's fetched_at, so its event has the same event_id and the indexer drops it;
+ *     and a page its lease calls NEW although parse recorded other bytes for the URL before is
+ *     CHANGED (the indexer had a NEW event for it already). crawl.content holds what this needs,
+ *     so it holds across restarts and rebalances.
  */
-import { DedupIndex, type ContentRow } from '../lib/dedup';
+import { DedupIndex, simhashVersionOf, type ContentRow } from '../lib/dedup';
 import { TrapDetector } from '../lib/dedup-trap';
 import { hostPolicyKey } from '../lib/host-policy';
 import type { ContentMsg, HostPolicyMsg, ParsedPageMsg } from '../lib/messages';
@@ -31,6 +38,10 @@ export function linkShare(links: number): number {
 }
 
 export interface DedupDecision {
+  /** The page's change kind: its own, or CHANGED where parse recorded other bytes for a page called NEW. */
+  change: ParsedPageMsg['change'];
+  /** The page's fetched_at: its own, or the first copy's when its bytes are what parse last recorded for the URL. */
+  fetchedAt: number;
   /** Another URL (or the page's own, for a near-copy of itself) this page is not handed off for. */
   nearDuplicateOf: string | null;
   kind: 'exact' | 'near' | 'self' | null;
@@ -68,17 +79,25 @@ export class ParseDedup {
   decide(p: ParsedPageMsg, links: number, now: number): DedupDecision {
     const share = linkShare(links);
     const previous = this.index.get(p.url, p.host);
+    const own = { change: p.change, fetchedAt: p.fetched_at };
     // noindex pages never represent content: the indexer will not get them, so copies of them must still go.
-    if (p.noindex) return { nearDuplicateOf: null, kind: null, linkPriority: share, content: null, trap: null };
+    if (p.noindex) return { ...own, nearDuplicateOf: null, kind: null, linkPriority: share, content: null, trap: null };
     if (p.change === 'UNCHANGED' && previous && previous.sha256 === p.sha256) {
-      return { nearDuplicateOf: previous.duplicate_of, kind: null, linkPriority: share, content: null, trap: null };
+      return { ...own, nearDuplicateOf: previous.duplicate_of, kind: null, linkPriority: share, content: null, trap: null };
     }
-    const verdict = this.index.check(p.url, p.host, p.sha256, p.simhash64);
-    let row: ContentRow = { url: p.url, host: p.host, sha256: p.sha256, simhash64: p.simhash64, fetched_at: p.fetched_at, duplicate_of: verdict?.of ?? null };
+    const copy = previous !== undefined && previous.sha256 === p.sha256;
+    const fetchedAt = copy ? previous.fetched_at : p.fetched_at;
+    const change = p.change === 'NEW' && previous?.duplicate_of === null && !copy ? 'CHANGED' : p.change;
+    const version = simhashVersionOf(p);
+    const verdict = this.index.check(p.url, p.host, p.sha256, p.simhash64, version);
+    let row: ContentRow = { url: p.url, host: p.host, sha256: p.sha256, simhash64: p.simhash64, fetched_at: fetchedAt, duplicate_of: verdict?.of ?? null, simhash_version: version };
     let kind: DedupDecision['kind'] = verdict?.kind ?? null;
     let of = verdict?.of ?? null;
-    if (!verdict && p.change === 'CHANGED' && previous?.duplicate_of === null && previous.simhash64 && p.simhash64 &&
-        hammingDistance(previous.simhash64, p.simhash64) <= this.maxBits) {
+    // A last copy fingerprinted with another SimHash version says nothing about this one's
+    // distance: the page is handed off, and its row takes this version. A copy is the last
+    // handed-off content itself, not a near-copy of it: it goes again (same id).
+    if (!verdict && !copy && change === 'CHANGED' && previous?.duplicate_of === null && previous.simhash64 && p.simhash64 &&
+        simhashVersionOf(previous) === version && hammingDistance(previous.simhash64, p.simhash64) <= this.maxBits) {
       kind = 'self';
       of = p.url;
       row = { ...row, simhash64: previous.simhash64 };
@@ -89,9 +108,10 @@ export class ParseDedup {
       host: p.host, field: `trap:${prefix}`, updated_at: now, blocked_until: null,
       reason: `near-duplicates: 5 in a row under ${prefix}, the last of ${p.url}`, min_delay_ms: null,
     };
-    const unchanged = previous && previous.sha256 === row.sha256 && previous.simhash64 === row.simhash64 && previous.duplicate_of === row.duplicate_of;
+    const unchanged = previous && previous.sha256 === row.sha256 && previous.simhash64 === row.simhash64 && previous.duplicate_of === row.duplicate_of &&
+      simhashVersionOf(previous) === version;
     return {
-      nearDuplicateOf: of, kind,
+      change, fetchedAt, nearDuplicateOf: of, kind,
       linkPriority: kind === 'exact' || kind === 'near' ? share * DUPLICATE_LINK_FACTOR : share,
       content: unchanged ? null : row, trap,
     };

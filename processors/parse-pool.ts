@@ -6,9 +6,15 @@
  * they also finish in that order, so duplicate decisions on the stage's thread see pages in
  * log order as before. With more workers, two copies of a page that are analysed at the same
  * time may be decided in either order: which one is "the duplicate" is then arbitrary.
+ *
+ * Workers after the first are used only while the event loop has room (SpareWorkers): on real
+ * pages parse is the bottleneck and fetch leaves its core partly idle, which a second worker
+ * takes up; on light pages the event loop is the bottleneck, and a second worker there only
+ * took CPU from it (the 29th edition's two-worker runs).
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { Piscina } from 'piscina';
 import { ByteBudget } from '../lib/byte-budget';
 import type { FetchedPageMsg } from '../lib/messages';
@@ -39,6 +45,53 @@ export function ownBytes(b: Uint8Array): Uint8Array {
 export const ANALYZER_MAX_BYTES = 64 * 1024 * 1024;
 
 /**
+ * When workers after the first may take pages: while the event loop's utilisation (the share of
+ * time it was not waiting for I/O, performance.eventLoopUtilization) over the last sample stays
+ * below OPEN_BELOW, until it passes CLOSE_ABOVE; sampled every SAMPLE_MS. The loop that fetches
+ * and stores every page is the crawl's other bottleneck: a worker that takes its core's time
+ * away would slow fetching as much as it speeds parsing.
+ */
+export const SPARE_OPEN_BELOW = 0.7;
+export const SPARE_CLOSE_ABOVE = 0.85;
+const SPARE_SAMPLE_MS = 250;
+
+/**
+ * Which worker takes the next page: the first unless the spare ones are open, then whichever
+ * has the fewest pages. Pure: the caller feeds it the event loop's utilisation (tests their own).
+ */
+export class SpareWorkers {
+  private open = false;
+  /** Pages handed to each worker and not yet back. */
+  readonly inFlight: number[];
+
+  constructor(workers: number) {
+    this.inFlight = new Array<number>(workers).fill(0);
+  }
+
+  /** The event loop's utilisation over the last sample (0-1). */
+  observe(utilisation: number): void {
+    if (this.open && utilisation > SPARE_CLOSE_ABOVE) this.open = false;
+    else if (!this.open && utilisation < SPARE_OPEN_BELOW) this.open = true;
+  }
+
+  get spareOpen(): boolean {
+    return this.open;
+  }
+
+  /** The worker for the next page (counted as taken until done(i)). */
+  take(): number {
+    let best = 0;
+    if (this.open) for (let i = 1; i < this.inFlight.length; i++) if (this.inFlight[i] < this.inFlight[best]) best = i;
+    this.inFlight[best]++;
+    return best;
+  }
+
+  done(worker: number): void {
+    this.inFlight[worker]--;
+  }
+}
+
+/**
  * A pool of `threads` workers, or null when threads < 1 or the worker script is not compiled
  * (running from TypeScript sources, as unit tests do): parse then analyses on its own thread.
  */
@@ -57,10 +110,20 @@ export function createParseAnalyzer(threads: number, userAgent: string): ParseAn
   // Texts come back through shared memory, a ring per worker (parse-text-ring.ts).
   const textRings = createTextRings(threads);
   const texts = new TextRingReader(textRings);
-  const pool = new Piscina<ParseTask, WorkerAnalysis>({
-    filename, minThreads: threads, maxThreads: threads, idleTimeout: 60_000, atomics: 'disabled', concurrentTasksPerWorker: ANALYZER_CONCURRENCY,
+  // One pool a worker, so this side chooses which worker takes a page (SpareWorkers); each
+  // worker claims its own ring of the shared ones.
+  const pools = Array.from({ length: threads }, () => new Piscina<ParseTask, WorkerAnalysis>({
+    filename, minThreads: 1, maxThreads: 1, idleTimeout: 60_000, atomics: 'disabled', concurrentTasksPerWorker: ANALYZER_CONCURRENCY,
     workerData: { textRings },
-  });
+  }));
+  const choice = new SpareWorkers(threads);
+  let elu = performance.eventLoopUtilization();
+  const sampler = threads > 1 ? setInterval(() => {
+    const now = performance.eventLoopUtilization();
+    choice.observe(performance.eventLoopUtilization(now, elu).utilization);
+    elu = now;
+  }, SPARE_SAMPLE_MS) : null;
+  sampler?.unref();
   // Pages handed to the workers are copies: ANALYZER_CONCURRENCY pages of 50 KiB are 25 MiB,
   // but as many 2 MiB pages would be a GiB. Past this many bytes in the workers, pages wait
   // (in order) on this thread, where they are held anyway.
@@ -85,7 +148,8 @@ export function createParseAnalyzer(threads: number, userAgent: string): ParseAn
     // included. destroy() failed them, so a stopping crawl retried them and parsed them twice.
     close: async () => {
       while (waiting.size > 0) await Promise.allSettled([...waiting]);
-      await pool.close();
+      if (sampler) clearInterval(sampler);
+      await Promise.all(pools.map((p) => p.close()));
     },
   };
 
@@ -100,9 +164,15 @@ export function createParseAnalyzer(threads: number, userAgent: string): ParseAn
       return bytes as Buffer;
     };
     const sent = { ...page, body: own(page.body), record_gz: page.record_gz ? own(page.record_gz) : null };
-    const a = await pool.run({ page: sent, userAgent }, transferList.length ? { transferList } : undefined);
+    const worker = choice.take();
+    let a: WorkerAnalysis;
+    try {
+      a = await pools[worker].run({ page: sent, userAgent }, transferList.length ? { transferList } : undefined);
+    } finally {
+      choice.done(worker);
+    }
     const span = a.textSpan;
     if (!span) return a;
-    return { parsed: a.parsed, linkUrls: a.linkUrls, text: texts.view(span), releaseText: () => texts.release(span) };
+    return { parsed: a.parsed, linkUrls: a.linkUrls, feedUrls: a.feedUrls, text: texts.view(span), releaseText: () => texts.release(span) };
   }
 }

@@ -16,7 +16,7 @@ import { detectLanguage } from '../lib/html/language';
 import type { ChangeKind, ContentMsg, FetchedPageMsg, LinkMsg, ParsedPageMsg } from '../lib/messages';
 import { partitionForHost } from '../lib/partitioner';
 import { productToken } from '../lib/robots';
-import { simhashWithCount } from '../lib/simhash';
+import { SIMHASH_VERSION, simhashWithCount } from '../lib/simhash';
 import { hostOf, normalizeUrl } from '../lib/url-normalize';
 import type { WarcEntry, WarcPointer } from '../lib/warc/writer';
 import type { HandleResult, OutRecord, Stage, StageContext } from '../runtime/stage';
@@ -53,19 +53,21 @@ export interface ParseOptions {
  */
 export const ANALYZER_CONCURRENCY = 512;
 
-/** Fewer shingles than this make a fingerprint that says little: such pages get no SimHash. */
-export const MIN_SIMHASH_SHINGLES = 32;
+/**
+ * Fewer features than this make a fingerprint that says little: such pages get no SimHash. A
+ * feature is a word (with the one before it) or a character of a script without spaces, so
+ * about 16 words; version 1 counted 4-character shingles and asked for 32 (about 7 words).
+ */
+export const MIN_SIMHASH_SHINGLES = 16;
 
 export function changeOf(page: Pick<FetchedPageMsg, 'sha256' | 'prev_sha256'>): ChangeKind {
   if (!page.prev_sha256) return 'NEW';
   return page.prev_sha256 === page.sha256 ? 'UNCHANGED' : 'CHANGED';
 }
 
-/** The text's SimHash; `utf8`, when the caller has it, is the text's UTF-8 encoding (read instead of the string). */
-export function textSimhash(text: string, utf8?: Uint8Array): string | null {
-  // simhashWithCount = simhashOfFeatures(shingles(text)) without a string per shingle (the
-  // fingerprint was a third of parse's CPU); its count is the sum of the shingle weights.
-  const { simhash, shingles } = simhashWithCount(text, undefined, utf8);
+/** The text's SimHash (version SIMHASH_VERSION), or null when too few features voted. */
+export function textSimhash(text: string): string | null {
+  const { simhash, shingles } = simhashWithCount(text);
   return shingles >= MIN_SIMHASH_SHINGLES ? simhash : null;
 }
 
@@ -77,6 +79,8 @@ export interface PageAnalysis {
    * URLs cross the thread boundary instead of 25 objects that each repeat the page's URL.
    */
   linkUrls: string[];
+  /** Feeds the page names (lib/html/extract.ts `feeds`), left out of linkUrls: they go in priority class 1. Absent when none. */
+  feedUrls?: string[];
   /** The visible text; from the parse worker, its UTF-8 bytes (the text record's block). */
   text: string | Uint8Array;
   /**
@@ -87,10 +91,17 @@ export interface PageAnalysis {
   releaseText?: () => void;
 }
 
-/** The links a page gives to follow, one hop deeper than the page, at `priority` (null: unset). */
-export function pageLinks(page: Pick<FetchedPageMsg, 'url' | 'depth' | 'fetched_at'>, urls: readonly string[], priority: number | null): LinkMsg[] {
+/** The links a page gives to follow, one hop deeper than the page, at `priority` (null: unset) and, for feeds, a class. */
+export function pageLinks(page: Pick<FetchedPageMsg, 'url' | 'depth' | 'fetched_at'>, urls: readonly string[], priority: number | null, priorityClass?: 1): LinkMsg[] {
   const depth = page.depth + 1;
-  return urls.map((url) => ({ url, source_url: page.url, depth, discovered_at: page.fetched_at, is_seed: false, priority }));
+  const cls = priorityClass ? { priority_class: priorityClass } : {};
+  return urls.map((url) => ({ url, source_url: page.url, depth, discovered_at: page.fetched_at, is_seed: false, priority, ...cls }));
+}
+
+/** A page's links and feeds (priority class 1: the frontier polls what answers as a feed). */
+function followed(page: Pick<FetchedPageMsg, 'url' | 'depth' | 'fetched_at'>, a: Pick<PageAnalysis, 'linkUrls' | 'feedUrls'>, priority: number | null): LinkMsg[] {
+  const links = pageLinks(page, a.linkUrls, priority);
+  return a.feedUrls ? [...pageLinks(page, a.feedUrls, priority, 1), ...links] : links;
 }
 
 /** A string's UTF-8 bytes in an ArrayBuffer of their own (one that can be transferred). */
@@ -104,8 +115,7 @@ function ownUtf8(s: string): Uint8Array {
  * Pure: what one page says, before any comparison with other pages. With `textAsUtf8` (the parse
  * worker) the text comes back as its UTF-8 bytes: where the function given encodes them (the
  * worker's shared ring), or in an ArrayBuffer of their own, which the worker moves to the stage's
- * thread; SimHash reads those bytes rather than the string (a typed array reads faster than
- * charCodeAt; lib/simhash.ts).
+ * thread.
  */
 export function analyzePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'userAgent'>): PageAnalysis & { text: string };
 export function analyzePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'userAgent'> & { textAsUtf8: true | ((text: string) => Uint8Array | null) }): PageAnalysis & { text: Uint8Array };
@@ -113,10 +123,16 @@ export function analyzePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'user
   const { text: html } = decodeBody(fetchedBody(page), page.content_type);
   const ex = extract(html, page.final_url, { xRobotsTag: page.x_robots_tag, productToken: productToken(opts.userAgent) });
   const linkUrls: string[] = [];
+  let feedUrls: string[] | undefined;
   // Links of an unchanged page were already followed when it was new.
   const change = changeOf(page);
   if (change !== 'UNCHANGED' && !ex.metaRobots.nofollow) {
-    for (const l of ex.links) if (!l.nofollow) linkUrls.push(l.url);
+    const feeds = ex.feeds.length > 0 ? new Set(ex.feeds) : null;
+    for (const l of ex.links) {
+      if (l.nofollow) continue;
+      if (feeds?.has(l.url)) (feedUrls ??= []).push(l.url);
+      else linkUrls.push(l.url);
+    }
     if (ex.metaRefresh) linkUrls.push(ex.metaRefresh);
   }
   const canonical = ex.canonical ? normalizeUrl(ex.canonical) : null;
@@ -131,7 +147,8 @@ export function analyzePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'user
     fetched_at: page.fetched_at,
     change,
     sha256: page.sha256,
-    simhash64: change === 'UNCHANGED' ? null : textSimhash(ex.text, utf8),
+    simhash64: change === 'UNCHANGED' ? null : textSimhash(ex.text),
+    simhash_version: SIMHASH_VERSION,
     language: detectLanguage(ex.text, ex.lang),
     title: ex.title,
     text_length: ex.text.length,
@@ -143,7 +160,7 @@ export function analyzePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'user
     // The page's own importance, from its lease; handoff sends it to the indexer.
     priority: page.priority ?? null,
   };
-  return { parsed, linkUrls, text: utf8 ?? ex.text };
+  return { parsed, linkUrls, ...(feedUrls ? { feedUrls } : {}), text: utf8 ?? ex.text };
 }
 
 /**
@@ -158,7 +175,7 @@ function linkRecords(links: readonly LinkMsg[]): OutRecord[] {
 /** Pure, one page alone (no duplicate tables, no text record): links and crawl.parsed. */
 export function parsePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'userAgent'>): OutRecord[] {
   const a = analyzePage(page, opts);
-  return [...linkRecords(pageLinks(page, a.linkUrls, null)), { topic: 'parsed', key: page.host, host: page.host, value: a.parsed }];
+  return [...linkRecords(followed(page, a, null)), { topic: 'parsed', key: page.host, host: page.host, value: a.parsed }];
 }
 
 /** `f` on its first call only. */
@@ -197,11 +214,11 @@ export function parseStage(opts: ParseOptions): ParseStage {
     let release = a.releaseText;
     try {
       const d = dedup.decide(a.parsed, a.linkUrls.length, ctx.now());
-      const parsed: ParsedPageMsg = { ...a.parsed, near_duplicate_of: d.nearDuplicateOf };
+      const parsed: ParsedPageMsg = { ...a.parsed, change: d.change, fetched_at: d.fetchedAt, near_duplicate_of: d.nearDuplicateOf };
       if (d.kind) ctx.log.debug({ url: page.url, duplicate: d.kind, of: d.nearDuplicateOf }, 'duplicate: not handed off');
       if (d.trap) ctx.log.info({ host: page.host, field: d.trap.field, url: page.url }, 'trap rule from near-duplicates');
       const early = [
-        ...linkRecords(pageLinks(page, a.linkUrls, d.linkPriority)),
+        ...linkRecords(followed(page, a, d.linkPriority)),
         ...(d.content ? [contentRecord(d.content)] : []),
         ...(d.trap ? [trapRecord(d.trap)] : []),
       ];

@@ -9,6 +9,10 @@
  * period of time (for example, 30 days)" of being unreachable the crawler may stop): when a
  * refresh is unreachable and we hold a good copy fetched less than staleMaxMs ago, that copy
  * stays in force and the refresh is retried every retryMs; past staleMaxMs, disallow all.
+ *
+ * Answers outlive the process: the fetcher records each one in crawl.host-policy (field
+ * `robots`, with the body) and a fetcher that restarts or takes a host over seeds its cache
+ * from those rows (`seed`), so it does not fetch robots.txt again before the answer is 24 h old.
  */
 import { robotsFromFetch, type RobotsFromFetch, type RobotsFetchResult } from '../lib/robots';
 
@@ -21,6 +25,8 @@ export interface RobotsEntry extends RobotsFromFetch {
   fresh: boolean;
   /** True when the last refresh failed and an older good copy is in force (RFC 9309 §2.4). */
   stale: boolean;
+  /** What this call fetched, when the rules in force come from it (fresh and not stale): recorded for the next owner. */
+  answer?: RobotsFetchResult;
 }
 
 export interface RobotsCacheOptions {
@@ -53,6 +59,20 @@ export class RobotsCache {
     return p;
   }
 
+  /**
+   * An answer fetched earlier (by this process before a restart, or by another fetcher), taken
+   * while it is fresh: until fetchedAt + cacheMs, or + retryMs for an answer that says to try
+   * again later. An entry fetched later than it is kept. True when it was taken.
+   */
+  seed(origin: string, answer: RobotsFetchResult, fetchedAt: number): boolean {
+    const got = robotsFromFetch(answer);
+    const expiresAt = fetchedAt + (got.retryLater ? this.opts.retryMs : this.opts.cacheMs);
+    const had = this.entries.get(origin);
+    if (expiresAt <= this.now() || (had && had.fetchedAt >= fetchedAt)) return false;
+    this.put(origin, { ...got, fetchedAt, error: 'error' in answer ? answer.error : null, stale: false, expiresAt });
+    return true;
+  }
+
   /** The entry in force without fetching (for `crawl explain`), or undefined. */
   peek(origin: string): Omit<RobotsEntry, 'fresh'> | undefined {
     const hit = this.entries.get(origin);
@@ -72,10 +92,14 @@ export class RobotsCache {
       const ttl = got.retryLater ? this.opts.retryMs : this.opts.cacheMs;
       entry = { ...got, fetchedAt: t, error: 'error' in raw ? raw.error : null, stale: false, expiresAt: t + ttl };
     }
+    this.put(origin, entry);
+    return { ...strip(entry), fresh: true, ...(entry.stale ? {} : { answer: raw }) };
+  }
+
+  private put(origin: string, entry: Stored): void {
     if (this.entries.size >= this.opts.maxEntries && !this.entries.has(origin)) this.entries.delete(this.entries.keys().next().value!);
     this.entries.delete(origin); // re-insert at the end: oldest first for eviction
     this.entries.set(origin, entry);
-    return { ...strip(entry), fresh: true };
   }
 }
 

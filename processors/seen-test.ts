@@ -86,6 +86,8 @@ function candidateOf(url: string, host: string, link: LinkMsg): CandidateMsg {
   return {
     url, host, depth: link.depth, discovered_at: link.discovered_at, source_url: link.source_url,
     priority: link.priority ?? (link.is_seed ? SEED_PRIORITY : null), ...redirectField(link.redirects),
+    // A class only when the discoverer gave one (feeds): the frontier derives the rest.
+    ...(link.priority_class ? { priority_class: link.priority_class } : {}),
   };
 }
 

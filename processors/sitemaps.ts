@@ -8,6 +8,8 @@
  * robots-checked like a page. When the fetch stage gets a response that *is* a sitemap (its
  * root element is <urlset> or <sitemapindex>, whatever its URL), it stores it and sends its
  * entries to crawl.links: page URLs with their lastmod, child sitemaps of an index likewise.
+ * A news sitemap's entries (<news:news>) go in priority class 1, and the frontier polls the
+ * sitemap itself like a feed (processors/feeds.ts).
  */
 import { gunzipSync } from 'node:zlib';
 import type { LinkMsg } from '../lib/messages';
@@ -17,6 +19,8 @@ export interface SitemapEntry {
   loc: string;
   /** <lastmod> as epoch ms, or null when absent or unreadable. */
   lastmod: number | null;
+  /** A news-sitemap entry (it holds a <news:news> block): a recent article, fetched in priority class 1. */
+  news?: true;
 }
 
 export interface Sitemap {
@@ -59,6 +63,9 @@ function unescapeXml(s: string): string {
     .replace(/&amp;/g, '&');
 }
 
+/** A Google News sitemap block inside an entry: `<news:news>` (any prefix). */
+const NEWS = /<(?:[\w.-]+:)?news[\s>]/i;
+
 function tag(block: string, name: string): string | null {
   const m = new RegExp(`<(?:[\\w.-]+:)?${name}\\b[^>]*>([\\s\\S]*?)</(?:[\\w.-]+:)?${name}>`, 'i').exec(block);
   return m ? unescapeXml(m[1]) : null;
@@ -90,7 +97,7 @@ export function parseSitemap(xml: string, sitemapUrl: string, maxUrls = MAX_SITE
     if ((u.protocol !== 'http:' && u.protocol !== 'https:') || routingKey(u.hostname) !== domain) continue;
     const lm = tag(m[1], 'lastmod');
     const t = lm ? Date.parse(lm) : NaN;
-    entries.push({ loc: u.href, lastmod: Number.isNaN(t) ? null : t });
+    entries.push({ loc: u.href, lastmod: Number.isNaN(t) ? null : t, ...(NEWS.test(m[1]) ? { news: true as const } : {}) });
   }
   return { kind, entries };
 }
@@ -125,7 +132,14 @@ export function sitemapSeeds(origin: string, robotsSitemaps: readonly string[], 
  */
 export function sitemapLinks(sm: Sitemap, sitemapUrl: string, depth: number, now: number): LinkMsg[] {
   const d = sm.kind === 'urlset' ? depth + 1 : depth;
-  return sm.entries.map((e) => ({ url: e.loc, source_url: sitemapUrl, depth: d, discovered_at: now, is_seed: false, lastmod: e.lastmod }));
+  return sm.entries.map((e) => ({
+    url: e.loc, source_url: sitemapUrl, depth: d, discovered_at: now, is_seed: false, lastmod: e.lastmod, ...(e.news ? { priority_class: 1 } : {}),
+  }));
+}
+
+/** A news sitemap is polled like a feed (processors/frontier-feeds.ts): its news entries are its items. */
+export function newsEntries(sm: Sitemap): SitemapEntry[] {
+  return sm.kind === 'urlset' ? sm.entries.filter((e) => e.news) : [];
 }
 
 /** A 2xx response that is a sitemap, parsed; null for anything else. */

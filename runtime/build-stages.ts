@@ -57,7 +57,11 @@ export function buildStages(names: readonly StageName[], deps: StageDeps): Stage
       seenTestStage(deps.seen ?? new MemoryBloom(bloomParams(c.bloomExpectedUrls, c.bloomFalsePositiveRate, c.bloomMaxShardBytes)), {
         maxDepth: c.maxDepth, scope: deps.scope ?? new Set(), onReject, trapOptions: trapOptionsFrom(c),
       }),
-    frontier: () => frontierStage(c, { partitions: c.partitions, stateDir: deps.frontierStateDir ?? c.stateDir }),
+    frontier: () => {
+      const stage = frontierStage(c, { partitions: c.partitions, stateDir: deps.frontierStateDir ?? c.stateDir });
+      setMetricSources({ classes: () => stage.state.classStats(Date.now()), feeds: () => stage.state.feeds.size });
+      return stage;
+    },
     fetch: () => {
       const stage = fetchStage({ http: deps.http, archive: (e, onBuilt) => deps.warc.append(e, onBuilt), config: c, onOutcome });
       // Closing the fetch stage stores the open WARC file so waiting fetches are announced.

@@ -30,12 +30,19 @@ export interface EmbeddedRunnerOptions {
   holdWhile?: Readonly<Record<string, () => boolean>>;
   /** How often compacted topics are cleaned on disk (COMPACT_EVERY_MS). */
   compactMs?: number;
+  /** How long a stopping stage waits for the records it is running (10 s by default; see StageLoop.stop). */
+  stopWaitMs?: number;
 }
 
 /** How often a held stage looks again. */
 const HOLD_RECHECK_MS = 10;
 /** Records read from one partition before pump turns to the next. */
 const READ_CHUNK = 256;
+const DEFAULT_STOP_WAIT_MS = 10_000;
+
+async function until(done: () => boolean, deadline: number): Promise<void> {
+  while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+}
 
 class StageLoop {
   private readonly group: string;
@@ -45,6 +52,8 @@ class StageLoop {
   /** The input pump reads first: an index over inputs × partitions, topic-major. */
   private cursor = 0;
   private stopped = false;
+  /** Set when a stop gave up waiting: results that come in later are dropped (stop()). */
+  private letGo = false;
   private tickTimer: NodeJS.Timeout | null = null;
 
   constructor(
@@ -53,6 +62,7 @@ class StageLoop {
     private readonly ctx: StageContext,
     private readonly readAhead: number,
     private readonly retryDelayMs: number,
+    private readonly stopWaitMs: number,
     private readonly hold?: () => boolean,
   ) {
     this.group = `crawl.${stage.id}`;
@@ -169,14 +179,19 @@ class StageLoop {
       Promise.resolve()
         .then(() => this.stage.handleBatch!(recs, this.ctx))
         .then(async (outs) => {
+          if (this.letGo) return;
           this.log.append(outs);
           await this.stage.produced?.(outs);
           this.commit(recs[0].topic, recs[0].partition, Math.max(...tracked.map((t) => t.finish())));
           this.schedulePump();
         })
         .catch((err: unknown) => {
+          if (this.stopped) {
+            for (const t of tracked) t.abandon();
+            return;
+          }
           this.ctx.log.error({ err, topic: recs[0].topic, partition: recs[0].partition, offset: recs[0].offset }, 'batch handler failed; retrying');
-          if (!this.stopped) setTimeout(attempt, this.retryDelayMs).unref();
+          setTimeout(attempt, this.retryDelayMs).unref();
         });
     };
     attempt();
@@ -185,22 +200,26 @@ class StageLoop {
   private dispatch(rec: InRecord): void {
     const tracked = this.inflight.start(rec.topic, rec.partition, rec.offset);
     const attempt = (): void => {
-      this.dispatcher.run(rec, (early) => this.log.append(early)).then(
+      this.dispatcher.run(rec, (early) => {
+        if (!this.letGo) this.log.append(early);
+      }).then(
         async (outs) => {
+          if (this.letGo) return;
           this.log.append(outs);
           await this.stage.produced?.(outs);
           this.commit(rec.topic, rec.partition, tracked.finish());
           this.schedulePump();
         },
         (err: unknown) => {
-          if (err instanceof AbandonedError) {
-            // Stopped before it started: left uncommitted for the next run, nothing to wait for.
+          if (err instanceof AbandonedError || this.stopped) {
+            // Stopped before it started, or failed while stopping: left uncommitted for the next
+            // run, nothing to wait for.
             tracked.abandon();
             return;
           }
           // At-least-once: a failed record is retried; its offset stays uncommitted meanwhile.
           this.ctx.log.error({ err, topic: rec.topic, partition: rec.partition, offset: rec.offset }, 'handler failed; retrying');
-          if (!this.stopped) setTimeout(attempt, this.retryDelayMs).unref();
+          setTimeout(attempt, this.retryDelayMs).unref();
         },
       );
     };
@@ -214,25 +233,59 @@ class StageLoop {
 
   /** Nothing to read, nothing running, and the stage itself has no waiting work. */
   idle(): boolean {
-    if (this.inflight.running > 0) return false;
-    for (const topic of this.stage.inputs) {
-      for (let p = 0; p < this.log.partitions; p++) {
-        if (this.position.get(`${topic}/${p}`)! < this.log.endOffset(topic, p)) return false;
-      }
-    }
+    if (this.inflight.running > 0 || this.hasUnread()) return false;
     return (this.stage as { idle?: () => boolean }).idle?.() ?? true;
   }
 
+  /** Records whose handler has not returned yet (a batch stage's are running until they finish). */
+  private handling(): number {
+    return this.stage.handleBatch ? this.inflight.running : this.dispatcher.busy;
+  }
+
+  /**
+   * Nothing it can start: no handler running, no record waiting for a slot, and nothing to read
+   * or no room to read it. Whatever it has in flight waits on its pending emits (a buffered
+   * WARC file): only storing that buffer moves it on.
+   */
+  stalled(): boolean {
+    if (this.handling() > 0 || this.dispatcher.waiting > 0) return false;
+    return this.inflight.running >= this.readAhead || !this.hasUnread();
+  }
+
+  private hasUnread(): boolean {
+    for (const topic of this.stage.inputs) {
+      for (let p = 0; p < this.log.partitions; p++) {
+        if (this.position.get(`${topic}/${p}`)! < this.log.endOffset(topic, p)) return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Stop: records not started are abandoned; records running finish, append and commit. close()
+   * (which stores the stage's buffered WARC file) comes only once every handler has returned, or
+   * stopWaitMs has passed: a handler still running (a fetch reading its response, a page in the
+   * parse workers) adds its record to the buffer after close() stored it, into a file nothing
+   * would store before its age limit, and the stop used to wait for it in vain. Then the records
+   * waiting on what close() stored finish, within stopWaitMs again. Whatever is still running is
+   * let go: its late result is neither appended nor committed, so the next reader of the group
+   * (the drain after a stop, the next run) handles it once, as after a crash.
+   */
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.tickTimer) clearInterval(this.tickTimer);
     if (this.holdTimer) clearTimeout(this.holdTimer);
     await this.ticking;
     this.dispatcher.abandonWaiting();
-    // Let pending handlers (e.g. fetches waiting for their WARC file) finish and append.
+    await until(() => this.handling() === 0, Date.now() + this.stopWaitMs);
+    // Handlers that have not returned by now get no more time.
+    const stuck = this.handling();
     await this.stage.close?.();
-    const deadline = Date.now() + 10_000;
-    while (this.inflight.running > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await until(() => this.inflight.running <= stuck, Date.now() + this.stopWaitMs);
+    if (this.inflight.running > 0) {
+      this.letGo = true;
+      this.ctx.log.warn({ records: this.inflight.running }, 'stopped with records unfinished: left uncommitted for the next run');
+    }
   }
 }
 
@@ -259,12 +312,24 @@ export class EmbeddedRunner {
   ) {
     this.loops = stages.map(
       (s) =>
-        new StageLoop(s, log, { now: Date.now, log: logger.child({ stage: s.id }) }, opts.readAhead ?? 2048, opts.retryDelayMs ?? 1000, opts.holdWhile?.[s.id]),
+        new StageLoop(
+          s, log, { now: Date.now, log: logger.child({ stage: s.id }) },
+          opts.readAhead ?? 2048, opts.retryDelayMs ?? 1000, opts.stopWaitMs ?? DEFAULT_STOP_WAIT_MS, opts.holdWhile?.[s.id],
+        ),
     );
   }
 
-  /** Restore every stage's state (a frontier's store first), then start consuming. */
-  async start(): Promise<void> {
+  private starting: Promise<void> | null = null;
+
+  /**
+   * Restore every stage's state (a frontier's store first), then start consuming. A stop() called
+   * before this settles waits for it.
+   */
+  start(): Promise<void> {
+    return (this.starting ??= this.begin());
+  }
+
+  private async begin(): Promise<void> {
     for (const l of this.loops) await l.start();
     this.log.on('append', this.onAppend);
     this.checkpointTimer = setInterval(() => this.log.checkpoint(), this.opts.checkpointMs ?? DEFAULT_CHECKPOINT_MS);
@@ -277,7 +342,13 @@ export class EmbeddedRunner {
     return this.loops.every((l) => l.idle());
   }
 
+  /** Every stage stalled (StageLoop.stalled): what is in flight waits only on buffered files. */
+  stalled(): boolean {
+    return this.loops.every((l) => l.stalled());
+  }
+
   async stop(): Promise<void> {
+    await this.starting?.catch(() => undefined);
     if (this.checkpointTimer) clearInterval(this.checkpointTimer);
     if (this.compactTimer) clearInterval(this.compactTimer);
     await this.log.compacting;

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { createProducer, produce, readTable, runGroup, type ConsumedRecord, type RawRecord, type Kafka } from '../connectors/kafka';
+import { createProducer, GROUP_TIMING, produce, readTable, runGroup, type ConsumedRecord, type GroupTiming, type RawRecord, type Kafka } from '../connectors/kafka';
 import type { AvroRegistry } from '../connectors/registry';
 import { avroType } from '../lib/avro';
 import { partitionForHost } from '../lib/partitioner';
@@ -14,8 +14,14 @@ import { topics, type TopicId } from '../topologies/crawl';
 import { AbandonedError, Dispatcher, type InRecord, type OutRecord, type Stage, type StageContext } from './stage';
 import { InflightOffsets } from './inflight-offsets';
 import { kafkaChangelog } from './kafka-changelog';
+import { Deadline } from './shutdown';
 
 export interface KafkaRuntime {
+  /**
+   * Long-running processes give one whose connections retry without end (connectKafka
+   * retryForever): their producers and consumers wait out an outage instead of failing records
+   * or restarting their group membership.
+   */
   kafka: Kafka;
   registry: AvroRegistry;
   /** Schema ids by topic, from `registerSchemas`. */
@@ -23,10 +29,20 @@ export interface KafkaRuntime {
   prefix: string;
   partitions: number;
   log: Logger;
+  /** Group session and heartbeat (connectors/kafka.ts GROUP_TIMING if absent). */
+  timing?: GroupTiming;
 }
 
+/** How long a stage's stop waits at most when not given a deadline. */
+export const STAGE_STOP_MS = 15_000;
+
 export interface RunningStage {
-  stop(): Promise<void>;
+  /**
+   * Store, produce and commit what can be within `deadline`, then leave: each step waits only
+   * for the time left (runtime/shutdown.ts), so a broker that is down or hung costs the bound,
+   * not a hang. `complete` is false when a step was cut short.
+   */
+  stop(deadline?: Deadline): Promise<{ complete: boolean }>;
 }
 
 const topicIdByName = (prefix: string): Map<string, TopicId> =>
@@ -63,6 +79,8 @@ const MAX_HOLD_MS = 5000;
 export interface KafkaStageOptions {
   /** While this says so, a new batch waits (bounded by MAX_HOLD_MS) before starting its records. */
   holdWhile?: () => boolean;
+  /** The stage's consumer stopped for good (kafkajs does not restart it after this error). */
+  onFatal?: (err: unknown) => void;
 }
 
 /**
@@ -79,17 +97,34 @@ class PipelinedStage {
   private readonly waiters: Array<() => void> = [];
   private stopped = false;
   /** Partitions this member owns; a failed record of another one is left to its new owner. */
-  owned: ReadonlySet<number> | null = null;
+  private ownedNow: ReadonlySet<number> | null = null;
 
   constructor(private readonly stage: Stage, private readonly ctx: StageContext, private readonly send: (outs: readonly OutRecord[]) => Promise<void>) {
     this.dispatcher = new Dispatcher(stage, ctx);
+  }
+
+  get owned(): ReadonlySet<number> | null {
+    return this.ownedNow;
+  }
+
+  /** The partitions owned after a rebalance; what is known of lost ones is dropped. */
+  set owned(next: ReadonlySet<number> | null) {
+    for (const p of this.ownedNow ?? []) {
+      if (!next?.has(p)) for (const topic of this.stage.inputs) this.inflight.forget(topic, p);
+    }
+    this.ownedNow = next;
   }
 
   /** Start every record; resolves when each handler has returned (or failed) and room is left. */
   async runBatch(recs: readonly InRecord[], commit: (next: number) => void, holdWhile?: () => boolean): Promise<void> {
     const holdUntil = Date.now() + MAX_HOLD_MS;
     while (holdWhile?.() && !this.stopped && Date.now() < holdUntil) await new Promise((r) => setTimeout(r, 50));
-    const handled = recs.map((rec) => this.start(rec, commit));
+    // Read again after a rebalance from a commit behind what this process did: run only what is new.
+    const fresh = recs.filter((r) => !this.inflight.has(r.topic, r.partition, r.offset));
+    if (fresh.length < recs.length) {
+      this.ctx.log.debug({ partition: recs[0]!.partition, records: recs.length - fresh.length }, 'records read again and already run here: skipped');
+    }
+    const handled = fresh.map((rec) => this.start(rec, commit));
     await Promise.all(handled);
     while (this.inflight.running > MAX_OUTSTANDING && !this.stopped) await new Promise<void>((r) => this.waiters.push(r));
   }
@@ -195,7 +230,7 @@ export async function runStageOnKafka(stage: Stage, rt: KafkaRuntime, opts: Kafk
     }
   };
 
-  const { consumer, commits } = await runGroup(rt.kafka, `${rt.prefix}crawl.${stage.id}`, stage.inputs.map((t) => rt.prefix + topics[t].name), {
+  const member = await runGroup(rt.kafka, `${rt.prefix}crawl.${stage.id}`, stage.inputs.map((t) => rt.prefix + topics[t].name), {
     onAssign(partitions) {
       const next = new Set(partitions);
       const gained = partitions.filter((p) => !owned.has(p));
@@ -208,27 +243,30 @@ export async function runStageOnKafka(stage: Stage, rt: KafkaRuntime, opts: Kafk
         restoring = restoring.then(() => restoreUntilDone(gained)).then(() => stage.assigned?.([...owned]));
       } else stage.assigned?.([...owned]);
     },
-    async onBatch(records, heartbeat, commit) {
-      // Heartbeats go on while a restore runs (a store rebuilt from its changelog takes minutes).
-      const beat = setInterval(() => heartbeat().catch(() => undefined), 3000);
-      try {
-        await restoring;
-        const recs = await decodeRecords(rt, records, ids);
-        if (stage.handleBatch) {
-          const outs = await stage.handleBatch(recs, ctx);
-          await send(outs);
-          await stage.produced?.(outs);
-          commit(recs[recs.length - 1]!.offset + 1);
-        } else {
-          // Returns once every handler has run; results still waiting (a WARC file to be
-          // stored) finish in the background and commit as they do, in offset order.
-          await pipeline.runBatch(recs, commit, opts.holdWhile);
-        }
-      } finally {
-        clearInterval(beat);
+    async onBatch(records, commit) {
+      // The member heartbeats while a batch runs (connectors/kafka.ts runGroup), also while it
+      // waits here for a restore (a store rebuilt from its changelog takes minutes).
+      await restoring;
+      const recs = await decodeRecords(rt, records, ids);
+      if (stage.handleBatch) {
+        const outs = await stage.handleBatch(recs, ctx);
+        await send(outs);
+        await stage.produced?.(outs);
+        commit(recs[recs.length - 1]!.offset + 1);
+      } else {
+        // Returns once every handler has run; results still waiting (a WARC file to be
+        // stored) finish in the background and commit as they do, in offset order.
+        await pipeline.runBatch(recs, commit, opts.holdWhile);
       }
     },
-  }, (err) => log.debug({ err }, 'offset commit refused (partition moved)'));
+    onFatal(err) {
+      log.error({ err }, 'consumer stopped for good');
+      opts.onFatal?.(err);
+    },
+    onRejoin(err) {
+      log.warn({ err: err instanceof Error ? err.message : String(err) }, 'consumer given up by kafkajs in an outage: joining again');
+    },
+  }, (err) => log.debug({ err }, 'offset commit refused (partition moved)'), rt.timing ?? GROUP_TIMING);
 
   const globals = await Promise.all((stage.globalTables ?? []).map((topic) => followGlobal(rt, stage, topic)));
 
@@ -245,17 +283,22 @@ export async function runStageOnKafka(stage: Stage, rt: KafkaRuntime, opts: Kafk
     : null;
 
   return {
-    async stop() {
+    async stop(deadline = Deadline.in(STAGE_STOP_MS)) {
       if (timer) clearInterval(timer);
       pipeline.stop();
-      await stage.close?.();
-      // Results that waited on what close() flushed are produced and committed before leaving.
-      const left = await pipeline.drained(10_000);
-      if (left > 0) log.warn({ records: left }, 'stopped with records unfinished: left uncommitted for the next owner');
-      await commits.flush();
-      await consumer.disconnect();
-      for (const g of globals) await g.stop();
-      await producer.disconnect();
+      // Each step keeps some of the bound for those after it: storing the open WARC file
+      // (results wait on it), producing those results, committing, leaving.
+      let complete = await deadline.step('store open files', () => stage.close?.() ?? Promise.resolve(), log, 3000);
+      const left = await pipeline.drained(deadline.left(2000));
+      if (left > 0) {
+        complete = false;
+        log.warn({ records: left }, 'stopped with records unfinished: left uncommitted for the next owner');
+      }
+      complete = (await deadline.step('commit', () => member.commits.flush(), log, 1000)) && complete;
+      complete = (await deadline.step('leave group', () => member.disconnect(), log, 500)) && complete;
+      for (const g of globals) complete = (await deadline.step('leave table feed', () => g.stop(), log, 250)) && complete;
+      complete = (await deadline.step('producer', () => producer.disconnect(), log)) && complete;
+      return { complete };
     },
   };
 }
@@ -283,6 +326,7 @@ async function followGlobal(rt: KafkaRuntime, stage: Stage, topic: TopicId): Pro
       await admin.connect();
       await admin.deleteGroups([groupId]).catch(() => undefined);
       await admin.disconnect();
+      return { complete: true };
     },
   };
 }

@@ -154,8 +154,14 @@ export class Dispatcher {
     for (const w of this.waiters.splice(0)) w(false);
   }
 
+  /** Records running in the handler (a `pending` no longer counts). */
   get busy(): number {
     return this.inflight;
+  }
+
+  /** Records waiting for a slot. */
+  get waiting(): number {
+    return this.waiters.length;
   }
 
   get hasFreeSlot(): boolean {

@@ -5,11 +5,14 @@
 #   Redis (Debian redis-server)                 127.0.0.1:16379
 #   S3Proxy (filesystem-nio2, bucket "crawl")   127.0.0.1:18080
 #
-# Usage: stack/stack.sh install|up|down|status|env|browser
+# Usage: stack/stack.sh install|up|down|stop|restart|status|env|browser
 #   install  download everything (apt + Maven Central) without starting anything
 #   browser  install Debian's chromium if it is missing (the status-page test drives it)
 #   up       start what is not already healthy, wait for health (idempotent)
 #   down     stop only what this script started, remove those services' data
+#   stop     stop only what this script started, keep their data (a later `up` resumes it)
+#   restart  stop then up, keeping data: e.g. CRAWL_STACK_SERVICES=kafka ... restart bounces
+#            just the broker (its topics, offsets and groups survive), waiting for health
 #   status   one line per service: up/down, port, pid
 #   env      shell `export` lines describing the stack
 #
@@ -429,7 +432,7 @@ stop_pid() { # stop_pid SERVICE PID
   sleep 0.5
 }
 
-cmd_down() {
+cmd_down() { # cmd_down [keep]: with "keep", the services' data stays for the next `up`
   with_lock
   local s pid
   for s in $SERVICES; do
@@ -438,7 +441,7 @@ cmd_down() {
       log "stopping $s (pid $pid)"
       stop_pid "$s" "$pid"
       rm -f "$(pidfile_of "$s")"
-      rm -rf "${DATA_DIR:?}/$s"
+      if [ "${1:-}" != keep ]; then rm -rf "${DATA_DIR:?}/$s"; fi
     else
       rm -f "$(pidfile_of "$s")"
       if healthy "$s"; then log "$s is up on port $(port_of "$s") but was not started by this script: left alone"
@@ -479,8 +482,12 @@ case "${1:-}" in
   install) cmd_install ;;
   up) cmd_up ;;
   down) cmd_down ;;
+  stop) cmd_down keep ;;
+  # Each verb takes the lock itself; the flock is on a descriptor of this shell, so release it
+  # between the two (a subshell each).
+  restart) (cmd_down keep) && (cmd_up) ;;
   status) cmd_status ;;
   env) cmd_env ;;
   browser) cmd_browser ;;
-  *) echo "usage: $0 install|up|down|status|env|browser" >&2; exit 2 ;;
+  *) echo "usage: $0 install|up|down|stop|restart|status|env|browser" >&2; exit 2 ;;
 esac

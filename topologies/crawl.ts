@@ -87,6 +87,12 @@ export const topics = {
     name: 'crawl.content', key: 'url', valueSchema: 'crawl.Content.v1',
     cleanupPolicy: 'compact', retentionMs: -1, maxMessageBytes: 1 * MIB, encoding: 'avro-registry', compression: 'lz4',
   },
+  feeds: {
+    // The feeds the frontier polls (processors/frontier-feeds.ts), key = the feed's URL; owned,
+    // like crawl.urls, by the frontier partition of the feed's host, and replayed on restart.
+    name: 'crawl.feeds', key: 'url', valueSchema: 'crawl.FeedState.v1',
+    cleanupPolicy: 'compact', retentionMs: -1, maxMessageBytes: 1 * MIB, encoding: 'avro-registry', compression: 'lz4',
+  },
   optout: {
     // Key `subject`: one record per host or registered domain (rows of the first version, keyed
     // `subject|purpose`, are still read: lib/optout-registry.ts).

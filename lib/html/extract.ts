@@ -37,6 +37,8 @@ export interface Extracted {
   metaRobots: { noindex: boolean; nofollow: boolean };
   /** The resolved target URL of <meta http-equiv=refresh> (the delay is not kept), or null. */
   metaRefresh: string | null;
+  /** Feeds the page names (<link rel=alternate type=application/rss+xml|atom+xml>), resolved, at most MAX_FEEDS; also in links. */
+  feeds: string[];
   /** The label as written in <meta charset> / http-equiv Content-Type, lower-cased; not validated. */
   metaCharset: string | null;
   lang: string | null;
@@ -70,6 +72,10 @@ const SKIP_SCHEME = /^[\s\0-\x1f]*(?:javascript|mailto|tel|data):/i;
 const encoder = new TextEncoder();
 
 interface RawLink { href: string; nofollow: boolean; rel: string | null; source: ExtractedLink['source'] }
+
+/** Feeds kept from one page: a site's feed and its comments feed come first; a post's own comments feed rarely matters. */
+export const MAX_FEEDS = 4;
+const FEED_TYPES = new Set(['application/rss+xml', 'application/atom+xml']);
 
 function attr(t: StartTag, name: string): string | null {
   for (const a of t.attrs) if (a.name === name) return a.value;
@@ -125,6 +131,7 @@ function tryUrl(href: string, base?: string | URL): URL | null {
 class Collector {
   title: string | null = null; lang: string | null = null; baseRaw: string | null = null;
   canonicalRaw: string | null = null; refreshRaw: string | null = null; metaCharset: string | null = null;
+  readonly feedsRaw: string[] = [];
   robots = { noindex: false, nofollow: false };
   raw = new Map<string, RawLink>();
   parts: string[] = [];
@@ -232,6 +239,9 @@ class Collector {
     const wanted = tokens.some((r) => r === 'next' || r === 'prev' || r === 'previous' || r === 'alternate');
     if (wanted && !tokens.some((r) => r === 'stylesheet' || r === 'icon')) {
       this.addLink(href, tokens.includes('nofollow'), rel, 'link');
+      const type = attr(t, 'type');
+      const feed = type !== null && tokens.includes('alternate') && FEED_TYPES.has(type.trim().toLowerCase());
+      if (feed && this.feedsRaw.length < MAX_FEEDS && !this.feedsRaw.includes(href.trim())) this.feedsRaw.push(href.trim());
     }
   }
 
@@ -377,6 +387,7 @@ export function extract(html: string, pageUrl: string, opts: ExtractOptions = {}
     baseHref,
     metaRobots: robots,
     metaRefresh: c.refreshRaw === null ? null : resolve(c.refreshRaw),
+    feeds: [...new Set(c.feedsRaw.map(resolve).filter((u): u is string => u !== null))],
     metaCharset: c.metaCharset,
     lang: c.lang,
   };

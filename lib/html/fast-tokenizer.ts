@@ -74,11 +74,16 @@ function consumeRun(t: TokenizerInternals, cp: number, stop1: number, stop2: num
   if (html.charCodeAt(start) !== cp) return false; // CR normalised to LF, or anything else unusual
   const end = runEnd(html, start + 1, run);
   if (end === start + 1) return false;
-  append(t, html.slice(start, end));
-  // The next _consume() reads html[end]; the run held no CR, LF or surrogate, so the
-  // preprocessor's line and gap bookkeeping has nothing to record for it.
+  // The position moves past the run before the run is appended: appending can emit the pending
+  // character token of another kind, and parse5 then drops the input read so far (once past its
+  // 64 KiB waterline: html = html.substring(pos), pos = 0). Moved afterwards, by offsets into the
+  // string as it was, the position jumped as far past the run as was dropped, and the tokenizer
+  // skipped that much of the page (cnet.html lost its body). The next _consume() reads the
+  // character after the run; the run held no CR, LF or surrogate, so the preprocessor's line and
+  // gap bookkeeping has nothing to record for it.
   t.consumedAfterSnapshot += end - 1 - start;
   pre.pos = end - 1;
+  append(t, html.slice(start, end));
   return true;
 }
 

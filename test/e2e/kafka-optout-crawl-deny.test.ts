@@ -16,6 +16,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { distinctWords, FixtureWeb, page } from '../fixtures/web';
+import { cliAsync } from '../support/kafka-stack';
 
 const CLI = join(__dirname, '..', '..', 'bin', 'crawl.js');
 const prefix = `e2e-optout-deny-${randomBytes(4).toString('hex')}.`;
@@ -39,18 +40,7 @@ function site(ip: string, n: number): Record<string, string> {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** Runs the CLI without blocking this process's event loop (the fixture servers live here). */
-function cli(args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [CLI, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    p.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    p.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-    p.once('error', reject);
-    p.once('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`crawl ${args.join(' ')} exited ${code}: ${err}`))));
-  });
-}
+const cli = (args: string[]): Promise<string> => cliAsync(args, env);
 
 describe('opt-out from crawling, Kafka mode', () => {
   let web: FixtureWeb;

@@ -74,7 +74,7 @@ describe('crawl.handoff.v3 schema evolution (real registry)', () => {
 
     const event: HandoffEvent = {
       event_id: eventId('http://127.0.7.9/evolved', 1_700_000_000_000), url: 'http://127.0.7.9/evolved', canonical_url: null,
-      fetched_at: 1_700_000_000_000, change: 'NEW', simhash64: '0123456789abcdef', language: 'en', importance: null,
+      fetched_at: 1_700_000_000_000, change: 'NEW', simhash64: '0123456789abcdef', simhash_version: 2, language: 'en', importance: null,
       usage: { search_index: true, ai_training: false }, usage_registry_version: 3, warc: { uri: ptr.uri, offset: ptr.offset, length: ptr.length }, text: null,
     };
     // The runtime's own encoder gives the library's bytes for the schema registered under the id.
@@ -121,20 +121,37 @@ describe('crawl.handoff.v3 schema evolution (real registry)', () => {
     await expect(registry.register(subject, changed, 'BACKWARD')).rejects.toBeInstanceOf(IncompatibleSchemaError);
   });
 
-  test.each([
-    ['crawl.Link.v1', 'more_urls'],
-    ['crawl.Candidate.v1', 'more_urls'],
-    ['crawl.FetchedPage.v1', 'record_gz'],
-    ['crawl.HostPolicy.v1', 'expires_at'],
-  ])('%s with %s is a BACKWARD change from its first version', async (name, added) => {
-    const internal = subjectFor(`${prefix}${name}`);
-    const first = schemaBefore(loadSchema(name), 2);
+  test.each<[string, string, number]>([
+    ['crawl.Link.v1', 'more_urls', 2],
+    ['crawl.Candidate.v1', 'more_urls', 2],
+    ['crawl.FetchedPage.v1', 'record_gz', 2],
+    ['crawl.ParsedPage.v1', 'simhash_version', 2],
+    ['crawl.Content.v1', 'simhash_version', 2],
+    ['crawl.handoff.v3', 'simhash_version', 2],
+    ['crawl.HostPolicy.v1', 'expires_at', 2],
+    // robots.txt answers kept across restarts (issue #37).
+    ['crawl.HostPolicy.v1', 'robots_body', 3],
+    // Priority classes and feeds (issue #39): every version before registered first, then the current one.
+    ['crawl.Link.v1', 'priority_class', 3],
+    ['crawl.Candidate.v1', 'priority_class', 3],
+    ['crawl.UrlState.v1', 'priority_class', 2],
+    ['crawl.FetchRequest.v1', 'priority_class', 2],
+    ['crawl.FetchStatus.v1', 'feed_items', 2],
+  ])('%s with %s is a BACKWARD change from the version before (kcrawl.since %i)', async (name, added, since) => {
+    const internal = subjectFor(`${prefix}${name}.${added}`);
     const fieldNames = (schema: object): string[] => (schema as AvroRecordSchema).fields.map((f) => String(f.name));
-    expect(fieldNames(first)).not.toContain(added);
+    for (let v = 2; v <= since; v++) {
+      const before = schemaBefore(loadSchema(name), v);
+      if (v === since) expect(fieldNames(before)).not.toContain(added);
+      await registry.register(internal, before, 'BACKWARD');
+    }
     expect(fieldNames(loadSchema(name))).toContain(added);
-    await registry.register(internal, first, 'BACKWARD');
     expect(await registry.isCompatible(internal, loadSchema(name))).toBe(true);
     await registry.register(internal, loadSchema(name), 'BACKWARD');
+    // Every added field has a default and a doc (what BACKWARD needs, and what a reader needs).
+    for (const f of (loadSchema(name) as AvroRecordSchema).fields) {
+      if (f['kcrawl.since'] !== undefined) expect([f.name, 'default' in f, typeof f.doc]).toEqual([f.name, true, 'string']);
+    }
   });
 
   test('crawl.OptOut.v2 (the design shape) is a BACKWARD change from crawl.OptOut.v1, and v1 rows read on through it', async () => {

@@ -8,6 +8,8 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { connect as netConnect, type Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { Kafka, logLevel, type Consumer } from 'kafkajs';
@@ -31,6 +33,19 @@ export function cliSync(args: string[], env: NodeJS.ProcessEnv): string {
   const r = spawnSync(process.execPath, [CLI, ...args], { env, encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`crawl ${args.join(' ')} failed: ${r.stderr}`);
   return r.stdout;
+}
+
+/** Runs the CLI without blocking this process's event loop (where the fixture servers live); rejects on a non-zero exit. */
+export function cliAsync(args: string[], env: NodeJS.ProcessEnv): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, [CLI, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    p.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    p.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    p.once('error', reject);
+    p.once('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`crawl ${args.join(' ')} exited ${code}: ${err.slice(-2000)}`))));
+  });
 }
 
 /** A `crawl process …` child; its stderr (JSON log lines) is kept. */
@@ -122,18 +137,40 @@ export function parseCdxj(text: string): CdxjEntry[] {
 /** Reads crawl.handoff.v3 from the beginning, as an indexer would. */
 export class HandoffReader {
   readonly events: HandoffEvent[] = [];
+  /** When each event was read (Date.now()), by index. */
+  readonly readAt: number[] = [];
   private readonly consumer: Consumer;
+  private readonly sockets = new Set<Socket>();
 
-  constructor(private readonly prefix: string) {
-    const kafka = new Kafka({ clientId: 'e2e-indexer', brokers: process.env.CRAWL_KAFKA_BROKERS!.split(','), logLevel: logLevel.NOTHING });
-    this.consumer = kafka.consumer({ groupId: `${prefix}indexer` });
+  constructor(private readonly prefix: string, brokers = process.env.CRAWL_KAFKA_BROKERS!) {
+    // Retries a second apart at most and without end: after a broker restart the reader is back
+    // as soon as it is, without a crash and restart of its consumer.
+    const kafka = new Kafka({
+      clientId: 'e2e-indexer', brokers: brokers.split(','), logLevel: logLevel.NOTHING,
+      retry: { initialRetryTime: 200, maxRetryTime: 1000, retries: Number.MAX_SAFE_INTEGER },
+      // kafkajs's own connect, with the sockets kept: after a broker restart kafkajs leaves its
+      // group coordinator's connection open after disconnect() (docs/faults.md); stop() ends it.
+      socketFactory: ({ host, port, ssl, onConnect }) => {
+        const s = ssl ? tlsConnect({ host, port, ...ssl }, onConnect) : netConnect({ host, port }, onConnect);
+        this.sockets.add(s);
+        s.once('close', () => this.sockets.delete(s));
+        return s;
+      },
+    });
+    // A short session: a reader that lost its membership in a broker restart is back in seconds.
+    this.consumer = kafka.consumer({ groupId: `${prefix}indexer`, sessionTimeout: 6000, heartbeatInterval: 1000, retry: { retries: Number.MAX_SAFE_INTEGER } });
   }
 
   async start(): Promise<void> {
     const registry = new SchemaRegistry({ host: process.env.CRAWL_REGISTRY_URL! });
     await this.consumer.connect();
     await this.consumer.subscribe({ topic: `${this.prefix}crawl.handoff.v3`, fromBeginning: true });
-    await this.consumer.run({ eachMessage: async ({ message }) => void this.events.push((await registry.decode(message.value!)) as HandoffEvent) });
+    await this.consumer.run({
+      eachMessage: async ({ message }) => {
+        this.events.push((await registry.decode(message.value!)) as HandoffEvent);
+        this.readAt.push(Date.now());
+      },
+    });
   }
 
   urls(): Set<string> {
@@ -142,5 +179,6 @@ export class HandoffReader {
 
   async stop(): Promise<void> {
     await this.consumer.disconnect();
+    for (const s of this.sockets) s.destroy();
   }
 }

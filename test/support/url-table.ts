@@ -10,6 +10,9 @@ import type { UrlStateMsg } from '../../lib/messages';
 const HAS_PRIORITY = 1;
 const PRIORITY_NULL = 2;
 const HAS_REDIRECTS = 4;
+/** Bits 3-4: the priority class (1-3), 0 when the row has none. */
+const CLASS_SHIFT = 3;
+const CLASS_MASK = 3 << CLASS_SHIFT;
 
 /** The keys a fresh QUEUED row has besides the optional `redirects` and `priority`. */
 const BASE_KEYS = 19;
@@ -27,9 +30,10 @@ function isPlainQueued(row: UrlStateMsg): boolean {
   // Exactly the known keys: a row carrying anything else is kept whole.
   let keys = 0;
   for (const k in row) if (Object.prototype.hasOwnProperty.call(row, k)) keys++;
-  const optional = ('redirects' in row ? 1 : 0) + ('priority' in row ? 1 : 0);
+  const optional = ('redirects' in row ? 1 : 0) + ('priority' in row ? 1 : 0) + ('priority_class' in row ? 1 : 0);
   if (keys !== BASE_KEYS + optional) return false;
   if ('redirects' in row && (typeof row.redirects !== 'number' || !Number.isInteger(row.redirects))) return false;
+  if ('priority_class' in row && row.priority_class !== 1 && row.priority_class !== 2 && row.priority_class !== 3) return false;
   return !('priority' in row) || row.priority === null || typeof row.priority === 'number';
 }
 
@@ -135,6 +139,7 @@ export class UrlTable {
       flags |= HAS_REDIRECTS;
       c.redirects[id] = row.redirects!;
     }
+    if ('priority_class' in row) flags |= row.priority_class! << CLASS_SHIFT;
     c.flags[id] = flags;
     if (old !== id) this.rows.set(row.url, id);
   }
@@ -174,6 +179,7 @@ export class UrlTable {
     const flags = c.flags[id];
     if (flags & HAS_REDIRECTS) row.redirects = c.redirects[id];
     if (flags & HAS_PRIORITY) row.priority = flags & PRIORITY_NULL ? null : c.priority[id];
+    if (flags & CLASS_MASK) row.priority_class = (flags & CLASS_MASK) >> CLASS_SHIFT;
     return row;
   }
 }

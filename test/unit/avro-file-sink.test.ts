@@ -11,7 +11,7 @@ const SCHEMA = 'crawl.handoff.v3';
 function event(i: number): HandoffEvent {
   return {
     event_id: `id-${i}`, url: `http://a.test/${i}`, canonical_url: i % 2 ? null : `http://a.test/c${i}`, fetched_at: 1_700_000_000_000 + i,
-    change: i % 3 ? 'NEW' : 'CHANGED', simhash64: null, language: 'en', importance: null,
+    change: i % 3 ? 'NEW' : 'CHANGED', simhash64: null, simhash_version: 2, language: 'en', importance: null,
     usage: { search_index: true, ai_training: i % 2 === 0 }, usage_registry_version: 0,
     warc: { uri: 'file:///x.warc.gz', offset: i * 100, length: 100 }, text: null,
   };

@@ -179,6 +179,10 @@ describe('bench flags', () => {
     expect(() => parseBenchArgs(['--hosts', '0'])).toThrow(/--hosts/);
     expect(() => parseBenchArgs(['--fast'])).toThrow(/unknown flag --fast\n.*--warmup S/s);
     expect(parseBenchArgs([]).warmupSecs).toBe(15);
+    // Real pages unless the lorem-ipsum micro-benchmark is asked for by name.
+    expect(parseBenchArgs([])).toMatchObject({ web: 'real', stageHosts: 64 });
+    expect(parseBenchArgs(['--web', 'lorem', '--stages', '0'])).toMatchObject({ web: 'lorem', stageHosts: 0 });
+    expect(() => parseBenchArgs(['--web', 'fake'])).toThrow(/--web fake: expected real or lorem/);
     expect(parseBenchArgs(['--warmup', '0']).warmupSecs).toBe(0);
     expect(() => parseBenchArgs(['--warmup', '-1'])).toThrow(/--warmup/);
     expect(parseBenchArgs([]).kafkaProcs).toEqual([['parse', 'handoff', 'seen-test'], ['frontier', 'fetch']]);

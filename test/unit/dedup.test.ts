@@ -3,15 +3,17 @@
  * stage's duplicate, priority, trap and WET-text behaviour (pure, no services).
  */
 import pino from 'pino';
-import { avroType } from '../../lib/avro';
+import * as avro from 'avsc';
+import { avroReader, avroType, loadSchema, schemaBefore } from '../../lib/avro';
 import { DedupIndex, type ContentRow } from '../../lib/dedup';
 import { expandLink } from '../../lib/link-groups';
 import { trapRulePrefix, underPrefix } from '../../lib/traps';
 import { pathPrefix, TrapDetector } from '../../lib/dedup-trap';
 import type { ContentMsg, FetchedPageMsg, HostPolicyMsg, LinkMsg, ParsedPageMsg } from '../../lib/messages';
-import { simhash64 } from '../../lib/simhash';
+import { SIMHASH_VERSION as V, simhash64 } from '../../lib/simhash';
 import type { WarcEntry, WarcPointer } from '../../lib/warc/writer';
 import { DUPLICATE_LINK_FACTOR, linkShare, MIN_LINK_PRIORITY, ParseDedup } from '../../processors/parse-dedup';
+import { eventId } from '../../processors/handoff';
 import { analyzePage, handedOff, parseStage, textSimhash } from '../../processors/parse';
 import type { ParseAnalyzer } from '../../processors/parse-pool';
 import type { InRecord, OutRecord, StageContext } from '../../runtime/stage';
@@ -26,7 +28,7 @@ function flip(h: string, n: number): string {
 }
 
 const row = (url: string, sha: string, sh: string | null, duplicate_of: string | null = null): ContentRow => ({
-  url, host: new URL(url).hostname, sha256: sha, simhash64: sh, fetched_at: 1, duplicate_of,
+  url, host: new URL(url).hostname, sha256: sha, simhash64: sh, fetched_at: 1, duplicate_of, simhash_version: V,
 });
 
 describe('DedupIndex', () => {
@@ -35,46 +37,62 @@ describe('DedupIndex', () => {
   it('finds an exact copy under another URL of the host, never the URL itself', () => {
     const ix = new DedupIndex();
     ix.record(row('http://a.test/1', 's1', H));
-    expect(ix.check('http://a.test/1', 'a.test', 's1', H)).toBeNull();
-    expect(ix.check('http://a.test/2', 'a.test', 's1', H)).toEqual({ kind: 'exact', of: 'http://a.test/1', distance: 0 });
-    expect(ix.check('http://b.test/2', 'b.test', 's1', H)).toBeNull(); // per host
+    expect(ix.check('http://a.test/1', 'a.test', 's1', H, V)).toBeNull();
+    expect(ix.check('http://a.test/2', 'a.test', 's1', H, V)).toEqual({ kind: 'exact', of: 'http://a.test/1', distance: 0 });
+    expect(ix.check('http://b.test/2', 'b.test', 's1', H, V)).toBeNull(); // per host
   });
 
   it.each([0, 1, 2, 3])('a fingerprint %i bits away is near', (bits) => {
     const ix = new DedupIndex();
     ix.record(row('http://a.test/1', 's1', H));
-    const v = ix.check('http://a.test/2', 'a.test', 's2', flip(H, bits));
+    const v = ix.check('http://a.test/2', 'a.test', 's2', flip(H, bits), V);
     expect(v).toEqual({ kind: 'near', of: 'http://a.test/1', distance: bits });
   });
 
   it('4 bits away is not near, even when three blocks agree', () => {
     const ix = new DedupIndex();
     ix.record(row('http://a.test/1', 's1', H));
-    expect(ix.check('http://a.test/2', 'a.test', 's2', flip(H, 4))).toBeNull();
+    expect(ix.check('http://a.test/2', 'a.test', 's2', flip(H, 4), V)).toBeNull();
   });
 
   it('bits spread over all four blocks within 3 still match through the untouched block', () => {
     const ix = new DedupIndex();
     ix.record(row('http://a.test/1', 's1', '0000000000000000'));
-    expect(ix.check('http://a.test/2', 'a.test', 's2', '8000800080000000')?.distance).toBe(3);
-    expect(ix.check('http://a.test/2', 'a.test', 's2', '8000800080008000')).toBeNull(); // 4 blocks touched, 4 bits
+    expect(ix.check('http://a.test/2', 'a.test', 's2', '8000800080000000', V)?.distance).toBe(3);
+    expect(ix.check('http://a.test/2', 'a.test', 's2', '8000800080008000', V)).toBeNull(); // 4 blocks touched, 4 bits
   });
 
   it('duplicates are remembered but never compared against', () => {
     const ix = new DedupIndex();
     ix.record(row('http://a.test/2', 's1', H, 'http://a.test/1'));
     expect(ix.get('http://a.test/2', 'a.test')?.duplicate_of).toBe('http://a.test/1');
-    expect(ix.check('http://a.test/3', 'a.test', 's1', H)).toBeNull();
+    expect(ix.check('http://a.test/3', 'a.test', 's1', H, V)).toBeNull();
   });
 
   it('re-recording a URL replaces its old entries; forget removes it', () => {
     const ix = new DedupIndex();
     ix.record(row('http://a.test/1', 's1', H));
     ix.record(row('http://a.test/1', 's9', '0000000000000000'));
-    expect(ix.check('http://a.test/2', 'a.test', 's1', H)).toBeNull();
+    expect(ix.check('http://a.test/2', 'a.test', 's1', H, V)).toBeNull();
     ix.forget('http://a.test/1', 'a.test');
     expect(ix.size).toBe(0);
-    expect(ix.check('http://a.test/2', 'a.test', 's9', '0000000000000000')).toBeNull();
+    expect(ix.check('http://a.test/2', 'a.test', 's9', '0000000000000000', V)).toBeNull();
+  });
+
+  it('compares fingerprints of the same SimHash version only; exact copies match across versions', () => {
+    const ix = new DedupIndex();
+    const old = { ...row('http://a.test/1', 's1', H), simhash_version: undefined };
+    ix.record(old);
+    // The same 64 bits under version 1 (a row from before versions) are not this page's neighbour.
+    expect(ix.check('http://a.test/2', 'a.test', 's2', H, V)).toBeNull();
+    expect(ix.check('http://a.test/2', 'a.test', 's2', flip(H, 1), 1)).toEqual({ kind: 'near', of: 'http://a.test/1', distance: 1 });
+    expect(ix.check('http://a.test/2', 'a.test', 's1', H, V)).toEqual({ kind: 'exact', of: 'http://a.test/1', distance: 0 });
+    // Re-recorded under the new version, it is found by the new version only, and forgetting it leaves nothing behind.
+    ix.record(row('http://a.test/1', 's1', H));
+    expect(ix.check('http://a.test/2', 'a.test', 's2', H, 1)).toBeNull();
+    expect(ix.check('http://a.test/2', 'a.test', 's2', H, V)?.kind).toBe('near');
+    ix.forget('http://a.test/1', 'a.test');
+    expect(ix.check('http://a.test/2', 'a.test', 's2', H, V)).toBeNull();
   });
 
   it('retain drops hosts no longer owned', () => {
@@ -83,6 +101,18 @@ describe('DedupIndex', () => {
     ix.record(row('http://b.test/1', 's2', H));
     ix.retain((h) => h === 'b.test');
     expect(ix.size).toBe(1);
+  });
+});
+
+describe('simhash_version in the schemas', () => {
+  it.each(['crawl.Content.v1', 'crawl.ParsedPage.v1', 'crawl.handoff.v3'])('%s: records written before it read as version 1; current ones as written', (name) => {
+    const before = avro.Type.forSchema(schemaBefore(loadSchema(name), 2) as avro.Schema);
+    const old = before.random() as unknown as Record<string, unknown>;
+    expect('simhash_version' in old).toBe(false);
+    const read = avroReader(name);
+    expect(read(before.toBuffer(old))).toEqual({ ...old, simhash_version: 1 });
+    const current = { ...old, simhash_version: V };
+    expect(read(avroType(name).toBuffer(current))).toEqual(current);
   });
 });
 
@@ -227,13 +257,73 @@ describe('parse stage: duplicates', () => {
     expect(d.decide({ ...base, change: 'UNCHANGED' }, 0, 2)).toMatchObject({ content: null, nearDuplicateOf: null, kind: null });
   });
 
+  it('a second fetch of a URL that found the bytes parse last recorded keeps the first fetch time, so its event gets the same id', async () => {
+    const stage = parseStage({ userAgent: 'kcrawl' });
+    const first = page('http://a.test/d', LONG('duplicates'));
+    const again = { ...first, fetched_at: first.fetched_at + 5000, warc: { ...first.warc, offset: 99 } };
+    const a = parsedOf(await run(stage, first));
+    const b = parsedOf(await run(stage, again));
+    expect(b).toMatchObject({ change: 'NEW', fetched_at: first.fetched_at, near_duplicate_of: null, warc: again.warc });
+    expect(handedOff(b)).toBe(true);
+    expect(eventId(b.url, b.fetched_at)).toBe(eventId(a.url, a.fetched_at));
+    // It holds after a restart, from crawl.content: the copy writes no row of its own.
+    const restarted = parseStage({ userAgent: 'kcrawl' });
+    const rows = (await run(parseStage({ userAgent: 'kcrawl' }), first)).filter((o) => o.topic === 'content');
+    for (const r of rows) restarted.restore!({ partition: 0, key: r.key, value: r.value }, 'content');
+    const c = await run(restarted, { ...first, fetched_at: first.fetched_at + 9000 });
+    expect(parsedOf(c).fetched_at).toBe(first.fetched_at);
+    expect(c.filter((o) => o.topic === 'content')).toEqual([]);
+  });
+
+  // (page() fakes a SHA-256 from the HTML's length and tail: topics of different lengths differ.)
+  it('a copy of a CHANGED page goes again with the same id (it is the handed-off content, not a near-copy of it)', async () => {
+    const stage = parseStage({ userAgent: 'kcrawl' });
+    const v1 = page('http://a.test/e', LONG('weather'));
+    await run(stage, v1);
+    const v2 = page('http://a.test/e', LONG('volcanic geology'), { prev_sha256: v1.sha256 });
+    const a = parsedOf(await run(stage, v2));
+    const b = parsedOf(await run(stage, { ...v2, fetched_at: v2.fetched_at + 1000 }));
+    expect(a).toMatchObject({ change: 'CHANGED', near_duplicate_of: null });
+    expect(b).toMatchObject({ change: 'CHANGED', near_duplicate_of: null, fetched_at: a.fetched_at });
+  });
+
+  it('a page its lease calls NEW is CHANGED when parse recorded other bytes for the URL; a URL recorded only as a copy of another stays NEW', async () => {
+    const stage = parseStage({ userAgent: 'kcrawl' });
+    const first = page('http://a.test/f', LONG('pottery'));
+    await run(stage, first);
+    const second = parsedOf(await run(stage, page('http://a.test/f', LONG('archery practice'))));
+    expect(second).toMatchObject({ change: 'CHANGED', near_duplicate_of: null });
+    expect(second.fetched_at).not.toBe(first.fetched_at);
+    // /g was a copy of /f: never handed off, so its next different bytes are still NEW to the indexer.
+    expect(parsedOf(await run(stage, page('http://a.test/g', LONG('archery practice'))))).toMatchObject({ near_duplicate_of: 'http://a.test/f' });
+    expect(parsedOf(await run(stage, page('http://a.test/g', LONG('competitive fencing'))))).toMatchObject({ change: 'NEW', near_duplicate_of: null });
+  });
+
   it.each([[0, 1], [1, 1], [4, 0.5], [100, MIN_LINK_PRIORITY]])('linkShare(%i links) = %f', (n, share) => {
     expect(linkShare(n)).toBeCloseTo(share);
   });
 
   it('short texts get no fingerprint (too few shingles to mean anything)', () => {
     expect(textSimhash('Not found')).toBeNull();
-    expect(textSimhash('A page with a reasonable amount of words in it.')).toMatch(/^[0-9a-f]{16}$/);
+    expect(textSimhash('A page with a few words, fifteen of them, which is one fewer than needed.')).toBeNull();
+    expect(textSimhash('A page with a reasonable amount of words in it, enough to say what the page is about.')).toMatch(/^[0-9a-f]{16}$/);
+  });
+
+  it('a CHANGED page whose last copy has another SimHash version is handed off, and its row takes this version', () => {
+    const url = 'http://a.test/v';
+    const fp = simhash64('the same words as before on this page '.repeat(20));
+    const changed: ParsedPageMsg = {
+      url, canonical_url: null, host: 'a.test', fetched_at: 2, change: 'CHANGED', sha256: 's1', simhash64: fp, simhash_version: V,
+      language: null, title: null, text_length: 1, outlinks: 0, noindex: false, warc: { uri: 'u', offset: 0, length: 1 }, text: null, near_duplicate_of: null,
+    };
+    const lastCopy: ContentMsg = { url, host: 'a.test', sha256: 's0', simhash64: fp, fetched_at: 1, duplicate_of: null };
+    const upgraded = new ParseDedup();
+    upgraded.restore(url, lastCopy); // a row from before versions: version 1
+    expect(upgraded.decide(changed, 0, 3)).toMatchObject({ kind: null, nearDuplicateOf: null, content: { sha256: 's1', simhash64: fp, simhash_version: V } });
+    // The same bits under the same version: a near-copy of itself, not handed off.
+    const same = new ParseDedup();
+    same.restore(url, { ...lastCopy, simhash_version: V });
+    expect(same.decide(changed, 0, 3)).toMatchObject({ kind: 'self', nearDuplicateOf: url });
   });
 });
 
@@ -326,7 +416,7 @@ describe('parse stage: WET-style text', () => {
 });
 
 it('crawl.content rows match their schema (the check can fail)', () => {
-  const v: ContentMsg = { url: 'http://a.test/', host: 'a.test', sha256: 's', simhash64: null, fetched_at: 1, duplicate_of: 'http://a.test/x' };
+  const v: ContentMsg = { url: 'http://a.test/', host: 'a.test', sha256: 's', simhash64: null, fetched_at: 1, duplicate_of: 'http://a.test/x', simhash_version: V };
   const type = avroType(topics.content.valueSchema);
   expect(type.isValid(v)).toBe(true);
   expect(type.isValid({ ...v, sha256: null })).toBe(false);

@@ -25,7 +25,7 @@ function urlRow(url: string, state: UrlStateMsg['state']): UrlStateMsg {
   return {
     url, host: new URL(url).hostname, state, depth: 0, discovered_at: 0, updated_at: 0, lease_id: null, lease_expires_at: null,
     attempts: 0, next_due_at: null, fetched_at: null, http_status: null, sha256: null, etag: null, last_modified: null,
-    warc_uri: null, warc_offset: null, warc_length: null, reason: null, redirects: 0, priority: null,
+    warc_uri: null, warc_offset: null, warc_length: null, reason: null, redirects: 0, priority: null, priority_class: null,
   };
 }
 function segFiles(dir: string, topic: keyof typeof topics, p: number): string[] {
@@ -273,28 +273,48 @@ describe('FileLog', () => {
     expect(again.table('urls', p).length).toBe(before.length);
   });
 
-  it('reads links written before groups existed (the first Link schema) from an earlier release\'s segment', () => {
-    const log = newLog();
-    const p = partitionForHost('a.test', P);
-    log.append([linkRec('a.test', '/now')]);
-    log.close();
-    // A frame as an earlier release wrote it: [length][key length][key][timestamp][value in the first Link schema].
-    const before = avro.Type.forSchema(schemaBefore(loadSchema('crawl.Link.v1'), 2) as avro.Schema);
-    const value = before.toBuffer(link('http://a.test/then'));
-    const key = Buffer.from('a.test');
+  /** A value in the schema as writers before `version` wrote it (lib/avro schemaBefore). */
+  const oldBytes = (schema: string, version: number, value: unknown): Buffer =>
+    avro.Type.forSchema(schemaBefore(loadSchema(schema), version) as avro.Schema).toBuffer(value);
+
+  /** Appends a frame as an earlier release wrote it: [length][key length][key][timestamp][value]. */
+  function appendOldFrame(topic: 'links' | 'urls', p: number, keyText: string, value: Buffer): void {
+    const key = Buffer.from(keyText);
     const frame = Buffer.alloc(4 + 4 + key.length + 8 + value.length);
     frame.writeUInt32LE(frame.length - 4, 0);
     frame.writeUInt32LE(key.length, 4);
     key.copy(frame, 8);
     frame.writeDoubleLE(99, 8 + key.length);
     value.copy(frame, 16 + key.length);
-    const [seg] = segFiles(dir, 'links', p);
+    const [seg] = segFiles(dir, topic, p);
     appendFileSync(seg!, frame);
+  }
+
+  it('reads links written before groups existed (the first Link schema) from an earlier release\'s segment', () => {
+    const log = newLog();
+    const p = partitionForHost('a.test', P);
+    log.append([linkRec('a.test', '/now')]);
+    log.close();
+    appendOldFrame('links', p, 'a.test', oldBytes('crawl.Link.v1', 2, link('http://a.test/then')));
     const log2 = newLog();
     expect(log2.read('links', p, 0, 10).map((r) => r.value)).toEqual([
-      { ...link('http://a.test/now'), redirects: 0, priority: null, lastmod: null, more_urls: [] },
-      { ...link('http://a.test/then'), redirects: 0, priority: null, lastmod: null, more_urls: [] },
+      { ...link('http://a.test/now'), redirects: 0, priority: null, lastmod: null, more_urls: [], priority_class: null },
+      { ...link('http://a.test/then'), redirects: 0, priority: null, lastmod: null, more_urls: [], priority_class: null },
     ]);
+  });
+
+  it('reads URL-table rows written before priority classes existed (the first UrlState schema) from an earlier release\'s segment', () => {
+    const log = newLog();
+    const u = 'http://a.test/old';
+    const p = partitionForHost('a.test', P);
+    log.append([{ topic: 'urls', key: 'http://a.test/new', host: 'a.test', value: { ...urlRow('http://a.test/new', 'QUEUED'), priority_class: 2 } }]);
+    log.close();
+    const { priority_class: _c, ...oldRow } = urlRow(u, 'FETCHED');
+    appendOldFrame('urls', p, u, oldBytes('crawl.UrlState.v1', 2, oldRow));
+    const log2 = newLog();
+    const rows = new Map(log2.table('urls', p).map((r) => [r.key, r.value]));
+    expect(rows.get(u)).toEqual({ ...oldRow, priority_class: null });
+    expect(rows.get('http://a.test/new')).toMatchObject({ priority_class: 2 });
   });
 
   it('cuts a torn last frame on reopen and keeps appending after it', () => {

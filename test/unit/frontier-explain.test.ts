@@ -102,6 +102,32 @@ describe('explain', () => {
   });
 });
 
+describe('priority class and feeds in explain', () => {
+  const base = { now: NOW, userAgent: UA, robots: ROBOTS, policy: new HostPolicyTable(), optout: new OptOutRegistry() };
+  it('shows the row\'s class, derives it for a row written before classes, and none for an unknown URL', () => {
+    const e = explain({ ...base, url: 'http://a.test/x', row: row('http://a.test/x', { priority_class: 3, depth: 1, priority: 1 }) });
+    expect(e.priority_class).toBe(3);
+    expect(explanationText(e, NOW)).toContain('priority class: 3 (low: the tail)');
+    expect(explain({ ...base, url: 'http://a.test/x', row: row('http://a.test/x', { depth: 0, priority: 1 }) }).priority_class).toBe(1);
+    expect(explain({ ...base, url: 'http://a.test/x', row: row('http://a.test/x', { depth: 1, priority: 0.3 }) }).priority_class).toBe(2);
+    expect(explain({ ...base, url: 'http://a.test/x', row: row('http://a.test/x', { depth: 1, priority: 0.3 }), classPolicy: { priorityClassTailDepth: 1, priorityClassHighMin: 0.75, priorityClassLowBelow: 0.3 } }).priority_class).toBe(3);
+    const unknown = explain({ ...base, url: 'http://a.test/x', row: null });
+    expect(unknown.priority_class).toBeNull();
+    expect(explanationText(unknown, NOW)).not.toContain('priority class');
+  });
+
+  it('says when and how a feed is polled', () => {
+    const feed = {
+      url: 'http://a.test/feed', host: 'a.test', kind: 'atom', interval_ms: 300_000, added_at: NOW - 3600_000, last_polled_at: NOW - 60_000, last_ok_at: NOW - 60_000,
+      last_status: 304, etag: null, last_modified: null, items_seen: [], new_items: 0, polls: 12, items_total: 40, failures: 0, updated_at: NOW - 60_000,
+    };
+    const e = explain({ ...base, url: 'http://a.test/feed', row: row('http://a.test/feed', { state: 'FETCHED', fetched_at: NOW - 60_000, next_due_at: NOW + 240_000, priority_class: 1 }), feed });
+    expect(e.feed).toEqual(feed);
+    expect(explanationText(e, NOW)).toContain('feed: polled as a feed (atom) every 300 s');
+    expect(e.findings.map((f) => f.code)).toEqual(['fetched', 'feed']);
+  });
+});
+
 describe('stateFromJournal (read-only view of an embedded run)', () => {
   it('reads host policy, opt-outs and the URL row as the run journaled them, tombstones applied; the row from the store when it can be opened', async () => {
     const out = mkdtempSync(join(tmpdir(), 'explain-'));
@@ -122,6 +148,7 @@ describe('stateFromJournal (read-only view of an embedded run)', () => {
     expect(s.row).toMatchObject({ state: 'FAILED', attempts: 1 });
     expect(s.optout.allows('b.test', 'crawl')).toBe(false);
     expect((await stateFromJournal(out, 'http://a.test/other', 'a.test')).row).toBeNull();
+    expect(s.feed).toBeNull();
 
     // The frontier's store, where there is one (here it says FETCHED, the journal FAILED): read it.
     const p = partitionForHost('a.test', 4);

@@ -135,19 +135,35 @@ describe('priority levels (front queues)', () => {
     expect(priorityLevel(p, depth, levels)).toBe(expected);
   });
 
-  it("a host's most important URL goes first, FIFO within a level", async () => {
-    const fs = await make({ domainMinGapMs: 0 });
-    await fs.onCandidate(cand('http://a.test/deep', { depth: 3 }), 0);
-    await fs.onCandidate(cand('http://a.test/mid1', { depth: 1 }), 0);
-    await fs.onCandidate(cand('http://a.test/mid2', { depth: 1 }), 0);
-    await fs.onCandidate(cand('http://a.test/scored', { depth: 3, priority: 0.95 }), 0);
+  /** The paths of a host's URLs in the order the frontier releases them, one a second. */
+  async function releaseOrder(fs: FrontierState, n: number): Promise<string[]> {
     const order: string[] = [];
-    for (let t = 0, i = 0; i < 4; i++, t += 1000) {
+    for (let t = 0, i = 0; i < n; i++, t += 1000) {
       const f = (await fs.tick(t)).fetches[0];
       order.push(new URL(f.url).pathname);
       await fs.onStatus(status(f, { finished_at: t }), t);
     }
-    expect(order).toEqual(['/scored', '/mid1', '/mid2', '/deep']);
+    return order;
+  }
+
+  it("a host's most important URL goes first, FIFO within a level", async () => {
+    const fs = await make({ domainMinGapMs: 0 });
+    await fs.onCandidate(cand('http://a.test/deep', { depth: 2 }), 0);
+    await fs.onCandidate(cand('http://a.test/mid1', { depth: 1 }), 0);
+    await fs.onCandidate(cand('http://a.test/mid2', { depth: 1 }), 0);
+    await fs.onCandidate(cand('http://a.test/scored', { depth: 2, priority: 0.95 }), 0);
+    expect(await releaseOrder(fs, 4)).toEqual(['/scored', '/mid1', '/mid2', '/deep']);
+  });
+
+  it('priority classes come before levels: a feed item first, the tail (depth 3) after the head however scored', async () => {
+    const fs = await make({ domainMinGapMs: 0 });
+    await fs.onCandidate(cand('http://a.test/tail', { depth: 3, priority: 0.95 }), 0);
+    await fs.onCandidate(cand('http://a.test/mid', { depth: 1, priority: 0.3 }), 0);
+    await fs.onCandidate(cand('http://a.test/item', { depth: 4, priority_class: 1 }), 0);
+    await fs.onCandidate(cand('http://a.test/dup-link', { depth: 1, priority: 0.03 }), 0);
+    expect(await releaseOrder(fs, 4)).toEqual(['/item', '/mid', '/tail', '/dup-link']);
+    const rows = await Promise.all(['item', 'mid', 'tail', 'dup-link'].map((p) => fs.row(`http://a.test/${p}`)));
+    expect(rows.map((r) => r!.priority_class)).toEqual([1, 2, 3, 3]);
   });
 });
 

@@ -284,7 +284,7 @@ describe('FrontierState: durable back-off (crash and restart)', () => {
     const journal = (outs: OutRecord[]): void => outs.filter((o) => o.topic === 'urls').forEach((o) => changelog.append(o.key, o.host, o.value as UrlStateMsg | null));
     try {
       const stage = frontierStage(POLICY, { partitions: 1, stateDir: dir, now: () => clock });
-      expect(stage.restoreFrom).toEqual(['hostPolicy']);
+      expect(stage.restoreFrom).toEqual(['hostPolicy', 'feeds']);
       expect(stage.changelog).toBe('urls');
       expect(stage.globalTables).toEqual(['hostPolicy', 'optout']);
       await stage.restoreChangelog!([0], changelog, ctx);

@@ -12,7 +12,10 @@ import pino from 'pino';
 import type { UrlStateMsg, UrlStatus } from '../../lib/messages';
 import { dueKey, hostQueueRange, indexEntry, prefixRange, queueKey, queuedAtFront } from '../../processors/frontier-keys';
 import { checkpointPath, readCheckpoint, restoreStores } from '../../processors/frontier-restore';
-import { priorityLevel } from '../../processors/frontier-schedule';
+import { priorityLevel, queueLayout, queueSlotOf } from '../../processors/frontier-schedule';
+import { DEFAULTS } from '../../lib/config';
+import { schemaBefore, loadSchema } from '../../lib/avro';
+import * as avro from 'avsc';
 import { UrlStore } from '../../processors/frontier-store';
 import { MemoryChangelog } from '../support/memory-changelog';
 import { rng } from '../support/rng';
@@ -32,7 +35,7 @@ function row(url: string, host: string, fields: Partial<UrlStateMsg> = {}): UrlS
 
 /** A row as Avro gives it back: optional fields with their defaults. */
 function asStored(r: UrlStateMsg): UrlStateMsg {
-  return { ...r, redirects: r.redirects ?? 0, priority: r.priority ?? null };
+  return { ...r, redirects: r.redirects ?? 0, priority: r.priority ?? null, priority_class: r.priority_class ?? null };
 }
 
 /** A random row of one of `hosts`, in any state, with the fields that state has. */
@@ -48,6 +51,7 @@ function randomRow(rnd: () => number, hosts: string[], urls: string[]): UrlState
     state, depth: Math.floor(rnd() * 6), updated_at: t, discovered_at: t - Math.floor(rnd() * 1e6),
     ...(rnd() < 0.5 ? { priority: Math.round(rnd() * 100) / 100 } : {}),
     ...(rnd() < 0.1 ? { redirects: 1 + Math.floor(rnd() * 4) } : {}),
+    ...(rnd() < 0.7 ? { priority_class: 1 + Math.floor(rnd() * 3) } : {}),
     ...(state === 'LEASED' ? { lease_id: `L${Math.floor(rnd() * 1e9)}`, lease_expires_at: t + 60_000 } : {}),
     ...(state === 'FAILED' ? { attempts: 1 + Math.floor(rnd() * 3), next_due_at: t + Math.floor(rnd() * 1e6), reason: 'http-500' } : {}),
     ...(state === 'QUEUED' && rnd() < 0.2 ? { reason: rnd() < 0.5 ? 'lease-expired' : 'blocked', attempts: 1 } : {}),
@@ -183,6 +187,68 @@ describe('UrlStore against the in-memory UrlTable', () => {
     expect(store.counts).toEqual({ QUEUED: 5, LEASED: 1 });
     expect(indexEntry(leased, levelOf)![0].equals(prefixRange(Buffer.from('l')).gte)).toBe(false);
     await store.close();
+  });
+});
+
+describe('UrlStore: priority classes', () => {
+  let dir: string;
+  beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'url-store-class-'))));
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  const slotOf = (r: UrlStateMsg): number => queueSlotOf(r, DEFAULTS);
+
+  // The cases main's in-memory table had for its class bits, through the store's Avro rows.
+  it.each<[string, UrlStateMsg]>([
+    ['with a priority class', row('http://a.test/11', 'a.test', { priority: 0.3, priority_class: 2 })],
+    ['class 3 with a redirect and no priority', row('http://a.test/12', 'a.test', { redirects: 1, priority_class: 3 })],
+    ['class 1 leased', row('http://a.test/13', 'a.test', { state: 'LEASED', lease_id: 'L2', lease_expires_at: 5, priority_class: 1 })],
+    ['no class (written before classes)', row('http://a.test/14', 'a.test', { priority: 0.5 })],
+  ])('a row %s reads back as written', async (_label, r) => {
+    const store = await UrlStore.open(join(dir, 's'), slotOf);
+    const b = store.newBatch();
+    store.stage(b, undefined, r);
+    await store.write(b);
+    expect((await store.rows([r.url]))[0]).toEqual(asStored(r));
+    await store.close();
+  });
+
+  it('a row in the UrlState schema before classes (a changelog of an earlier release) reads with no class', async () => {
+    const store = await UrlStore.open(join(dir, 's'), slotOf);
+    const { priority_class: _c, ...old } = asStored(row('http://a.test/old', 'a.test', { state: 'FETCHED', fetched_at: 5 }));
+    const bytes = avro.Type.forSchema(schemaBefore(loadSchema('crawl.UrlState.v1'), 2) as avro.Schema).toBuffer(old);
+    const b = store.newBatch();
+    store.stageRaw(b, old.url, bytes);
+    await store.write(b);
+    expect((await store.rows([old.url]))[0]).toEqual({ ...old, priority_class: null });
+    await store.close();
+  });
+
+  it('a host queue reads class first, then level; classHead reads one class', async () => {
+    const store = await UrlStore.open(join(dir, 's'), slotOf);
+    const b = store.newBatch();
+    for (const r of [
+      row('http://h.test/tail', 'h.test', { depth: 3, priority: 0.95, updated_at: 1 }),
+      row('http://h.test/mid', 'h.test', { depth: 1, priority: 0.3, updated_at: 2 }),
+      row('http://h.test/item', 'h.test', { depth: 4, priority_class: 1, updated_at: 3 }),
+      row('http://h.test/top', 'h.test', { depth: 1, priority: 0.6, priority_class: 2, updated_at: 4 }),
+    ]) store.stage(b, undefined, r);
+    await store.write(b);
+    expect(await store.queue('h.test')).toEqual(['http://h.test/item', 'http://h.test/top', 'http://h.test/mid', 'http://h.test/tail']);
+    expect((await store.classHead('h.test', 2, DEFAULTS.priorityLevels, 5)).map((r) => r.url)).toEqual(['http://h.test/top', 'http://h.test/mid']);
+    expect((await store.classHead('h.test', 3, DEFAULTS.priorityLevels, 5)).map((r) => r.url)).toEqual(['http://h.test/tail']);
+    expect(await store.classHead('h.test.x', 1, DEFAULTS.priorityLevels, 5)).toEqual([]);
+    await store.close();
+  });
+
+  it('a checkpoint made before classes (levels, not classes x levels) has the store rebuilt', async () => {
+    const changelog = new MemoryChangelog(1);
+    changelog.append('http://a.test/', 'a.test', row('http://a.test/', 'a.test'));
+    const o = { dirOf: () => join(dir, 'urls-0'), levelOf: slotOf, log: silent };
+    const [a] = await restoreStores([0], changelog, { ...o, levels: DEFAULTS.priorityLevels });
+    await a.store.close();
+    const [b] = await restoreStores([0], changelog, { ...o, levels: queueLayout(DEFAULTS.priorityLevels) });
+    expect(b.rebuilt).toBe(true);
+    expect(await b.store.queue('a.test')).toEqual(['http://a.test/']);
+    await b.store.close();
   });
 });
 

@@ -40,6 +40,17 @@ describe('extract: links', () => {
     ]);
   });
 
+  test('feeds: link rel=alternate of an RSS or Atom type, resolved, each once, at most MAX_FEEDS; also links', () => {
+    const head = '<link rel="alternate" type="application/rss+xml" href="/rss"><link rel="Alternate" type=" Application/Atom+XML " href="atom.xml">' +
+      '<link rel="alternate" type="application/rss+xml" href="/rss"><link rel="alternate" type="text/html" href="/m">' +
+      '<link rel="feed" type="application/rss+xml" href="/not-alternate">' +
+      ['/c1', '/c2', '/c3', '/c4'].map((h) => `<link rel="alternate" type="application/rss+xml" href="${h}">`).join('');
+    const r = extract(doc(head, ''), PAGE);
+    expect(r.feeds).toEqual(['https://example.com/rss', 'https://example.com/dir/atom.xml', 'https://example.com/c1', 'https://example.com/c2']);
+    expect(urls(r)).toContain('https://example.com/rss');
+    expect(extract(doc('', '<a href="/rss.xml">rss</a>'), PAGE).feeds).toEqual([]);
+  });
+
   test('a url linked both with and without nofollow stays followable', () => {
     const r = extract(doc('', '<a href="/a" rel="nofollow">1</a><a href="/a">2</a>'), PAGE);
     expect(r.links).toEqual([{ url: 'https://example.com/a', nofollow: false, rel: 'nofollow', source: 'a' }]);

@@ -26,4 +26,22 @@ describe('InflightOffsets', () => {
     expect(second.finish()).toBe(-1);
     expect(o.running).toBe(0);
   });
+  it('has: a record finished, or started and not abandoned, is one this process already has', () => {
+    const o = new InflightOffsets();
+    const [a, b, c] = [10, 11, 12].map((off) => o.start('crawl.fetch', 0, off));
+    a!.finish();
+    c!.abandon();
+    expect([9, 10, 11, 12, 13].map((off) => o.has('crawl.fetch', 0, off))).toEqual([true, true, true, false, false]);
+    expect(o.has('crawl.fetch', 1, 10)).toBe(false);
+    expect(b!.finish()).toBe(12);
+    expect(o.has('crawl.fetch', 0, 11)).toBe(true);
+  });
+
+  it('forget: a partition that moved away starts afresh when it comes back, not behind an abandoned record', () => {
+    const o = new InflightOffsets();
+    o.start('crawl.fetch', 0, 5).abandon(); // failed after the partition moved
+    o.forget('crawl.fetch', 0);
+    expect(o.has('crawl.fetch', 0, 5)).toBe(false);
+    expect(o.start('crawl.fetch', 0, 5).finish()).toBe(6); // read again from its commit: commits again
+  });
 });

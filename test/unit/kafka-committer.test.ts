@@ -8,28 +8,30 @@ import { Committer } from '../../connectors/kafka';
 
 type Offsets = Array<{ topic: string; partition: number; offset: string }>;
 
-function recorder(): { sent: Offsets[]; answer: () => void; send: (o: Offsets) => Promise<void>; failNext: (e: Error) => void } {
+function recorder(): { sent: Offsets[]; answer: () => void; refuse: (e: Error) => void; send: (o: Offsets) => Promise<void> } {
   const sent: Offsets[] = [];
   let release: (() => void) | null = null;
-  let fail: Error | null = null;
+  let refuse: ((e: Error) => void) | null = null;
   return {
     sent,
-    // Each request stays in flight until answer() (or fails at once after failNext()).
+    // Each request stays in flight until answer() or refuse().
     send: (o) => {
       sent.push(o);
-      if (fail) {
-        const e = fail;
-        fail = null;
-        return Promise.reject(e);
-      }
-      return new Promise<void>((r) => (release = r));
+      return new Promise<void>((r, j) => {
+        release = r;
+        refuse = j;
+      });
+    },
+    refuse: (e) => {
+      const j = refuse;
+      refuse = null;
+      j?.(e);
     },
     answer: () => {
       const r = release;
       release = null;
       r?.();
     },
-    failNext: (e) => (fail = e),
   };
 }
 
@@ -89,18 +91,23 @@ describe('Committer', () => {
     expect(r.sent).toHaveLength(1);
   });
 
-  it('reports a refused commit and goes on committing', async () => {
+  it('reports a refused commit and sends it again, unless a later offset was asked meanwhile', async () => {
     const r = recorder();
     const errors: unknown[] = [];
     const c = new Committer(r.send, (e) => errors.push(e), 10);
-    r.failNext(new Error('REBALANCE_IN_PROGRESS'));
     c.commit('t', 0, 1);
+    c.commit('t', 1, 7);
+    await tick(30);
+    c.commit('t', 0, 2); // asked while the first request is out
+    r.refuse(new Error('REBALANCE_IN_PROGRESS'));
     await tick(40);
     expect(errors).toHaveLength(1);
-    c.commit('t', 0, 2);
-    await tick(40);
     expect(r.sent).toHaveLength(2);
-    expect(byPartition(r.sent[1])).toEqual({ 't/0': '2' });
+    expect(byPartition(r.sent[0])).toEqual({ 't/0': '1', 't/1': '7' });
+    // t/1's refused 7 goes again; t/0 goes at 2, not at the refused 1.
+    expect(byPartition(r.sent[1])).toEqual({ 't/0': '2', 't/1': '7' });
     r.answer();
+    await c.flush();
+    expect(r.sent).toHaveLength(2);
   });
 });

@@ -60,15 +60,20 @@ describe('link groups', () => {
 });
 
 describe('reading values written before a field was added', () => {
-  it.each(['crawl.Link.v1', 'crawl.Candidate.v1'])('%s: bytes of the first version read with more_urls = []; current bytes as written', (name) => {
+  it.each(['crawl.Link.v1', 'crawl.Candidate.v1'])('%s: bytes of the first version read with more_urls = [], of the second with priority_class = null; current bytes as written', (name) => {
     const before = avro.Type.forSchema(schemaBefore(loadSchema(name), 2) as avro.Schema);
-    expect((before as unknown as { fields: Array<{ name: string }> }).fields.map((f) => f.name)).not.toContain('more_urls');
+    const second = avro.Type.forSchema(schemaBefore(loadSchema(name), 3) as avro.Schema);
+    const names = (t: avro.Type): string[] => (t as unknown as { fields: Array<{ name: string }> }).fields.map((f) => f.name);
+    expect(names(before)).not.toContain('more_urls');
+    expect(names(second)).toContain('more_urls');
+    expect(names(second)).not.toContain('priority_class');
     const value = name === 'crawl.Link.v1'
       ? { url: 'http://a.test/', source_url: null, depth: 1, discovered_at: 2, is_seed: false, redirects: 0, priority: 0.5, lastmod: null }
       : { url: 'http://a.test/', host: 'a.test', depth: 1, discovered_at: 2, source_url: null, redirects: 0, priority: null };
     const read = avroReader(name);
-    expect(read(before.toBuffer(value))).toEqual({ ...value, more_urls: [] });
-    const current = { ...value, more_urls: ['http://a.test/2'] };
+    expect(read(before.toBuffer(value))).toEqual({ ...value, more_urls: [], priority_class: null });
+    expect(read(second.toBuffer({ ...value, more_urls: ['http://a.test/3'] }))).toEqual({ ...value, more_urls: ['http://a.test/3'], priority_class: null });
+    const current = { ...value, more_urls: ['http://a.test/2'], priority_class: 1 };
     expect(read(avroType(name).toBuffer(current))).toEqual(current);
     // Bytes of neither version are still an error.
     expect(() => read(Buffer.from([0x99, 0x01]))).toThrow();

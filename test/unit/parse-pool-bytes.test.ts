@@ -2,7 +2,7 @@
  * What parse hands its worker (processors/parse-pool.ts ownBytes): structured clone copies a
  * view's whole ArrayBuffer, so a view into a larger buffer is copied out at its own size first.
  */
-import { ownBytes } from '../../processors/parse-pool';
+import { ownBytes, SPARE_CLOSE_ABOVE, SPARE_OPEN_BELOW, SpareWorkers } from '../../processors/parse-pool';
 
 describe('ownBytes', () => {
   test('a view into a larger buffer becomes a copy of just its bytes', () => {
@@ -26,5 +26,42 @@ describe('ownBytes', () => {
     expect(ownBytes(whole)).toBe(whole);
     const empty = new Uint8Array(0);
     expect(ownBytes(empty)).toBe(empty);
+  });
+});
+
+describe('SpareWorkers (which parse worker takes a page)', () => {
+  test('the first worker takes every page until the event loop has room', () => {
+    const w = new SpareWorkers(2);
+    expect([w.take(), w.take(), w.take()]).toEqual([0, 0, 0]);
+    w.observe(0.9);
+    expect(w.take()).toBe(0);
+    expect(w.spareOpen).toBe(false);
+  });
+
+  test('with room, the worker with fewer pages in flight; closed again once the loop is busy (hysteresis)', () => {
+    const w = new SpareWorkers(2);
+    w.take();
+    w.take();
+    w.observe(SPARE_OPEN_BELOW - 0.01);
+    expect(w.spareOpen).toBe(true);
+    expect([w.take(), w.take(), w.take()]).toEqual([1, 1, 0]);
+    expect(w.inFlight).toEqual([3, 2]);
+    w.done(0);
+    w.done(0);
+    expect(w.take()).toBe(0);
+    // Between the two thresholds nothing changes; past the upper one the spare worker closes.
+    w.observe((SPARE_OPEN_BELOW + SPARE_CLOSE_ABOVE) / 2);
+    expect(w.spareOpen).toBe(true);
+    w.observe(SPARE_CLOSE_ABOVE + 0.01);
+    expect(w.spareOpen).toBe(false);
+    expect([w.take(), w.take()]).toEqual([0, 0]);
+    w.observe((SPARE_OPEN_BELOW + SPARE_CLOSE_ABOVE) / 2);
+    expect(w.spareOpen).toBe(false);
+  });
+
+  test('one worker: always the first', () => {
+    const w = new SpareWorkers(1);
+    w.observe(0);
+    expect([w.take(), w.take()]).toEqual([0, 0]);
   });
 });

@@ -1,10 +1,12 @@
 import pino from 'pino';
 import { FetchError, type HttpCapture, type HttpClient, type HttpFetchOptions } from '../../connectors/types';
-import { avroType } from '../../lib/avro';
+import * as avro from 'avsc';
+import { avroReader, avroType, loadSchema, schemaBefore } from '../../lib/avro';
 import { DEFAULTS, type CrawlConfig } from '../../lib/config';
 import type {
-  CandidateMsg, FetchOutcome, FetchRequestMsg, FetchStatusMsg, FetchedPageMsg, HandoffEvent, LinkMsg, ParsedPageMsg, UrlStateMsg,
+  CandidateMsg, FetchOutcome, FetchRequestMsg, FetchStatusMsg, FetchedPageMsg, HandoffEvent, FeedStateMsg, HostPolicyMsg, LinkMsg, ParsedPageMsg, UrlStateMsg,
 } from '../../lib/messages';
+import { HostPolicyTable } from '../../lib/host-policy';
 import type { WarcEntry } from '../../lib/warc/writer';
 import { classify, fetchStage, isHtml, retryAfterMs, type Archive } from '../../processors/fetch';
 import { eventId, handoffStage, toHandoff, ALLOW_ALL_USAGE } from '../../processors/handoff';
@@ -196,12 +198,12 @@ function robotsTxt(origin: string, text: string): HttpCapture {
   return capture(`${origin}/robots.txt`, 200, [['Content-Type', 'text/plain']], text);
 }
 
-function setup(routes: Record<string, Route>, cfg: CrawlConfig = CFG) {
+function setup(routes: Record<string, Route>, cfg: CrawlConfig = CFG, startAt = 1_000_000) {
   const events: string[] = [];
   const http = new FakeHttp(routes, events);
   const archive = new FakeArchive();
   const sleeps: number[] = [];
-  let clock = 1_000_000;
+  let clock = startAt;
   const outcomes: FetchOutcome[] = [];
   const stage = fetchStage({
     http, archive: archive.fn, config: cfg, now: () => clock++,
@@ -282,6 +284,44 @@ describe('fetch: fetchStage handler', () => {
     expect(left).toBeGreaterThan(gap - 10);
     expect(left).toBeLessThanOrEqual(gap);
     expect(http.calls.map((c) => c.url)).toEqual([`${origin}/robots.txt`, `${origin}/page`, `${origin}/p2`]);
+  });
+
+  it('a fetcher that restarts or takes the host over reuses the robots.txt answer recorded in crawl.host-policy while it is fresh', async () => {
+    const routes = { [`${origin}/robots.txt`]: robotsTxt(origin, 'User-agent: *\nDisallow: /private\nCrawl-delay: 2\n'), [`${origin}/page`]: capture(`${origin}/page`, 200, [['Content-Type', 'text/html']], HTML) };
+    const first = setup(routes);
+    const row = (await first.run(request())).early.find((o) => o.topic === 'hostPolicy')!;
+    expect(row.value).toMatchObject({ field: 'robots', robots_origin: origin, robots_status: 200, min_delay_ms: 2000 });
+    expectAllValid([row]);
+    // What every other process keeps of the row (the whole table) leaves the body out.
+    const table = new HostPolicyTable();
+    table.apply(row.key, row.value as HostPolicyMsg);
+    expect(table.get('a.test', 'robots')).toMatchObject({ robots_status: 200, robots_body: null });
+
+    // 23 h later, a new fetch stage restored from the row: no robots.txt request, its rules hold.
+    const later = setup(routes, CFG, 1_000_000 + 23 * 3600_000);
+    later.stage.restore!({ partition: 0, key: row.key, value: row.value }, 'hostPolicy');
+    expect(statuses((await later.run(request(`${origin}/private/x`))).final)[0]).toMatchObject({ outcome: 'ROBOTS_DISALLOWED' });
+    const { early } = await later.run(request());
+    expect(later.http.calls.map((c) => c.url)).toEqual([`${origin}/page`]);
+    expect(statuses(early)[0]).toMatchObject({ outcome: 'FETCHED', crawl_delay_ms: 2000 });
+    expect(early.filter((o) => o.topic === 'hostPolicy')).toEqual([]); // nothing new to record
+
+    // Past 24 h the row is stale: robots.txt is fetched again.
+    const dayAfter = setup(routes, CFG, 1_000_000 + 25 * 3600_000);
+    dayAfter.stage.restore!({ partition: 0, key: row.key, value: row.value }, 'hostPolicy');
+    await dayAfter.run(request());
+    expect(dayAfter.http.calls.map((c) => c.url)).toEqual([`${origin}/robots.txt`, `${origin}/page`]);
+  });
+
+  it('crawl.host-policy rows written before the robots answer was added (versions 1 and 2) read with it null; a restore skips them', () => {
+    const read = avroReader('crawl.HostPolicy.v1');
+    const row = { host: 'a.test', field: 'robots', updated_at: 5, blocked_until: null, reason: 'parsed', min_delay_ms: null, failures: 0, timeouts: 0, gap_ms: null };
+    const v2 = { ...row, expires_at: null, max_requests_per_second: null };
+    const none = { robots_origin: null, robots_status: null, robots_body: null };
+    expect(read(avro.Type.forSchema(schemaBefore(loadSchema('crawl.HostPolicy.v1'), 2) as avro.Schema).toBuffer(row))).toEqual({ ...v2, ...none });
+    expect(read(avro.Type.forSchema(schemaBefore(loadSchema('crawl.HostPolicy.v1'), 3) as avro.Schema).toBuffer(v2))).toEqual({ ...v2, ...none });
+    const stage = fetchStage({ http: new FakeHttp({}, []), archive: new FakeArchive().fn, config: CFG });
+    expect(() => stage.restore!({ partition: 0, key: 'a.test|robots', value: { ...v2, ...none } }, 'hostPolicy')).not.toThrow();
   });
 
   it('a stored page: early status (stored=false) then the final one with the WARC pointer and a crawl.fetched record', async () => {
@@ -417,6 +457,22 @@ describe('parse', () => {
     expectAllValid(out);
   });
 
+  it('a page\'s feeds (link rel=alternate, RSS or Atom) go to crawl.links in class 1, once, and not among its other links', () => {
+    const html = '<html><head><link rel="alternate" type="application/rss+xml" href="/feed.xml">' +
+      '<link rel="alternate" type="application/atom+xml" href="http://b.test/atom">' +
+      '<link rel="alternate" hreflang="de" href="/de/"><link rel="alternate" type="application/json" href="/feed.json"></head>' +
+      '<body><a href="/feed.xml">feed</a><a href="sub">sub</a></body></html>';
+    const links = parsePage(fetchedPage(html), { userAgent: UA }).filter((o) => o.topic === 'links').flatMap((o) => {
+      const l = o.value as LinkMsg;
+      return [l.url, ...(l.more_urls ?? [])].map((url) => [url, l.priority_class ?? null]);
+    });
+    expect(links.sort()).toEqual([
+      ['http://a.test/de/', null], ['http://a.test/dir/sub', null], ['http://a.test/feed.json', null], ['http://a.test/feed.xml', 1], ['http://b.test/atom', 1],
+    ]);
+    const nofollow = parsePage(fetchedPage(html.replace('<head>', '<head><meta name="robots" content="nofollow">')), { userAgent: UA });
+    expect(nofollow.filter((o) => o.topic === 'links')).toEqual([]);
+  });
+
   it.each<[string, Partial<FetchedPageMsg>, string]>([
     ['meta robots nofollow', {}, '<meta name="robots" content="nofollow">'],
     ['X-Robots-Tag nofollow', { x_robots_tag: 'nofollow' }, ''],
@@ -483,7 +539,7 @@ describe('handoff', () => {
     const ev = toHandoff(p, policy)!;
     const expected: HandoffEvent = {
       event_id: eventId(p.url, p.fetched_at), url: p.url, canonical_url: 'http://a.test/c', fetched_at: p.fetched_at, change: 'CHANGED',
-      simhash64: 'abcd', language: 'en', importance: null, usage: { search_index: true, ai_training: false }, usage_registry_version: 7,
+      simhash64: 'abcd', simhash_version: 1, language: 'en', importance: null, usage: { search_index: true, ai_training: false }, usage_registry_version: 7,
       warc: p.warc, text: p.text,
     };
     expect(ev).toEqual(expected);
@@ -504,38 +560,47 @@ describe('message types match their Avro schemas', () => {
   const fullRow: UrlStateMsg = {
     url, host: 'a.test', state: 'FETCHED', depth: 1, discovered_at: 1, updated_at: 2, lease_id: 'l', lease_expires_at: 3, attempts: 1,
     next_due_at: 4, fetched_at: 5, http_status: 200, sha256: 's', etag: '"e"', last_modified: 'x', warc_uri: 'file:///w', warc_offset: 6,
-    warc_length: 7, reason: 'r', redirects: 1, priority: 0.75,
+    warc_length: 7, reason: 'r', redirects: 1, priority: 0.75, priority_class: 2,
   };
   const nullRow: UrlStateMsg = {
     ...fullRow, state: 'QUEUED', lease_id: null, lease_expires_at: null, next_due_at: null, fetched_at: null, http_status: null, sha256: null,
-    etag: null, last_modified: null, warc_uri: null, warc_offset: null, warc_length: null, reason: null, priority: null,
+    etag: null, last_modified: null, warc_uri: null, warc_offset: null, warc_length: null, reason: null, priority: null, priority_class: null,
   };
   const status: FetchStatusMsg = {
     url, host: 'a.test', lease_id: 'l', stored: true, outcome: 'FETCHED', http_status: 200, reason: null, started_at: 1, finished_at: 2,
     response_ms: 3, crawl_delay_ms: 0, retry_after_ms: 1000, sha256: 's', etag: null, last_modified: null, warc_uri: 'u', warc_offset: 1,
-    warc_length: 2, ip: '127.0.3.1',
+    warc_length: 2, ip: '127.0.3.1', feed_kind: null, feed_items: [],
   };
   const samples: Array<[TopicId, unknown]> = [
-    ['links', link(url, { redirects: 2, priority: 0.25, lastmod: 1_700_000_000_000, more_urls: ['http://a.test/b', 'http://a.test/c'] })],
-    ['links', link(url, { source_url: null, is_seed: true, redirects: 0, priority: null, lastmod: null, more_urls: [] })],
-    ['frontier', { url, host: 'a.test', depth: 0, discovered_at: 1, source_url: null, redirects: 0, priority: 0.5, more_urls: ['http://a.test/b'] } satisfies CandidateMsg],
-    ['frontier', { url, host: 'a.test', depth: 0, discovered_at: 1, source_url: null, redirects: 0, priority: null, more_urls: [] } satisfies CandidateMsg],
-    ['fetch', request(url, { redirects: 5, priority: 0.5 })],
-    ['fetch', request(url, { prev_sha256: 's', etag: '"e"', last_modified: 'd', redirects: 0, priority: null })],
+    ['links', link(url, { redirects: 2, priority: 0.25, lastmod: 1_700_000_000_000, more_urls: ['http://a.test/b', 'http://a.test/c'], priority_class: 1 })],
+    ['links', link(url, { source_url: null, is_seed: true, redirects: 0, priority: null, lastmod: null, more_urls: [], priority_class: null })],
+    ['frontier', { url, host: 'a.test', depth: 0, discovered_at: 1, source_url: null, redirects: 0, priority: 0.5, more_urls: ['http://a.test/b'], priority_class: 1 } satisfies CandidateMsg],
+    ['frontier', { url, host: 'a.test', depth: 0, discovered_at: 1, source_url: null, redirects: 0, priority: null, more_urls: [], priority_class: null } satisfies CandidateMsg],
+    ['fetch', request(url, { redirects: 5, priority: 0.5, priority_class: 3 })],
+    ['fetch', request(url, { prev_sha256: 's', etag: '"e"', last_modified: 'd', redirects: 0, priority: null, priority_class: null })],
     ...(['FETCHED', 'ROBOTS_DISALLOWED', 'ROBOTS_UNAVAILABLE', 'NOT_HTML', 'FAILED', 'REFUSED'] as FetchOutcome[]).map(
       (outcome): [TopicId, unknown] => ['fetchStatus', { ...status, outcome }],
     ),
+    ['fetchStatus', { ...status, feed_kind: 'rss', feed_items: ['0123456789abcdef', 'fedcba9876543210'] }],
     ['fetched', fetchedPage('<html>', { record_id: '<urn:uuid:0b5c8a3e-6c1f-4d5e-9a51-1f0c2a7d9e11>', priority: 0.5, record_gz: null })],
     ['fetched', fetchedPage('<html>', { content_type: null, prev_sha256: 'p', x_robots_tag: 'noindex', truncated: true, record_id: null, priority: null, record_gz: null })],
     ['fetched', fetchedPage('', { body: Buffer.alloc(0), record_gz: Buffer.from([0x1f, 0x8b, 8, 0]), record_id: null, priority: null })],
-    ['parsed', parsed({ near_duplicate_of: null, priority: 0.5 })],
-    ['parsed', parsed({ canonical_url: null, language: null, title: null, simhash64: 'ff', change: 'UNCHANGED', text: { uri: 'u', offset: 0, length: 1 }, near_duplicate_of: 'http://a.test/q', priority: null })],
+    ['parsed', parsed({ near_duplicate_of: null, priority: 0.5, simhash_version: 2 })],
+    ['parsed', parsed({ canonical_url: null, language: null, title: null, simhash64: 'ff', change: 'UNCHANGED', text: { uri: 'u', offset: 0, length: 1 }, near_duplicate_of: 'http://a.test/q', priority: null, simhash_version: 1 })],
     ['handoff', toHandoff(parsed({ priority: 0.5 }), ALLOW_ALL_USAGE)],
     ['handoff', toHandoff(parsed(), ALLOW_ALL_USAGE)],
     ...(['QUEUED', 'LEASED', 'FETCHED', 'FAILED', 'DEAD', 'DISALLOWED'] as UrlStateMsg['state'][]).map(
       (state): [TopicId, unknown] => ['urls', { ...fullRow, state }],
     ),
     ['urls', nullRow],
+    ['feeds', {
+      url, host: 'a.test', kind: 'atom', interval_ms: 600_000, added_at: 1, last_polled_at: 2, last_ok_at: 2, last_status: 304, etag: '"e"', last_modified: 'd',
+      items_seen: ['0123456789abcdef'], new_items: 1, polls: 3, items_total: 4, failures: 0, updated_at: 5,
+    } satisfies FeedStateMsg],
+    ['feeds', {
+      url, host: 'a.test', kind: 'news-sitemap', interval_ms: 60_000, added_at: 1, last_polled_at: 2, last_ok_at: 1, last_status: null, etag: null, last_modified: null,
+      items_seen: [], new_items: 0, polls: 0, items_total: 0, failures: 2, updated_at: 5,
+    } satisfies FeedStateMsg],
   ];
   it.each(samples.map(([t, v], i): [string, TopicId, unknown] => [`${t}#${i}`, t, v]))('%s is valid', (_n, topic, value) => {
     expectValid(topic, value);

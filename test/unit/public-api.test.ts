@@ -35,5 +35,8 @@ describe('public API', () => {
     const a = api.simhash64('the quick brown fox jumps over the lazy dog '.repeat(20));
     expect(a).toMatch(/^[0-9a-f]{16}$/);
     expect(api.hammingDistance(a, a)).toBe(0);
+    // Version 2 (what parse writes and handoff events carry as simhash_version); version 1 for old values.
+    expect(api.SIMHASH_VERSION).toBe(2);
+    expect(api.simhash64V1('How are you? I AM fine. Thanks. And you?', 2)).toBe('5b0bd83debb844eb');
   });
 });

@@ -97,4 +97,31 @@ describe('RobotsCache', () => {
     const e = await cache.get('http://a.test');
     expect(isAllowed(e.rules, 'http://a.test/page', UA).allowed).toBe(false);
   });
+  it('seed takes an answer fetched earlier while it is fresh, never over a later one', async () => {
+    const { cache, calls, at } = cacheWith([body('User-agent: *\nDisallow: /\n')]);
+    at(10 * HOUR);
+    expect(cache.seed('http://a.test', GOOD, 0)).toBe(true);
+    const e = await cache.get('http://a.test');
+    expect(e).toMatchObject({ fresh: false, fetchedAt: 0, kind: 'parsed' });
+    expect(isAllowed(e.rules, 'http://a.test/private', UA).allowed).toBe(false);
+    expect(isAllowed(e.rules, 'http://a.test/page', UA).allowed).toBe(true);
+    expect(cache.seed('http://a.test', body('User-agent: *\nAllow: /\n'), -HOUR)).toBe(false); // older than what is held
+    expect(cache.seed('http://b.test', GOOD, -15 * HOUR)).toBe(false); // 25 h old: stale
+    // A 503 is kept only retryMs (60 s), as when fetched.
+    expect(cache.seed('http://c.test', { status: 503, body: Buffer.alloc(0) }, 10 * HOUR - 30_000)).toBe(true);
+    expect(cache.seed('http://d.test', { status: 503, body: Buffer.alloc(0) }, 10 * HOUR - 60_000)).toBe(false);
+    expect(calls).toEqual([]);
+    at(DAY);
+    expect((await cache.get('http://a.test')).fresh).toBe(true);
+    expect(calls).toEqual([DAY]);
+  });
+
+  it('a fresh answer carries what was fetched (for crawl.host-policy); a stale copy in force does not', async () => {
+    const { cache, at } = cacheWith([GOOD, { status: 503, body: Buffer.alloc(0) }]);
+    expect((await cache.get('http://a.test')).answer).toEqual(GOOD);
+    at(DAY);
+    const stale = await cache.get('http://a.test');
+    expect(stale).toMatchObject({ fresh: true, stale: true });
+    expect(stale.answer).toBeUndefined();
+  });
 });

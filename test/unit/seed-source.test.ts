@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
-import { argLines, parseSeed, seedBatches, seedLines, SeedTally, type Seed, type SeedLine } from '../../lib/seed-source';
+import { argLines, feedSeeds, parseSeed, seedBatches, seedLines, SeedTally, type Seed, type SeedLine } from '../../lib/seed-source';
 
 describe('parseSeed', () => {
   test.each([
@@ -127,5 +127,19 @@ describe('SeedTally', () => {
     const t = new SeedTally((l) => notices.push(l));
     for (const l of argLines(['example.org'])) t.add(parseSeed(l.text, l.line));
     expect(notices).toEqual(['no scheme in "example.org": taken as https://example.org/']);
+  });
+});
+
+describe('feedSeeds (--feed)', () => {
+  it('gives each valid feed URL as a seed link of priority class 1 with its host, and counts every one in the tally', () => {
+    const tally = new SeedTally();
+    const seeds = feedSeeds(['https://news.example.org/feed.xml', 'example.net/atom', 'ftp://x.example/feed'], tally, 7);
+    expect(seeds).toEqual([
+      { host: 'news.example.org', link: { url: 'https://news.example.org/feed.xml', source_url: null, depth: 0, discovered_at: 7, is_seed: true, priority_class: 1 } },
+      { host: 'example.net', link: { url: 'https://example.net/atom', source_url: null, depth: 0, discovered_at: 7, is_seed: true, priority_class: 1 } },
+    ]);
+    expect(tally.accepted).toBe(2);
+    expect(tally.refusedCount).toBe(1);
+    expect(tally.schemeAdded).toBe(1);
   });
 });

@@ -3,10 +3,18 @@ import { gzipSync } from 'node:zlib';
 import pino from 'pino';
 import type { HttpCapture, HttpClient } from '../../connectors/types';
 import { DEFAULTS } from '../../lib/config';
-import type { FetchRequestMsg, LinkMsg } from '../../lib/messages';
+import { avroType } from '../../lib/avro';
+import type { FetchRequestMsg, FetchStatusMsg, LinkMsg } from '../../lib/messages';
 import { fetchStage } from '../../processors/fetch';
+import { itemKey } from '../../processors/feeds';
 import { maybeSitemap, parseSitemap, sitemapLinks, sitemapOf, sitemapSeeds, sitemapText } from '../../processors/sitemaps';
 import type { InRecord, OutRecord, StageContext } from '../../runtime/stage';
+import { topics } from '../../topologies/crawl';
+
+/** Every record is valid for its topic's Avro schema. */
+function expectAllValid(outs: readonly OutRecord[]): void {
+  for (const o of outs) expect([o.topic, avroType(topics[o.topic].valueSchema).isValid(o.value)]).toEqual([o.topic, true]);
+}
 
 const URLSET = `<?xml version="1.0" encoding="UTF-8"?>
 <!-- generated -->
@@ -143,6 +151,40 @@ describe('fetch stage and sitemaps', () => {
     const routes = { 'http://a.test/robots.txt': cap('http://a.test/robots.txt', 404, null, '') };
     expect(links(await stageWith(routes, true).run('http://a.test/p')).map((l) => l.url)).toEqual(['http://a.test/sitemap.xml']);
     expect(links(await stageWith(routes, false).run('http://a.test/p'))).toEqual([]);
+  });
+
+  it('a feed response (RSS, any type) is stored, marked in its status with its items\' keys, and its items go to crawl.links in class 1', async () => {
+    const rss = '<?xml version="1.0"?><rss><channel><item><link>http://a.test/n1</link><guid>g1</guid></item>' +
+      '<item><link>http://other.test/x</link></item></channel></rss>';
+    const { run } = stageWith({
+      'http://a.test/robots.txt': cap('http://a.test/robots.txt', 404, null, ''),
+      'http://a.test/feed': cap('http://a.test/feed', 200, 'text/xml', rss),
+    });
+    const outs = await run('http://a.test/feed');
+    const final = outs.filter((o) => o.topic === 'fetchStatus').map((o) => o.value as FetchStatusMsg).find((s) => s.stored)!;
+    expect(final).toMatchObject({ outcome: 'FETCHED', feed_kind: 'rss', feed_items: [itemKey('g1'), itemKey('http://other.test/x')] });
+    expect(links(outs)).toEqual([
+      { url: 'http://a.test/n1', source_url: 'http://a.test/feed', depth: 3, discovered_at: expect.any(Number), is_seed: false, priority_class: 1 },
+      { url: 'http://other.test/x', source_url: 'http://a.test/feed', depth: 3, discovered_at: expect.any(Number), is_seed: false },
+    ]);
+    expectAllValid(outs);
+  });
+
+  it('a news sitemap: its news entries go in class 1 and its status names it a feed; a plain sitemap is no feed', async () => {
+    const news = '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:news="http://www.google.com/schemas/sitemap-news/0.9">' +
+      '<url><loc>http://a.test/story</loc><news:news><news:publication_date>2026-09-27</news:publication_date></news:news></url>' +
+      '<url><loc>http://a.test/about</loc></url></urlset>';
+    const { run } = stageWith({
+      'http://a.test/robots.txt': cap('http://a.test/robots.txt', 404, null, ''),
+      'http://a.test/news.xml': cap('http://a.test/news.xml', 200, 'application/xml', news),
+      'http://a.test/sm.xml': cap('http://a.test/sm.xml', 200, 'application/xml', URLSET),
+    });
+    const outs = await run('http://a.test/news.xml');
+    const final = outs.filter((o) => o.topic === 'fetchStatus').map((o) => o.value as FetchStatusMsg).find((s) => s.stored)!;
+    expect(final).toMatchObject({ feed_kind: 'news-sitemap', feed_items: [itemKey('http://a.test/story')] });
+    expect(links(outs).map((l) => [l.url, l.priority_class ?? null])).toEqual([['http://a.test/story', 1], ['http://a.test/about', null]]);
+    const plain = (await run('http://a.test/sm.xml')).filter((o) => o.topic === 'fetchStatus').map((o) => o.value as FetchStatusMsg);
+    expect(plain.every((s) => s.feed_kind === undefined && s.feed_items === undefined)).toBe(true);
   });
 
   it('a sitemap response (gzipped, any type) is stored and its URLs go to crawl.links with lastmod', async () => {
