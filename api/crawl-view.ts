@@ -1,12 +1,9 @@
 /**
- * What `crawl serve` (and `crawl run --status-port`) knows of the crawl, built only from the
- * log: the compacted URL table (crawl.urls), the feeds table (crawl.feeds), the host-policy and
- * opt-out tables, the webmaster accounts and sites, every process's applied registry version
- * (crawl.optout-applied), and the stream of fetch statuses (with a per-host summary of the last
- * day, api/host-day.ts). Pure: the wiring feeds rows in, routes read views out.
- *
- * Memory: one UrlStateMsg per URL. That suits a crawl of millions of URLs on one serve
- * process; beyond that the URL lookup belongs in a key-value store fed the same way.
+ * What `crawl serve` (and `crawl run --status-port`) knows of the crawl, fed from the log by
+ * the wiring: the feeds table (crawl.feeds), the host-policy and opt-out tables, the webmaster
+ * accounts and sites, every process's applied registry version (crawl.optout-applied), and the
+ * stream of fetch statuses (with a per-host summary of the last day, api/host-day.ts). URL rows
+ * and the frontier's numbers come from a store (api/url-table.ts), never from a map of every URL.
  */
 import { createHash } from 'node:crypto';
 import { HostPolicyTable } from '../lib/host-policy';
@@ -17,6 +14,7 @@ import { WebmasterState } from '../lib/webmaster';
 import type { OutRecord } from '../runtime/stage';
 import { HostDays } from './host-day';
 import { AppliedReports, type RegistryLag } from './registry-lag';
+import type { FrontierNumbers, UrlTableView } from './url-table';
 
 /** How many seconds of pages/s history /stats returns. */
 export const TIMELINE_SECONDS = 300;
@@ -64,6 +62,8 @@ export interface Stats {
 }
 
 export interface CrawlViewOptions {
+  /** Where URL rows and the frontier's numbers are read (api/url-table.ts). */
+  urls?: UrlTableView | null;
   /** A process more than this behind the opt-out registry raises the alarm. */
   registryLagAlarmMs?: number;
   /** How often processes report their applied version (a process three intervals quiet is silent). */
@@ -82,10 +82,10 @@ export class CrawlView {
   readonly hostDays = new HostDays();
   private readonly applied = new AppliedReports();
   private readonly lagOptions: { alarmMs: number; reportMs: number };
-  private readonly urls = new Map<string, UrlStateMsg>();
+  /** The URL table (none: rows and frontier numbers are unknown). */
+  private readonly table: UrlTableView | null;
   /** The feeds the frontiers poll (at most CRAWL_FEED_MAX_PER_HOST a host). */
   private readonly feedRows = new Map<string, FeedStateMsg>();
-  private readonly byHash = new Map<string, string>();
   private readonly hosts = new Map<string, HostCounters>();
   private readonly perSecond = new Map<number, number>();
   private readonly outcomes: Record<string, number> = {};
@@ -97,16 +97,7 @@ export class CrawlView {
 
   constructor(o: CrawlViewOptions = {}) {
     this.lagOptions = { alarmMs: o.registryLagAlarmMs ?? DEFAULTS.optoutLagAlarmMs, reportMs: o.registryReportMs ?? DEFAULTS.optoutReportMs };
-  }
-
-  applyUrl(key: string, value: UrlStateMsg | null): void {
-    if (value === null) {
-      this.urls.delete(key);
-      this.byHash.delete(urlHash(key));
-      return;
-    }
-    if (!this.urls.has(key)) this.byHash.set(urlHash(key), key);
-    this.urls.set(key, value);
+    this.table = o.urls ?? null;
   }
 
   applyFeed(key: string, value: FeedStateMsg | null): void {
@@ -199,34 +190,27 @@ export class CrawlView {
     }
   }
 
-  /** A URL's row by its normalised URL or the SHA-256 (hex) of it. */
-  url(urlOrHash: string): UrlStateMsg | undefined {
-    const byUrl = this.urls.get(urlOrHash);
-    if (byUrl) return byUrl;
-    const url = /^[0-9a-f]{64}$/i.test(urlOrHash) ? this.byHash.get(urlOrHash.toLowerCase()) : undefined;
-    return url === undefined ? undefined : this.urls.get(url);
+  /** A URL's row by its normalised URL (with its host) or by the SHA-256 (hex) of the URL, where the table indexes it. */
+  async url(urlOrHash: string, host: string | null): Promise<UrlStateMsg | undefined> {
+    if (!this.table) return undefined;
+    if (host !== null) {
+      const byUrl = await this.table.row(urlOrHash, host);
+      if (byUrl) return byUrl;
+    }
+    if (!/^[0-9a-f]{64}$/i.test(urlOrHash)) return undefined;
+    const url = await this.table.urlOfHash(urlOrHash.toLowerCase());
+    return url === undefined ? undefined : this.table.row(url, new URL(url).hostname);
   }
 
   /** A host is known once it has a URL row, a fetch status or a policy row. */
-  hostKnown(host: string): boolean {
+  async hostKnown(host: string): Promise<boolean> {
     if (this.hosts.has(host) || this.policy.fields(host).length > 0) return true;
-    for (const row of this.urls.values()) if (row.host === host) return true;
-    return false;
+    return (await this.table?.hostKnown(host)) ?? false;
   }
 
-  /** Hosts with work in the frontier and the age of the oldest due URL, for gauges. */
-  frontierNumbers(now: number): { hostsInRotation: number; oldestDueAgeMs: number | null; byState: Partial<Record<UrlStatus, number>> } {
-    const active = new Set<string>();
-    const byState: Partial<Record<UrlStatus, number>> = {};
-    let oldestDue: number | null = null;
-    for (const row of this.urls.values()) {
-      byState[row.state] = (byState[row.state] ?? 0) + 1;
-      if (row.state !== 'QUEUED' && row.state !== 'LEASED') continue;
-      active.add(row.host);
-      const due = row.state === 'QUEUED' ? row.next_due_at ?? row.discovered_at : null;
-      if (due !== null && due <= now && (oldestDue === null || due < oldestDue)) oldestDue = due;
-    }
-    return { hostsInRotation: active.size, oldestDueAgeMs: oldestDue === null ? null : now - oldestDue, byState };
+  /** URLs by state, hosts with work in the frontier and how long the most overdue has waited, for gauges. */
+  frontierNumbers(now: number): FrontierNumbers {
+    return this.table?.numbers(now) ?? { urls: 0, byState: {}, hostsInRotation: 0, oldestDueAgeMs: null };
   }
 
   snapshot(now: number, lag: Record<string, number> = {}): Stats {
@@ -249,7 +233,7 @@ export class CrawlView {
       timeline,
       outcomes: { ...this.outcomes },
       http_status: { ...this.httpStatus },
-      queues: { urls: this.urls.size, by_state: f.byState, hosts_in_rotation: f.hostsInRotation, oldest_due_age_s: f.oldestDueAgeMs === null ? null : f.oldestDueAgeMs / 1000, lag },
+      queues: { urls: f.urls, by_state: f.byState, hosts_in_rotation: f.hostsInRotation, oldest_due_age_s: f.oldestDueAgeMs === null ? null : f.oldestDueAgeMs / 1000, lag },
       top_hosts: [...this.hosts]
         .sort((a, b) => b[1].fetched - a[1].fetched || b[1].lastAt - a[1].lastAt)
         .slice(0, 10)
@@ -261,10 +245,9 @@ export class CrawlView {
     };
   }
 
+  /** Hosts with a policy row (blocks), among those the view has seen statuses of or has policy for. */
   private policyHosts(): Set<string> {
-    const hosts = new Set<string>(this.hosts.keys());
-    for (const row of this.urls.values()) hosts.add(row.host);
-    return new Set([...hosts].filter((h) => this.policy.fields(h).length > 0));
+    return new Set([...this.hosts.keys(), ...this.policy.hosts()].filter((h) => this.policy.fields(h).length > 0));
   }
 
   private host(host: string, at: number): HostCounters {

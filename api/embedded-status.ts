@@ -4,15 +4,17 @@
  * `crawl webmaster add-account --out DIR` before the run), whose changes go to the embedded log
  * like any other row. The operator's endpoints are not served here. A small observer stage follows
  * crawl.fetch-status (its own consumer group) and the tables the API reads, and feeds a
- * CrawlView; nothing in the crawl knows it is there.
+ * CrawlView; URL rows and the frontier's numbers are read from the frontier's own stores
+ * (api/url-table.ts). Nothing in the crawl knows it is there.
  */
 import type { Logger } from 'pino';
 import type { CrawlConfig } from '../lib/config';
-import type { FeedStateMsg, FetchStatusMsg, HostPolicyMsg, OptOutAppliedMsg, OptOutMsg, UrlStateMsg, WebmasterAccountMsg, WebmasterSiteMsg } from '../lib/messages';
+import type { FeedStateMsg, FetchStatusMsg, HostPolicyMsg, OptOutAppliedMsg, OptOutMsg, WebmasterAccountMsg, WebmasterSiteMsg } from '../lib/messages';
 import { metrics, setMetricSources } from '../lib/metrics';
 import type { OutRecord, Stage } from '../runtime/stage';
 import { CrawlView } from './crawl-view';
 import { createApiServer, listen } from './server';
+import type { UrlTableView } from './url-table';
 import { webmasterBackend } from './webmaster-backend';
 
 export interface EmbeddedStatus {
@@ -27,11 +29,10 @@ export function statusViewStage(view: CrawlView): Stage {
     id: 'status-view',
     inputs: ['fetchStatus'],
     outputs: [],
-    // The embedded log keeps compacted topics as tables: their rows arrive as a global table.
-    globalTables: ['urls', 'feeds', 'hostPolicy', 'optout', 'optoutApplied', 'webmasterAccounts', 'webmasterSites'],
+    // Compacted tables the API reads (small ones: the URL table is read from the frontier's stores).
+    globalTables: ['feeds', 'hostPolicy', 'optout', 'optoutApplied', 'webmasterAccounts', 'webmasterSites'],
     onGlobal: (rec, topic) => {
       switch (topic) {
-        case 'urls': return view.applyUrl(rec.key, rec.value as UrlStateMsg | null);
         case 'feeds': return view.applyFeed(rec.key, rec.value as FeedStateMsg | null);
         case 'hostPolicy': return view.applyPolicy(rec.key, rec.value as HostPolicyMsg | null);
         case 'optout': return view.applyOptOut(rec.key, rec.value as OptOutMsg | null);
@@ -78,8 +79,10 @@ export async function startEmbeddedStatus(
   lags?: () => GroupLag[],
   /** With both, the webmaster API is served too, writing to the embedded log through `append`. */
   webmaster?: { config: CrawlConfig; append: (outs: OutRecord[]) => void },
+  /** The frontier's URL table (api/url-table.ts frontierTable). */
+  urls: UrlTableView | null = null,
 ): Promise<EmbeddedStatus> {
-  const view = new CrawlView(webmaster ? { registryLagAlarmMs: webmaster.config.optoutLagAlarmMs, registryReportMs: webmaster.config.optoutReportMs } : {});
+  const view = new CrawlView({ ...(webmaster ? { registryLagAlarmMs: webmaster.config.optoutLagAlarmMs, registryReportMs: webmaster.config.optoutReportMs } : {}), urls });
   const lagTimer = lags
     ? setInterval(() => {
         for (const l of lags()) metrics.consumerLag.set({ group: l.group, topic: l.topic }, l.records);

@@ -1,7 +1,8 @@
 /**
- * `crawl serve` in Kafka mode: the API's view is fed by following crawl.urls, crawl.host-policy,
+ * `crawl serve` in Kafka mode: the API's view is fed by following crawl.host-policy,
  * crawl.optout, crawl.optout-applied, the webmaster accounts and sites, crawl.fetch-status and
- * crawl.feeds; writes (the operator's and the webmaster API's) are produced with acks=all through the same
+ * crawl.feeds, and reads URL rows from its own copy of crawl.urls on disk (api/serve-url-table.ts); writes
+ * (the operator's and the webmaster API's) are produced with acks=all through the same
  * encoder as the processors; queue sizes are the processors' consumer lag, polled from admin.
  */
 import { createProducer, produce } from '../connectors/kafka';
@@ -10,13 +11,14 @@ import { createPageStore, pageStoreConfigFromEnv } from '../connectors/page-stor
 import type { PageStore } from '../connectors/types';
 import type { CrawlConfig } from '../lib/config';
 import type { Logger } from '../lib/logger';
-import type { FeedStateMsg, FetchStatusMsg, HostPolicyMsg, OptOutAppliedMsg, OptOutMsg, UrlStateMsg, WebmasterAccountMsg, WebmasterSiteMsg } from '../lib/messages';
+import type { FeedStateMsg, FetchStatusMsg, HostPolicyMsg, OptOutAppliedMsg, OptOutMsg, WebmasterAccountMsg, WebmasterSiteMsg } from '../lib/messages';
 import { metrics, setMetricSources, trackRegistryVersion } from '../lib/metrics';
 import type { StageName } from '../runtime/build-stages';
 import { encodeRecords, type KafkaRuntime } from '../runtime/kafka-runner';
 import type { OutRecord } from '../runtime/stage';
 import { topics, type TopicId } from '../topologies/crawl';
 import { CrawlView } from './crawl-view';
+import { ServeUrlTable } from './serve-url-table';
 import type { ApiBackend } from './server';
 import { webmasterBackend } from './webmaster-backend';
 
@@ -38,14 +40,14 @@ export interface KafkaBackend {
 }
 
 export async function startKafkaBackend(rt: KafkaRuntime, config: CrawlConfig, log: Logger, pages: PageStore = createPageStore(pageStoreConfigFromEnv())): Promise<KafkaBackend> {
-  const view = new CrawlView({ registryLagAlarmMs: config.optoutLagAlarmMs, registryReportMs: config.optoutReportMs });
+  const urls = await ServeUrlTable.start(rt, config, log);
+  const view = new CrawlView({ registryLagAlarmMs: config.optoutLagAlarmMs, registryReportMs: config.optoutReportMs, urls });
   const producer = await createProducer(rt.kafka);
-  const followed: TopicId[] = ['urls', 'hostPolicy', 'optout', 'optoutApplied', 'webmasterAccounts', 'webmasterSites', 'fetchStatus', 'feeds'];
+  const followed: TopicId[] = ['hostPolicy', 'optout', 'optoutApplied', 'webmasterAccounts', 'webmasterSites', 'fetchStatus', 'feeds'];
   const byName = new Map(followed.map((id) => [rt.prefix + topics[id].name, id]));
   const follower: Follower = await followTopics(rt.kafka, `${rt.prefix}crawl.serve`, [...byName.keys()], async (topic, _p, key, raw) => {
     const value = raw === null ? null : await rt.registry.decode(raw);
     switch (byName.get(topic)) {
-      case 'urls': return view.applyUrl(key, value as UrlStateMsg | null);
       case 'hostPolicy': return view.applyPolicy(key, value as HostPolicyMsg | null);
       case 'optout': return view.applyOptOut(key, value as OptOutMsg | null);
       case 'optoutApplied': return view.applyOptOutApplied(key, value as OptOutAppliedMsg | null);
@@ -95,6 +97,7 @@ export async function startKafkaBackend(rt: KafkaRuntime, config: CrawlConfig, l
     async stop() {
       clearInterval(lagTimer);
       await follower.stop();
+      await urls.close();
       await producer.disconnect();
       await pages.close();
     },

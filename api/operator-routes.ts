@@ -38,9 +38,9 @@ export function operatorRoutes(router: Router, d: OperatorDeps): void {
   };
   // An operator typo must not silently block or slow a host nobody crawls: known hosts only,
   // unless the request says force (a webmaster asking before we ever visited).
-  const knownOrForced = (host: string, value: unknown): void => {
+  const knownOrForced = async (host: string, value: unknown): Promise<void> => {
     const force = typeof value === 'object' && value !== null && (value as { force?: unknown }).force === true;
-    if (!force && !d.view.hostKnown(host)) throw new ApiError(404, 'unknown_host', `the crawl does not know ${host}; send "force": true to set it anyway`);
+    if (!force && !(await d.view.hostKnown(host))) throw new ApiError(404, 'unknown_host', `the crawl does not know ${host}; send "force": true to set it anyway`);
   };
   const policyRow = (host: string, field: string, v: Partial<HostPolicyMsg>): OutRecord => ({
     topic: 'hostPolicy', key: hostPolicyKey(host, field), host,
@@ -59,7 +59,7 @@ export function operatorRoutes(router: Router, d: OperatorDeps): void {
     .add('POST', '/hosts/{host}/block', async (req, res, m) => {
       const host = parseHost(m.params.host);
       const { b, raw } = await body(req, (v) => ({ b: parseBlock(v, d.now()), raw: v }));
-      knownOrForced(host, raw);
+      await knownOrForced(host, raw);
       const row = policyRow(host, 'block', { blocked_until: b.blocked_until, reason: b.reason });
       await accepted(res, [row, audit('block', host, { until: b.blocked_until, reason: b.reason }, d.now())], { host, block: { until: new Date(b.blocked_until).toISOString(), reason: b.reason } });
     }, { operator: true })
@@ -71,7 +71,7 @@ export function operatorRoutes(router: Router, d: OperatorDeps): void {
     .add('PUT', '/hosts/{host}/crawl-rate', async (req, res, m) => {
       const host = parseHost(m.params.host);
       const { r, raw } = await body(req, (v) => ({ r: parseCrawlRate(v), raw: v }));
-      knownOrForced(host, raw);
+      await knownOrForced(host, raw);
       const row = policyRow(host, 'crawl-rate', { min_delay_ms: r.min_delay_ms, reason: r.reason });
       await accepted(res, [row, audit('set-crawl-rate', host, { min_delay_ms: r.min_delay_ms, reason: r.reason }, d.now())], { host, min_delay_ms: r.min_delay_ms });
     }, { operator: true })

@@ -14,6 +14,7 @@ import type { PageStore } from '../connectors/types';
 import { DEFAULTS } from '../lib/config';
 import { registry } from '../lib/metrics';
 import { normalizeUrl } from '../lib/url-normalize';
+import type { UrlStateMsg } from '../lib/messages';
 import type { OutRecord } from '../runtime/stage';
 import { givenClass, priorityClassOf } from '../processors/priority-class';
 import type { CrawlView } from './crawl-view';
@@ -65,13 +66,13 @@ export function createApiServer(backend: ApiBackend, opts: ApiOptions): Server {
       const text = await registry.metrics();
       res.writeHead(200, { 'content-type': registry.contentType }).end(text);
     })
-    .add('GET', '/hosts/{host}', (_req, res, m) => {
+    .add('GET', '/hosts/{host}', async (_req, res, m) => {
       const host = m.params.host.toLowerCase();
-      if (!backend.view.hostKnown(host)) throw new ApiError(404, 'unknown_host', `the crawl has no URL, status or policy for ${host}`);
+      if (!(await backend.view.hostKnown(host))) throw new ApiError(404, 'unknown_host', `the crawl has no URL, status or policy for ${host}`);
       sendJson(res, 200, { host, policy: backend.view.policy.fields(host), block: backend.view.policy.block(host, now()) });
     })
-    .add('GET', '/urls/{url*}', (_req, res, m) => {
-      const row = lookupUrl(backend.view, m.params.url);
+    .add('GET', '/urls/{url*}', async (_req, res, m) => {
+      const row = await lookupUrl(backend.view, m.params.url);
       sendJson(res, 200, {
         url: row.url, host: row.host, state: row.state, depth: row.depth, attempts: row.attempts,
         discovered_at: row.discovered_at, updated_at: row.updated_at, last_fetch: row.fetched_at, http_status: row.http_status,
@@ -85,7 +86,7 @@ export function createApiServer(backend: ApiBackend, opts: ApiOptions): Server {
     .add('GET', '/pages', async (_req, res, m) => {
       const raw = m.url.searchParams.get('url');
       if (!raw) throw new ApiError(400, 'invalid_url', 'give ?url=<page URL>');
-      const row = lookupUrl(backend.view, raw);
+      const row = await lookupUrl(backend.view, raw);
       if (row.warc_uri === null || row.warc_offset === null || row.warc_length === null) throw new ApiError(404, 'not_stored', 'no stored copy of this URL yet');
       if (!backend.pages) throw new ApiError(503, 'no_page_store', 'this server has no page store configured');
       const bytes = await backend.pages.read(row.warc_uri, row.warc_offset, row.warc_length);
@@ -138,13 +139,16 @@ export function createApiServer(backend: ApiBackend, opts: ApiOptions): Server {
   return server;
 }
 
-function lookupUrl(view: CrawlView, raw: string): NonNullable<ReturnType<CrawlView['url']>> {
-  const direct = view.url(raw);
-  if (direct) return direct;
-  if (/^[0-9a-f]{64}$/i.test(raw)) throw new ApiError(404, 'unknown_url', 'no URL with that hash in the URL table');
+/** A URL's row (read from the URL table's store), by the URL or the SHA-256 (hex) of it. */
+async function lookupUrl(view: CrawlView, raw: string): Promise<UrlStateMsg> {
+  if (/^[0-9a-f]{64}$/i.test(raw)) {
+    const byHash = await view.url(raw, null);
+    if (!byHash) throw new ApiError(404, 'unknown_url', 'no URL with that hash in the URL table (`crawl serve` keeps the hash index; `crawl run --status-port` looks URLs up by URL)');
+    return byHash;
+  }
   const n = normalizeUrl(raw);
   if (!n.ok) throw new ApiError(400, 'invalid_url', `not a crawlable URL (${n.reason}): ${n.detail}`);
-  const row = view.url(n.url);
+  const row = await view.url(n.url, n.host);
   if (!row) throw new ApiError(404, 'unknown_url', `not in the URL table: ${n.url}`);
   return row;
 }

@@ -2,8 +2,10 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 
-export type Part = 'embedded' | 'kafka' | 'peer';
-const PARTS: readonly Part[] = ['embedded', 'kafka', 'peer'];
+export type Part = 'embedded' | 'kafka' | 'peer' | 'frontier-scale' | 'crawl-run-scale';
+const PARTS: readonly Part[] = ['embedded', 'kafka', 'peer', 'frontier-scale', 'crawl-run-scale'];
+/** Run by default: the scale runs only when asked for (they take a while and disk). */
+const DEFAULT_PARTS: readonly Part[] = ['embedded', 'kafka', 'peer'];
 
 export interface BenchArgs {
   only: Part[];
@@ -23,6 +25,11 @@ export interface BenchArgs {
   kafkaProcs: string[][];
   /** Node flags added after the launcher's for every kcrawl process (experiments: `--node-flags "--v8-pool-size=1"`). */
   nodeFlags: string[];
+  /** frontier-scale: URLs to take in, and seconds of leasing measured with them in the table. */
+  urls: number;
+  leaseSecs: number;
+  /** crawl-run-scale: seed URLs in the seeds file (over --hosts hosts; crawls --secs before its kill -9). */
+  seeds: number;
   /** The web served: real pages (bench/real-web.ts, every headline figure) or lorem ipsum (a micro-benchmark). */
   web: 'real' | 'lorem';
   /** Hosts the per-stage CPU pass (bench/stage-cpu.ts) starts from; 0 skips it. */
@@ -47,7 +54,10 @@ export const USAGE = `usage: npm run bench -- [flags]   (or node dist/bench/run.
   --json FILE                  also write the results as JSON
   --kafka-procs SPEC           Kafka mode's processes, e.g. ${DEFAULT_KAFKA_PROCS}
   --node-flags "FLAGS"         Node/V8 flags added to every kcrawl process
-  --stages N                   per-stage CPU a page over N hosts' pages before the contenders (64; 0: skip)`;
+  --stages N                   per-stage CPU a page over N hosts' pages before the contenders (64; 0: skip)
+  --urls N                     frontier-scale: distinct URLs into one frontier (1000000; the acceptance run is 50000000)
+  --lease-secs S               frontier-scale: seconds of leasing measured with the table full (30)
+  --seeds N                    crawl-run-scale: seeds in the file (1000000; the acceptance run is 20000000 over --hosts 100000)`;
 
 /** "a,b/c,d" -> [[a, b], [c, d]]: every stage exactly once. */
 export function parseKafkaProcs(v: string): string[][] {
@@ -68,7 +78,7 @@ const wholeNumber = (flag: string, v: string | undefined, min: number): number =
 };
 
 export function parseBenchArgs(argv: readonly string[]): BenchArgs {
-  const a: BenchArgs = { only: [...PARTS], hosts: 5000, latencies: [0, 200], secs: 20, warmupSecs: 15, concurrency: 256, kafkaProcs: parseKafkaProcs(DEFAULT_KAFKA_PROCS), nodeFlags: [], web: 'real', stageHosts: 64 };
+  const a: BenchArgs = { only: [...DEFAULT_PARTS], urls: 1_000_000, leaseSecs: 30, seeds: 1_000_000, hosts: 5000, latencies: [0, 200], secs: 20, warmupSecs: 15, concurrency: 256, kafkaProcs: parseKafkaProcs(DEFAULT_KAFKA_PROCS), nodeFlags: [], web: 'real', stageHosts: 64 };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
     const v = argv[i + 1];
@@ -99,6 +109,9 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
       case '--stages': a.stageHosts = wholeNumber(flag, v, 0); break;
       case '--json': a.json = v; break;
       case '--kafka-procs': a.kafkaProcs = parseKafkaProcs(v ?? ''); break;
+      case '--urls': a.urls = wholeNumber(flag, v, 1000); break;
+      case '--lease-secs': a.leaseSecs = wholeNumber(flag, v, 3); break;
+      case '--seeds': a.seeds = wholeNumber(flag, v, 1); break;
       case '--node-flags': {
         const flags = (v ?? '').split(/\s+/).filter(Boolean);
         for (const f of flags) if (!f.startsWith('--')) throw new Error(`--node-flags ${f}: expected Node or V8 flags, each starting with --`);

@@ -30,6 +30,8 @@ import { tmpdir } from 'node:os';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { parseBenchArgs, launcherNodeFlags, USAGE, type BenchArgs } from './args';
+import { runCrawlRunScale } from './crawl-run-scale';
+import { runFrontierScale } from './frontier-scale';
 import { connectKafka, groupBacklog, type Admin } from '../connectors/kafka';
 import { topics, type TopicId } from '../topologies/crawl';
 import { ProcWatch, reapedChildrenCpuMs, sample } from './proc-stat';
@@ -268,6 +270,11 @@ async function main(): Promise<void> {
     return;
   }
   const a = parseBenchArgs(process.argv.slice(2));
+  // The scale runs (docs/frontier-store.md) stand apart from the contenders' table.
+  if (a.only.includes('frontier-scale')) await runFrontierScale({ urls: a.urls, leaseSecs: a.leaseSecs });
+  if (a.only.includes('crawl-run-scale')) await runCrawlRunScale({ seeds: a.seeds, hosts: a.hosts, secs: a.secs });
+  a.only = a.only.filter((p) => p !== 'frontier-scale' && p !== 'crawl-run-scale');
+  if (a.only.length === 0) return;
   const dir = join(tmpdir(), `kcrawl-bench-${process.pid}`);
   mkdirSync(dir, { recursive: true });
   if (a.profile) mkdirSync(a.profile, { recursive: true });

@@ -147,7 +147,7 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   // pages: handoff events written; responses: responses in hand as they arrive (their WARC file may still be open).
   const counts = { pages: 0, failures: 0, responses: 0 };
   const stages = buildStages(STAGE_NAMES, {
-    config, http, warc, textWarc, scope: feed.scope,
+    config, http, warc, textWarc, scope: feed.scope, frontierStateDir: join(opts.out, 'state', 'frontier'),
     onOutcome: (outcome) => {
       if (outcome === 'FAILED' || outcome === 'REFUSED' || outcome === 'ROBOTS_UNAVAILABLE') counts.failures++;
     },
@@ -169,8 +169,9 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   // Consumer lag of every stage's group on each of its inputs: what waits in memory.
   const lags = (): GroupLag[] =>
     [...stages, sinkStage].flatMap((s) => s.inputs.map((t) => ({ group: `crawl.${s.id}`, topic: topics[t].name, records: fileLog.lag(`crawl.${s.id}`, t) })));
+  const frontier = stages.find((s) => s.id === 'frontier') as FrontierStage;
   const status = opts.statusPort === undefined ? null : await (await import('../api/embedded-status')).startEmbeddedStatus(
-    opts.statusPort, log, () => warc.stats, lags, { config, append: (outs) => fileLog.append(outs) },
+    opts.statusPort, log, () => warc.stats, lags, { config, append: (outs) => fileLog.append(outs) }, (await import('../api/url-table')).frontierTable(frontier.state),
   );
   // Fetch may run ahead of parse by CRAWL_PARSE_BACKLOG_MAX stored pages (4,096; each waits as its
   // compressed WARC record), no more: beyond, pages only wait in memory. A page reaches parse only
@@ -180,8 +181,7 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   const runner = new EmbeddedRunner(fileLog, [...stages, sinkStage, ...(status ? [status.stage] : [])], log, {
     holdWhile: holdWhileOf(embeddedHoldRules(config), (group, topic) => fileLog.lag(group, topic)),
   });
-  const frontier = stages.find((s) => s.id === 'frontier') as FrontierStage;
-  runner.start();
+  await runner.start();
   const appendSeeds = (links: LinkMsg[]): void => {
     fileLog.append(links.map((l) => {
       const host = new URL(l.url).hostname;
@@ -226,7 +226,7 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   // Drain what stopping produced (the last WARC file's pages) through parse and handoff.
   const drain = new EmbeddedRunner(fileLog, [...buildStages(['parse', 'handoff'], { config, http, warc, textWarc }), sinkStage], log);
   log.info({ unparsed: fileLog.lag('crawl.parse', 'fetched'), notHandedOff: fileLog.lag('crawl.handoff', 'parsed') }, 'stopping: parsing and handing off what was stored');
-  drain.start();
+  await drain.start();
   // Bounded: at most CRAWL_PARSE_BACKLOG_MAX pages plus the last WARC file's are left to parse.
   // Parsed pages wait for their text records' file, which nothing stores before its age limit
   // (CRAWL_WARC_MAX_AGE_MS) now the crawl is stopping: it is stored whenever that is all the

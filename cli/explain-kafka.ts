@@ -8,6 +8,8 @@ import { OptOutRegistry } from '../lib/optout-registry';
 import { partitionForHost } from '../lib/partitioner';
 import type { KafkaRuntime } from '../runtime/kafka-runner';
 import { topics, type TopicId } from '../topologies/crawl';
+import { avroReader } from '../lib/avro';
+import { kafkaChangelog } from '../runtime/kafka-changelog';
 import type { CrawlState } from './explain';
 import { kafkaEnv, runtimeFor } from './kafka-commands';
 
@@ -26,9 +28,17 @@ export async function stateFromKafka(url: string, config: CrawlConfig): Promise<
   for (const [k, v] of await latest(rt, 'hostPolicy', all)) policy.apply(k, v as HostPolicyMsg | null);
   const optout = new OptOutRegistry();
   for (const [k, v] of await latest(rt, 'optout', all)) optout.apply(k, v as OptOutMsg | null);
+  // The URL's partition of crawl.urls, read through keeping only that URL's latest record (the
+  // table itself lives in the frontiers' stores; a partition may hold millions of rows).
   const host = new URL(url).hostname;
-  const own = [partitionForHost(host, rt.partitions)];
-  const row = ((await latest(rt, 'urls', own)).get(url) as UrlStateMsg | null | undefined) ?? null;
-  const feed = ((await latest(rt, 'feeds', own)).get(url) as FeedStateMsg | null | undefined) ?? null;
+  const p = partitionForHost(host, rt.partitions);
+  const source = kafkaChangelog(rt, 'urls');
+  let latestRow: Buffer | null = null;
+  await source.read(new Map([[p, 0]]), await source.ends([p]), async (_p, recs) => {
+    for (const r of recs) if (r.key === url) latestRow = r.value;
+  });
+  const row = latestRow === null ? null : (avroReader(topics.urls.valueSchema)(latestRow) as UrlStateMsg);
+  // crawl.feeds is a small table (feedMaxPerHost feeds a host at most): read whole.
+  const feed = ((await latest(rt, 'feeds', [p])).get(url) as FeedStateMsg | null | undefined) ?? null;
   return { policy, optout, row, feed };
 }

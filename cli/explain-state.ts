@@ -2,12 +2,15 @@
  * Read-only view of an embedded crawl's journaled tables (<out>/state), for `crawl explain`.
  * It parses the segment files itself instead of opening runtime/file-log.ts's FileLog, which
  * repairs torn tails on open and so must never run beside a live `crawl run`. The frame format
- * is the one documented in runtime/file-log.ts:
- *   [u32 frame length][u32 key length][key][f64 timestamp][avro value, or empty = tombstone]
+ * is the one documented in runtime/log-segments.ts (plain and cleaned segments).
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { avroReader } from '../lib/avro';
+import type { UrlStateMsg } from '../lib/messages';
+import { partitionForHost } from '../lib/partitioner';
+import { UrlStore } from '../processors/frontier-store';
+import { frames, parseSegmentName } from '../runtime/log-segments';
 import { topics, type TopicId } from '../topologies/crawl';
 
 /** Latest value per key of a compacted topic, across all partitions (tombstones remove). */
@@ -20,21 +23,48 @@ export function readJournaledTable<V>(stateDir: string, topic: TopicId): Map<str
   if (!existsSync(base)) return rows;
   for (const p of readdirSync(base).sort((a, b) => Number(a) - Number(b))) {
     const dir = join(base, p);
-    for (const f of readdirSync(dir).filter((n) => n.endsWith('.seg')).sort()) {
-      const buf = readFileSync(join(dir, f));
-      let pos = 0;
-      while (pos + 4 <= buf.length) {
-        const len = buf.readUInt32LE(pos);
-        if (len < 12 || pos + 4 + len > buf.length) break; // torn tail of a live or killed run
-        const frame = buf.subarray(pos + 4, pos + 4 + len);
-        const keyLen = frame.readUInt32LE(0);
-        const key = frame.toString('utf8', 4, 4 + keyLen);
-        const value = frame.subarray(12 + keyLen);
-        if (value.length === 0) rows.delete(key);
-        else rows.set(key, read(value) as V);
-        pos += 4 + len;
+    const files = readdirSync(dir).map((f) => ({ f, seg: parseSegmentName(f) })).filter((x) => x.seg !== null).sort((a, b) => a.seg!.baseOffset - b.seg!.baseOffset);
+    for (const { f, seg } of files) {
+      // A torn tail of a live or killed run ends the frames.
+      for (const fr of frames(readFileSync(join(dir, f)), { baseOffset: seg!.baseOffset, explicit: seg!.explicit })) {
+        if (fr.value === null) rows.delete(fr.key);
+        else rows.set(fr.key, read(fr.value) as V);
       }
     }
   }
   return rows;
+}
+
+/**
+ * A URL's row from an embedded crawl's state (<out>/state): from the frontier's store when it can
+ * be opened (the crawl is not running), else from its partition of the journal, read frame by
+ * frame keeping only that URL's latest record (a live `crawl run` holds its store's lock).
+ */
+export async function readUrlRow(stateDir: string, url: string, host: string): Promise<UrlStateMsg | null> {
+  const base = join(stateDir, 'topics', topics.urls.name);
+  if (!existsSync(base)) return null;
+  const partitions = readdirSync(base).filter((d) => /^\d+$/.test(d)).length;
+  const p = partitionForHost(host, partitions);
+  const storeDir = join(stateDir, 'frontier', `urls-${p}`);
+  if (existsSync(storeDir)) {
+    try {
+      const store = await UrlStore.open(storeDir, () => 0, { lockWaitMs: 0 });
+      try {
+        return (await store.rows([url]))[0] ?? null;
+      } finally {
+        await store.close();
+      }
+    } catch {
+      // in use by a running crawl: the journal has every row too
+    }
+  }
+  const dir = join(base, String(p));
+  let latest: Buffer | null = null;
+  const files = readdirSync(dir).map((f) => ({ f, seg: parseSegmentName(f) })).filter((x) => x.seg !== null).sort((a, b) => a.seg!.baseOffset - b.seg!.baseOffset);
+  for (const { f, seg } of files) {
+    for (const fr of frames(readFileSync(join(dir, f)), { baseOffset: seg!.baseOffset, explicit: seg!.explicit })) {
+      if (fr.key === url) latest = fr.value === null ? null : Buffer.from(fr.value);
+    }
+  }
+  return latest === null ? null : (avroReader(topics.urls.valueSchema)(latest) as UrlStateMsg);
 }

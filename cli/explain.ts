@@ -15,7 +15,7 @@ import { robotsFromFetch } from '../lib/robots';
 import { normalizeUrl } from '../lib/url-normalize';
 import { robotsFetcher } from '../processors/fetch';
 import { explain, explanationText, type Explanation } from '../processors/frontier-explain';
-import { readJournaledTable } from './explain-state';
+import { readJournaledTable, readUrlRow } from './explain-state';
 
 export interface ExplainOptions {
   json?: boolean;
@@ -33,13 +33,13 @@ export interface CrawlState {
   feed?: FeedStateMsg | null;
 }
 
-export function stateFromJournal(out: string, url: string): CrawlState {
+export async function stateFromJournal(out: string, url: string, host: string | null): Promise<CrawlState> {
   const dir = join(out, 'state');
   const policy = new HostPolicyTable();
   for (const [k, v] of readJournaledTable<HostPolicyMsg>(dir, 'hostPolicy')) policy.apply(k, v);
   const optout = new OptOutRegistry();
   for (const [k, v] of readJournaledTable<OptOutMsg>(dir, 'optout')) optout.apply(k, v);
-  const row = readJournaledTable<UrlStateMsg>(dir, 'urls').get(url) ?? null;
+  const row = host === null ? null : await readUrlRow(dir, url, host);
   const feed = readJournaledTable<FeedStateMsg>(dir, 'feeds').get(url) ?? null;
   return { policy, optout, row, feed };
 }
@@ -48,7 +48,7 @@ export async function explainUrl(url: string, o: ExplainOptions, config: CrawlCo
   const n = normalizeUrl(url);
   const key = n.ok ? n.url : url;
   let state: CrawlState = { policy: new HostPolicyTable(), optout: new OptOutRegistry(), row: null };
-  if (o.out) state = stateFromJournal(o.out, key);
+  if (o.out) state = await stateFromJournal(o.out, key, n.ok ? n.host : null);
   else if (o.kafka) state = await (await import('./explain-kafka')).stateFromKafka(key, config);
   let robots = null;
   let robotsError: string | null = null;

@@ -8,6 +8,7 @@
  *   CRAWL_REDIS_PREFIX    optional Redis key prefix (default `${CRAWL_TOPIC_PREFIX}crawl:bloom:`)
  * plus the CRAWL_* settings of lib/config.ts.
  */
+import { join } from 'node:path';
 import { createHttpClient } from '../connectors/http-undici';
 import { connectKafka, createProducer, ensureTopics, partitionCounts, produce, watchGroupLag, type GroupLag, type Kafka } from '../connectors/kafka';
 import { KafkaHealth } from '../connectors/kafka-health';
@@ -150,9 +151,11 @@ export async function processes(names: string[], o: { allowPrivateNetwork: boole
     lags.set(`${r.group} ${r.topic}`, await watchGroupLag(rt.kafka, group, topic, 1000, (err) => log.debug({ err, group, topic }, 'backlog not read')));
   }
   const holdWhile = holdWhileOf(rules, (group, topic) => lags.get(`${group} ${topic}`)?.lag() ?? 0);
+  // One folder of partition stores per crawl (topic prefix), so crawls sharing a machine never mix.
+  const frontierStateDir = join(config.stateDir, `${env.prefix}frontier`);
   // A consumer kafkajs gave up on leaves the process useless: stop it (a supervisor restarts it).
   const onFatal = (): void => void process.kill(process.pid, 'SIGTERM');
-  for (const stage of buildStages(wanted, { config, http, warc, textWarc, seen })) {
+  for (const stage of buildStages(wanted, { config, http, warc, textWarc, seen, frontierStateDir })) {
     running.push(await runStageOnKafka(stage, rt, { holdWhile: holdWhile[stage.id], onFatal }));
   }
   const stopMetrics = await (await import('../api/metrics-server')).startProcessMetrics(config, () => warc.stats, log);

@@ -46,6 +46,17 @@ export interface CrawlConfig {
   priorityLevels: number;
   /** Fetches per host per cycle (a frontier process's lifetime); the rest wait for the next cycle. */
   hostBudgetPerCycle: number;
+  /**
+   * An unfetched URL leaves the URL table this long after it was discovered (a tombstone in
+   * crawl.urls; seed 000: 6 days), so the table does not keep dead links for ever; 0 = never.
+   */
+  urlTtlMs: number;
+  /**
+   * Where a frontier keeps its partitions' URL tables on local disk (Kafka mode; `crawl run`
+   * uses <out>/state/frontier). Processes on one machine may share it: a partition's store is
+   * locked by the process that owns it.
+   */
+  stateDir: string;
   /** Recrawl interval: first one after a fetch, halved on change and doubled otherwise, within [min, max]. */
   recrawlInitialMs: number;
   recrawlMinMs: number;
@@ -188,6 +199,8 @@ export const DEFAULTS: CrawlConfig = {
   ipMinGapMs: 250,
   priorityLevels: 4,
   hostBudgetPerCycle: 100_000,
+  urlTtlMs: 6 * 24 * 3600_000,
+  stateDir: './kcrawl-state',
   recrawlInitialMs: 24 * 3600_000,
   recrawlMinMs: 3600_000,
   recrawlMaxMs: 60 * 24 * 3600_000,

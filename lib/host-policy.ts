@@ -72,6 +72,11 @@ export class HostPolicyTable {
     return [...this.eachField(host)];
   }
 
+  /** Every host with a row. */
+  hosts(): IterableIterator<string> {
+    return this.rows.keys();
+  }
+
   /** The same rows without a copy (seen-test asks for every link it screens). */
   eachField(host: string): Iterable<HostPolicyMsg> {
     return this.rows.get(host)?.values() ?? NO_ROWS;

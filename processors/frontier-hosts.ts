@@ -1,9 +1,11 @@
 /**
- * One host in the frontier: its back queue (split into priority levels, the front queues),
- * the one request it may have in flight, when it may next be asked, and its adapted pace.
- * Pure helpers; FrontierState (frontier-state.ts) owns the hosts and the heap.
+ * One host in the frontier's memory: how many URLs wait in its queue (which is on disk, in the
+ * partition's store: processors/frontier-store.ts) and the first few of them, the one request
+ * it may have in flight, when it may next be asked, and its adapted pace. Pure helpers;
+ * FrontierState (frontier-state.ts) owns the hosts and the heap.
  */
 import type { FetchStatusMsg, HostPolicyMsg } from '../lib/messages';
+import type { QueuedRef } from './frontier-store';
 import { backoffRecord, gapInForceAtMost, loadSignal, nextBackoff, NO_BACKOFF, sameBackoff, type AimdPolicy, type HostBackoff } from './frontier-aimd';
 
 export interface HostState {
@@ -11,9 +13,10 @@ export interface HostState {
   domain: string;
   /** Last address a fetch of this host connected to (per-IP cap); null until known. */
   ip: string | null;
-  /** Back queue by slot, slot 0 first: priority class, then priority level (processors/priority-class.ts queueSlot). */
-  levels: string[][];
+  /** URLs in the host's queue on disk (slots: priority class, then priority level; processors/priority-class.ts queueSlot). */
   size: number;
+  /** The first of them, read from the store and not yet leased; null when not read (or no longer the queue's start). */
+  head: QueuedRef[] | null;
   /** The one request in flight to this host, if any (politeness: never two at once). */
   inflight: { id: string; url: string; domain: string; ip: string | null } | null;
   nextAt: number;
@@ -26,39 +29,15 @@ export interface HostState {
   persistedGap: number;
   /** Fetches released this cycle, against hostBudgetPerCycle. */
   fetches: number;
+  /** Its summary (size, fetches) changed since last written to the store. */
+  dirty: boolean;
 }
 
 export function newHost(host: string, domain: string, now: number, minHostDelayMs: number): HostState {
   return {
-    host, domain, ip: null, levels: [], size: 0, inflight: null, nextAt: now, scheduled: false, crawlDelayMs: 0, backoff: NO_BACKOFF,
-    persistedGap: minHostDelayMs, fetches: 0,
+    host, domain, ip: null, size: 0, head: null, inflight: null, nextAt: now, scheduled: false, crawlDelayMs: 0, backoff: NO_BACKOFF,
+    persistedGap: minHostDelayMs, fetches: 0, dirty: false,
   };
-}
-
-export function pushUrl(h: HostState, url: string, level: number, front: boolean): void {
-  const q = (h.levels[level] ??= []);
-  if (front) q.unshift(url);
-  else q.push(url);
-  h.size++;
-}
-
-/**
- * The host's most important waiting URL (FIFO within a level), or the first of back-queue
- * `slot` when one is given (the fetch budget's choice: frontier-budget.ts).
- */
-export function takeUrl(h: HostState, slot?: number): string {
-  const chosen = slot === undefined ? undefined : h.levels[slot];
-  if (chosen && chosen.length > 0) {
-    h.size--;
-    return chosen.shift()!;
-  }
-  for (const q of h.levels) {
-    if (q && q.length > 0) {
-      h.size--;
-      return q.shift()!;
-    }
-  }
-  throw new Error(`host ${h.host} has no queued URL`);
 }
 
 export interface PacePolicy extends AimdPolicy {

@@ -3,6 +3,8 @@
  * recrawl interval (freshness by observed change).
  */
 import type { CrawlConfig } from '../lib/config';
+import type { UrlStateMsg } from '../lib/messages';
+import { PRIORITY_CLASSES, priorityClassOf, queueSlot, type ClassPolicy } from './priority-class';
 
 /** The recrawl settings (documented in lib/config.ts). */
 export type RecrawlPolicy = Pick<CrawlConfig, 'recrawlInitialMs' | 'recrawlMinMs' | 'recrawlMaxMs'>;
@@ -18,6 +20,24 @@ export function priorityLevel(priority: number | null | undefined, depth: number
     return Math.min(n - 1, Math.floor((1 - p) * n));
   }
   return Math.min(n - 1, Math.max(0, depth));
+}
+
+/**
+ * A row's slot in its host's queue: its priority class first (as written, derived for rows
+ * written before classes), then its level: by the importance a scorer gave it until the URL is
+ * first fetched, by depth after that (a recrawl) or when it has none.
+ */
+export function queueSlotOf(row: UrlStateMsg, p: ClassPolicy & Pick<CrawlConfig, 'priorityLevels'>): number {
+  const level = priorityLevel(row.fetched_at === null ? row.priority : undefined, row.depth, p.priorityLevels);
+  return queueSlot(priorityClassOf(row, p), level, p.priorityLevels);
+}
+
+/**
+ * What a store's queue keys were derived with, as its checkpoint records it: the number of slots
+ * (classes x levels). A store made with another layout (other levels, or before classes) is rebuilt.
+ */
+export function queueLayout(levels: number): number {
+  return PRIORITY_CLASSES.length * Math.max(1, Math.floor(levels));
 }
 
 /**

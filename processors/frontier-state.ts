@@ -1,9 +1,20 @@
 /**
- * The frontier's pure state for the partitions it owns: the URL table (the exact "seen"
- * truth), per host a back queue split into priority levels (the front queues), a heap of hosts
- * keyed by the time they may next be fetched, and the leases out to fetchers. No I/O and no
- * clock: every method takes `now` and returns the URL-table rows, fetch requests and
- * host-policy rows to emit.
+ * The frontier's state for the partitions it owns. The URL table (the exact "seen" truth) and
+ * each host's queue, split into priority levels (the front queues), live on disk in one store
+ * per partition (processors/frontier-store.ts); memory holds only what the scheduler needs now:
+ * per host with work, its queue's length and first few URLs, its pace and the one request it
+ * may have in flight; the heap of hosts keyed by the time they may next be fetched; the leases
+ * out to fetchers. Memory grows with hosts that have work, not with URLs known
+ * (docs/frontier-store.md).
+ *
+ * No clock and no emits of its own: every operation takes `now` and returns the URL-table rows,
+ * fetch requests and host-policy rows to emit. Each operation reads what it needs from the
+ * stores, decides, and writes its changes to the stores before it returns its emits, so the
+ * store never lags the changelog the runtime then writes. Operations decide one at a time and
+ * write in the order they decided; candidates (the intake) are pipelined: one batch reads and
+ * decides while the batch before it is still being written, seeing that batch's rows through
+ * `pending` (rows decided and not yet known to be readable from the store). Every other
+ * operation waits for all writes before it (`serial`).
  *
  * Politeness, in layers, all of which must allow a request:
  * - host: at most one request in flight, the next no sooner than finish + the host's gap,
@@ -16,10 +27,11 @@
  * - at most hostBudgetPerCycle fetches per host per cycle (this process's lifetime).
  *
  * Priority classes and the fetch budget (processors/priority-class.ts, frontier-budget.ts): each
- * new row gets a class, a host's back queue is ordered by class and then level, and a host's URL
- * is released only when its class has budget; a host whose classes have none waits for it. Feeds
- * (frontier-feeds.ts) are rows polled at their own interval. The call sites are marked [class],
- * [budget] and [feeds].
+ * new row gets a class, a host's queue on disk is ordered by class and then level (the queue
+ * key's slot), and a host's URL is released only when its class has budget: the head's when its
+ * class has, else the first URL of a later class that has (read from the store); a host whose
+ * classes have none waits for it. Feeds (frontier-feeds.ts) are rows polled at their own interval.
+ * The call sites are marked [class], [budget] and [feeds].
  */
 import { randomUUID } from 'node:crypto';
 import { MinHeap } from '../lib/heap';
@@ -27,17 +39,19 @@ import { HostPolicyTable } from '../lib/host-policy';
 import { OptOutRegistry } from '../lib/optout-registry';
 import type { CandidateMsg, FeedStateMsg, FetchRequestMsg, FetchStatusMsg, HostPolicyMsg, UrlStateMsg } from '../lib/messages';
 import { DEFAULTS, type CrawlConfig } from '../lib/config';
-import { routingKey } from '../lib/partitioner';
+import { partitionForHost, routingKey } from '../lib/partitioner';
 import { redirectField } from '../lib/redirect-hops';
 import { AIMD_DEFAULTS, backoffFromRecord, handOverWaitMs, type AimdPolicy, type HostBackoff } from './frontier-aimd';
-import { applyAnswer, newHost, pushUrl, takeUrl, type HostState } from './frontier-hosts';
+import { applyAnswer, newHost, type HostState } from './frontier-hosts';
 import { ClassBudget, type BudgetPolicy, type ClassBudgetView } from './frontier-budget';
 import { FeedTable, type FeedPolicy } from './frontier-feeds';
 import { heldUntil } from './frontier-holds';
 import { LayerGroups } from './frontier-layers';
-import { givenClass, priorityClassOf, queueSlot, slotClass, type ClassPolicy, type PriorityClass } from './priority-class';
-import { UrlTable } from './frontier-urls';
-import { priorityLevel, recrawlIntervalMs, type RecrawlPolicy } from './frontier-schedule';
+import { FrontierOp } from './frontier-op';
+import { queueSlotOf, recrawlIntervalMs, type RecrawlPolicy } from './frontier-schedule';
+import { FEED_DUE, indexEntry, queueKey, queuedAtFront } from './frontier-keys';
+import type { QueuedRef, UrlStore } from './frontier-store';
+import { givenClass, PRIORITY_CLASSES, priorityClassOf, type ClassPolicy, type PriorityClass } from './priority-class';
 
 /** The settings the frontier needs (documented in lib/config.ts). */
 export type FrontierPolicy = Pick<CrawlConfig, 'minHostDelayMs' | 'maxCrawlDelayMs' | 'responseTimeFactor' | 'leaseMs' | 'retryBackoffMs' | 'maxAttempts'>;
@@ -48,7 +62,7 @@ export type FrontierTuning = AimdPolicy &
   ClassPolicy &
   BudgetPolicy &
   FeedPolicy &
-  Pick<CrawlConfig, 'domainMaxInflight' | 'domainMinGapMs' | 'ipMaxInflight' | 'ipMinGapMs' | 'priorityLevels' | 'hostBudgetPerCycle'>;
+  Pick<CrawlConfig, 'domainMaxInflight' | 'domainMinGapMs' | 'ipMaxInflight' | 'ipMinGapMs' | 'priorityLevels' | 'hostBudgetPerCycle' | 'urlTtlMs'>;
 
 export const TUNING_DEFAULTS: FrontierTuning = {
   ...AIMD_DEFAULTS,
@@ -56,6 +70,7 @@ export const TUNING_DEFAULTS: FrontierTuning = {
   ipMaxInflight: DEFAULTS.ipMaxInflight, ipMinGapMs: DEFAULTS.ipMinGapMs,
   priorityLevels: DEFAULTS.priorityLevels, hostBudgetPerCycle: DEFAULTS.hostBudgetPerCycle,
   recrawlInitialMs: DEFAULTS.recrawlInitialMs, recrawlMinMs: DEFAULTS.recrawlMinMs, recrawlMaxMs: DEFAULTS.recrawlMaxMs,
+  urlTtlMs: DEFAULTS.urlTtlMs,
   priorityClassTailDepth: DEFAULTS.priorityClassTailDepth, priorityClassHighMin: DEFAULTS.priorityClassHighMin,
   priorityClassLowBelow: DEFAULTS.priorityClassLowBelow,
   budgetPagesPerDay: DEFAULTS.budgetPagesPerDay, budgetClassShares: DEFAULTS.budgetClassShares, budgetLendUnused: DEFAULTS.budgetLendUnused,
@@ -63,6 +78,26 @@ export const TUNING_DEFAULTS: FrontierTuning = {
   feedPollMs: DEFAULTS.feedPollMs, feedMinPollMs: DEFAULTS.feedMinPollMs, feedMaxPollMs: DEFAULTS.feedMaxPollMs, feedMaxItems: DEFAULTS.feedMaxItems,
   feedMaxPerHost: DEFAULTS.feedMaxPerHost,
 };
+
+/** URLs read into a host's head at a time, and the most kept in all heads together. */
+const HEAD_READ = 8;
+const HEAD_BUDGET = 50_000;
+/**
+ * Hosts released per tick at most (20 ticks a second: 40,960 leases a second), and hosts whose
+ * queue is read from the store at once. A frontier with 40,000 hosts due at once (all of a
+ * rebuilt store's) read every queue in one go: 1.5 GiB of RSS and no lease for 30 s.
+ */
+const RELEASES_PER_TICK = 2048;
+const HEAD_READS_AT_ONCE = 64;
+/** Due retries and recrawls requeued per partition per tick. */
+const DUE_PER_TICK = 5000;
+/** Rows looked at per partition per tick by the expiry sweep, and how often it steps. */
+const SWEEP_ROWS = 2000;
+const SWEEP_EVERY_MS = 1000;
+/** A known, never-tried URL found again is written to the changelog again when its row was written this long before its partition was restored (mayBeUnjournaled). */
+const REASSERT_BEFORE_RESTORE_MS = 5 * 60_000;
+/** Hosts looked at per tick for eviction (nothing queued, nothing in flight, free to go). */
+const EVICT_PER_TICK = 2000;
 
 /** `{ priority }` only when known, so rows and requests of unscored URLs stay as they were. */
 function priorityField(priority: number | null | undefined): { priority?: number } {
@@ -74,6 +109,8 @@ export interface FrontierEmits {
   fetches: FetchRequestMsg[];
   /** crawl.host-policy rows (field `backoff`); absent when none. */
   policies?: HostPolicyMsg[];
+  /** URLs dropped from the table (unfetched past urlTtlMs): tombstones in crawl.urls. */
+  expired?: Array<{ url: string; host: string }>;
   /** crawl.feeds rows (value null: a tombstone); absent when none. */
   feeds?: Array<{ url: string; host: string; value: FeedStateMsg | null }>;
 }
@@ -94,16 +131,29 @@ export interface HostView {
   ip: string | null;
 }
 
+export interface FrontierStats {
+  urls: number;
+  queued: number;
+  leased: number;
+  /** Hosts held in memory (with work, in flight or still waiting out their gap). */
+  hosts: number;
+  retrying: number;
+  recrawls: number;
+  byState: Partial<Record<UrlStateMsg['state'], number>>;
+}
+
 export class FrontierState {
-  private readonly rows = new UrlTable();
+  private readonly stores = new Map<number, UrlStore>();
+  /** When each partition was restored: hosts first seen soon after wait a full delay from then. */
+  private readonly restoredAt = new Map<number, number>();
+  /** Earliest retry or recrawl time per store (0: not known, look). */
+  private readonly nextDue = new Map<UrlStore, number>();
+  /** Where each partition's expiry sweep is, and when it last stepped. */
+  private readonly sweep = new Map<number, { after: string; at: number }>();
   private readonly hosts = new Map<string, HostState>();
   private readonly ready = new MinHeap<HostState>();
-  /** Failed URLs waiting for their retry time. */
-  private readonly retries = new MinHeap<string>();
-  /** Fetched URLs waiting for their recrawl time. */
-  private readonly recrawls = new MinHeap<string>();
   /** URLs out to a fetcher and not yet final (stored or failed): url -> lease. */
-  private readonly urlLeases = new Map<string, { id: string; expiresAt: number }>();
+  private readonly urlLeases = new Map<string, { id: string; expiresAt: number; host: string }>();
   /** Lease expiry times; entries for leases already answered are skipped. */
   private readonly leases = new MinHeap<{ url: string; id: string }>();
   private readonly domains: LayerGroups;
@@ -111,11 +161,29 @@ export class FrontierState {
   private readonly tuning: FrontierTuning;
   /** URLs queued at hosts still under their budget (the work left this cycle). */
   private queued = 0;
+  /** URLs held in hosts' heads. */
+  private headRefs = 0;
+  private evictCursor: IterableIterator<HostState> | null = null;
+  /** The last operation's decision, and its write: the next decides after the one, writes after the other. */
+  private decided: Promise<unknown> = Promise.resolve();
+  private written: Promise<unknown> = Promise.resolve();
+  /** Operations numbered as they decide; how many have written. */
+  private opSeq = 0;
+  private opsWritten = 0;
+  /** Rows decided by operations whose writes a store read started since may not have seen. */
+  private readonly pending = new Map<string, { row: UrlStateMsg | null; seq: number }>();
+  /** Operations reading now, by the number of writes done when they began. */
+  private readonly reading = new Set<number>();
+  /** This cycle (a frontier process's life): fetches counted against hostBudgetPerCycle. */
+  readonly cycle: number;
   /** [budget] The fetch budget by class; hosts waiting for it. */
   private readonly budget: ClassBudget<HostState>;
   /** [class] Pages fetched by class. */
   private readonly fetchedByClass = [0, 0, 0];
-  /** [feeds] The feeds of this frontier's partitions. */
+  /**
+   * [feeds] The feeds of this frontier's partitions (at most feedMaxPerHost a host, restored from
+   * crawl.feeds): per feed, not per URL known.
+   */
   readonly feeds: FeedTable;
   /**
    * What applyAnswer needs, built once: spreading the policy and tuning into a new object on
@@ -130,15 +198,24 @@ export class FrontierState {
     readonly table: HostPolicyTable = new HostPolicyTable(),
     /** The opt-out registry (fed from crawl.optout by the stage): crawl=deny holds a host. */
     readonly optout: OptOutRegistry = new OptOutRegistry(),
+    readonly opts: { partitions: number; cycle?: number } = { partitions: 1 },
   ) {
     const pick = <K extends keyof FrontierTuning>(k: K): FrontierTuning[K] => (policy[k] ?? TUNING_DEFAULTS[k]) as FrontierTuning[K];
     this.tuning = Object.fromEntries((Object.keys(TUNING_DEFAULTS) as Array<keyof FrontierTuning>).map((k) => [k, pick(k)])) as unknown as FrontierTuning;
     this.domains = new LayerGroups({ maxInflight: Math.max(1, this.tuning.domainMaxInflight), minGapMs: this.tuning.domainMinGapMs });
     this.ips = new LayerGroups({ maxInflight: Math.max(1, this.tuning.ipMaxInflight), minGapMs: this.tuning.ipMinGapMs });
+    this.cycle = opts.cycle ?? Date.now();
     this.budget = new ClassBudget(this.tuning);
     this.feeds = new FeedTable(this.tuning);
     this.pace = { ...policy, ...this.tuning };
   }
+
+  /**
+   * The row's slot in its host's queue (the queue key's first byte after the host): [class] its
+   * class first, then its level: by the importance a scorer gave it (Candidate.priority) until
+   * the URL is first fetched, by depth after that (a recrawl) or when it has none.
+   */
+  readonly levelOf = (row: UrlStateMsg): number => queueSlotOf(row, this.tuning);
 
   /** [budget] This process's part of the crawl (Kafka mode: owned partitions / all partitions). */
   setBudgetFraction(f: number, now: number): void {
@@ -155,11 +232,169 @@ export class FrontierState {
     return givenClass(row.priority_class) ?? priorityClassOf(row, this.tuning);
   }
 
-  /** Counts for progress lines and metrics. */
-  stats(): { urls: number; queued: number; leased: number; hosts: number; retrying: number; recrawls: number } {
+  /** [feeds] Rebuild a feed from its crawl.feeds row (null: a tombstone). */
+  restoreFeed(url: string, value: FeedStateMsg | null): void {
+    this.feeds.restore(url, value);
+  }
+
+  /** Run one operation after every operation before it has decided and written. */
+  serial<T>(fn: () => Promise<T>): Promise<T> {
+    const run = Promise.all([this.decided, this.written]).then(fn);
+    this.decided = this.written = run.catch(() => undefined);
+    return run;
+  }
+
+  /**
+   * Run an operation that only reads rows and host summaries before it decides (the intake):
+   * it reads and decides once the one before has decided, while that one may still be writing,
+   * and writes after it.
+   */
+  private pipelined(decide: (op: FrontierOp) => Promise<void>): Promise<FrontierEmits> {
+    const seq = ++this.opSeq;
+    let snapshot = 0;
+    const decided = this.decided.then(async () => {
+      snapshot = this.opsWritten;
+      this.reading.add(snapshot);
+      const op = this.newOp();
+      try {
+        await decide(op);
+        for (const [url, row] of op.staged()) this.pending.set(url, { row, seq });
+        return op;
+      } finally {
+        this.reading.delete(snapshot);
+      }
+    });
+    const written = Promise.all([decided, this.written]).then(async ([op]) => {
+      const out = await this.commit(op);
+      this.opsWritten = seq;
+      this.forgetPending();
+      return out;
+    });
+    this.decided = decided.catch(() => undefined);
+    this.written = written.catch(() => undefined);
+    return written;
+  }
+
+  /** Drop pending rows every reader now sees in the store: written before the oldest read began. */
+  private forgetPending(): void {
+    let oldest = this.opsWritten;
+    for (const r of this.reading) oldest = Math.min(oldest, r);
+    for (const [url, p] of this.pending) if (p.seq <= oldest) this.pending.delete(url);
+  }
+
+  private lastHost = '';
+  private lastPartition = 0;
+
+  /** The host's partition (the last answer is kept: a batch's URLs come in runs of one host). */
+  partitionOf(host: string): number {
+    if (this.opts.partitions === 1) return 0;
+    if (host !== this.lastHost) {
+      this.lastPartition = partitionForHost(host, this.opts.partitions);
+      this.lastHost = host;
+    }
+    return this.lastPartition;
+  }
+
+  storeFor(host: string): UrlStore | undefined {
+    return this.stores.get(this.partitionOf(host));
+  }
+
+  owned(): number[] {
+    return [...this.stores.keys()];
+  }
+
+  store(partition: number): UrlStore | undefined {
+    return this.stores.get(partition);
+  }
+
+  // ---- partitions ------------------------------------------------------------------------
+
+  /**
+   * Take a restored partition's store: its hosts with queued URLs and its leases come into
+   * memory. Every host of the partition waits one full delay from `now` (when it was last
+   * fetched is not known here: the longest gap it can have been given without a row in
+   * crawl.host-policy, or that of its persisted gap), and a LEASED row keeps its lease and counts
+   * as a request in flight: a live fetcher may still be working on it.
+   */
+  attach(partition: number, store: UrlStore, now: number): Promise<void> {
+    return this.serial(async () => {
+      this.dropPartition(partition);
+      this.stores.set(partition, store);
+      // A partition with no rows was never fetched from: its hosts need not wait.
+      if (store.size > 0) this.restoredAt.set(partition, now);
+      else this.restoredAt.delete(partition);
+      this.nextDue.set(store, 0);
+      this.sweep.set(partition, { after: '', at: now });
+      await store.eachHost((chunk) => {
+        for (const [host, s] of chunk) if (s.queued > 0) this.hostState(host, now, s);
+      });
+      const rows = await store.rows((await store.leased()).map((r) => r.url));
+      for (const row of rows) {
+        if (!row || row.state !== 'LEASED' || !row.lease_id) continue;
+        this.lease(row.url, row.host, row.lease_id, row.lease_expires_at ?? now);
+        const h = this.hostState(row.host, now);
+        if (!h.inflight) {
+          h.inflight = { id: row.lease_id, url: row.url, domain: h.domain, ip: null };
+          this.domains.acquire(h.domain, now);
+        }
+      }
+    });
+  }
+
+  /**
+   * Forget partitions this instance no longer owns (after a rebalance), so it never releases a
+   * fetch for a host whose politeness now lives elsewhere. Returns their stores (to close).
+   */
+  detach(keep: (partition: number) => boolean): Promise<Map<number, UrlStore>> {
+    return this.serial(async () => {
+      const gone = new Map<number, UrlStore>();
+      for (const [p, store] of [...this.stores]) {
+        if (keep(p)) continue;
+        gone.set(p, store);
+        this.dropPartition(p);
+      }
+      if (gone.size) this.feeds.retain((host) => keep(this.partitionOf(host))); // [feeds]
+      return gone;
+    });
+  }
+
+  private dropPartition(partition: number): void {
+    const store = this.stores.get(partition);
+    if (!store) return;
+    this.stores.delete(partition);
+    this.nextDue.delete(store);
+    for (const [host, h] of this.hosts) {
+      if (this.partitionOf(host) !== partition) continue;
+      if (this.underBudget(h)) this.queued -= h.size;
+      this.dropHead(h);
+      this.hosts.delete(host);
+    }
+    for (const [url, l] of this.urlLeases) if (this.partitionOf(l.host) === partition) this.urlLeases.delete(url);
+    this.domains.clear();
+    this.ips.clear();
+    for (const h of this.hosts.values()) {
+      if (!h.inflight) continue;
+      this.domains.acquire(h.inflight.domain, 0);
+      if (h.inflight.ip) this.ips.acquire(h.inflight.ip, 0);
+    }
+    this.budget.retain((h) => this.hosts.get(h.host) === h); // [budget]
+    // Hosts parked on a domain or IP group lost their place with the groups: look again.
+    for (const h of this.hosts.values()) this.schedule(h);
+  }
+
+  // ---- reads -----------------------------------------------------------------------------
+
+  stats(): FrontierStats {
+    const byState: FrontierStats['byState'] = {};
+    let urls = 0;
+    for (const s of this.stores.values()) {
+      for (const [k, n] of Object.entries(s.counts)) {
+        byState[k as UrlStateMsg['state']] = (byState[k as UrlStateMsg['state']] ?? 0) + n;
+        urls += n;
+      }
+    }
     return {
-      urls: this.rows.size, queued: this.queued, leased: this.urlLeases.size, hosts: this.hosts.size, retrying: this.retries.size,
-      recrawls: this.recrawls.size,
+      urls, queued: this.queued, leased: this.urlLeases.size, hosts: this.hosts.size, retrying: byState.FAILED ?? 0, recrawls: byState.FETCHED ?? 0, byState,
     };
   }
 
@@ -185,8 +420,25 @@ export class FrontierState {
     return n;
   }
 
-  row(url: string): UrlStateMsg | undefined {
-    return this.rows.get(url);
+  /**
+   * Hosts with work (queued or in flight), and how long the longest-waiting of those free to
+   * go has been due: the scheduler's backlog, for /stats and /metrics.
+   */
+  dueHosts(now: number): { withWork: number; oldestDueAgeMs: number | null } {
+    let withWork = 0;
+    let oldest = Infinity;
+    for (const h of this.hosts.values()) {
+      if (h.size === 0 && !h.inflight) continue;
+      withWork++;
+      if (!h.inflight && h.size > 0 && this.underBudget(h) && h.nextAt <= now) oldest = Math.min(oldest, h.nextAt);
+    }
+    return { withWork, oldestDueAgeMs: oldest === Infinity ? null : now - oldest };
+  }
+
+  /** A URL's row, from its partition's store. */
+  async row(url: string, host = hostOf(url)): Promise<UrlStateMsg | undefined> {
+    const store = host === null ? undefined : this.storeFor(host);
+    return store ? (await store.rows([url]))[0] : undefined;
   }
 
   host(host: string): HostView | undefined {
@@ -195,12 +447,34 @@ export class FrontierState {
     return { nextAt: h.nextAt, inflight: h.inflight !== null, queued: h.size, backoff: h.backoff, fetchesThisCycle: h.fetches, ip: h.ip };
   }
 
-  private hostState(host: string, now: number): HostState {
+  // ---- hosts -----------------------------------------------------------------------------
+
+  /**
+   * The host's state, made when it is not in memory: from its summary in the store (queued
+   * URLs, fetches this cycle), its back-off row in crawl.host-policy, and its partition's restore
+   * time (a host first seen within its gap after a restart waits that gap from the restart).
+   */
+  private hostState(host: string, now: number, summary?: { queued: number; fetches: number; cycle: number }): HostState {
     let h = this.hosts.get(host);
-    if (!h) {
-      h = newHost(host, routingKey(host), now, this.policy.minHostDelayMs);
-      this.hosts.set(host, h);
+    if (h) return h;
+    h = newHost(host, routingKey(host), now, this.policy.minHostDelayMs);
+    if (summary && summary.cycle === this.cycle) h.fetches = summary.fetches;
+    // Queued URLs on disk (a host with work is never evicted; this is a restore).
+    if (summary) h.size = summary.queued;
+    const since = this.restoredAt.get(this.partitionOf(host));
+    const row = this.table.get(host, 'backoff');
+    let gap = 0;
+    if (row) {
+      const b = backoffFromRecord(row);
+      h.backoff = b.backoff;
+      h.persistedGap = b.gapMs || this.policy.minHostDelayMs;
+      gap = b.gapMs;
+      h.nextAt = Math.max(h.nextAt, b.backoff.notBefore);
     }
+    if (since !== undefined) h.nextAt = Math.max(h.nextAt, since + handOverWaitMs(this.policy.minHostDelayMs, gap));
+    this.hosts.set(host, h);
+    if (h.size > 0 && this.underBudget(h)) this.queued += h.size;
+    this.schedule(h);
     return h;
   }
 
@@ -220,49 +494,29 @@ export class FrontierState {
     this.ready.push(Math.max(at, h.nextAt), h);
   }
 
-  /**
-   * The row's front queue: [class] its class first, then its level: by the importance a scorer
-   * gave it (Candidate.priority) until the URL is first fetched, by depth after that (a recrawl)
-   * or when it has none.
-   */
-  private slotOf(row: UrlStateMsg): number {
-    const level = priorityLevel(row.fetched_at === null ? row.priority : undefined, row.depth, this.tuning.priorityLevels);
-    return queueSlot(this.classOf(row), level, this.tuning.priorityLevels);
+  private dropHead(h: HostState): void {
+    if (h.head) this.headRefs -= h.head.length;
+    h.head = null;
   }
 
-  private enqueue(h: HostState, row: UrlStateMsg, front = false): void {
-    pushUrl(h, row.url, this.slotOf(row), front);
+  /** A row joins its host's queue (the row is already staged as QUEUED in the op). */
+  private enqueue(h: HostState, row: UrlStateMsg): void {
+    h.size++;
+    h.dirty = true;
     if (this.underBudget(h)) this.queued++;
+    // The head must stay the start of the queue: a URL sorting before its last entry spoils it.
+    const last = h.head?.[h.head.length - 1];
+    if (last && Buffer.compare(queueKey(row.host, this.levelOf(row), queuedAtFront(row), row.updated_at, row.url), last.key) < 0) this.dropHead(h);
     this.schedule(h);
-  }
-
-  /**
-   * Rebuild from a URL-table row (after a crash or rebalance). A LEASED row keeps its lease and
-   * counts as a request in flight: a live fetcher may still be working on it, and re-issuing it
-   * now could hit the host twice at once. Restored hosts wait one full delay, since when they
-   * were last fetched is unknown here: the longest gap they can have been given without a row in
-   * crawl.host-policy (handOverWaitMs; restoreBackoff makes it that of the host's persisted gap).
-   */
-  restore(row: UrlStateMsg, now: number): void {
-    const h = this.hostState(row.host, now);
-    this.rows.set(row, h.host);
-    h.nextAt = Math.max(h.nextAt, now + handOverWaitMs(this.policy.minHostDelayMs));
-    if (row.state === 'QUEUED') this.enqueue(h, row);
-    else if (row.state === 'LEASED' && row.lease_id) {
-      this.lease(row.url, row.lease_id, row.lease_expires_at ?? now);
-      if (!h.inflight) {
-        h.inflight = { id: row.lease_id, url: row.url, domain: h.domain, ip: null };
-        this.domains.acquire(h.domain, now);
-      }
-    } else if (row.state === 'FAILED') this.retries.push(row.next_due_at ?? now, row.url);
-    else if (row.state === 'FETCHED' && row.next_due_at !== null) this.recrawls.push(row.next_due_at, row.url);
   }
 
   /**
    * Rebuild a host's back-off from its crawl.host-policy row (field `backoff`): the host waits
    * out any Retry-After/pause window and, from now, the longest gap it may last have been given.
+   * The row is also kept in the table, where a host coming into memory later finds it.
    */
   restoreBackoff(rec: HostPolicyMsg, now: number): void {
+    this.table.apply(`${rec.host}|${rec.field}`, rec);
     const { backoff, gapMs } = backoffFromRecord(rec);
     const h = this.hostState(rec.host, now);
     h.backoff = backoff;
@@ -270,64 +524,15 @@ export class FrontierState {
     h.nextAt = Math.max(h.nextAt, backoff.notBefore, now + handOverWaitMs(this.policy.minHostDelayMs, gapMs));
   }
 
-  /** [feeds] Rebuild a feed from its crawl.feeds row (null: a tombstone). */
-  restoreFeed(url: string, value: FeedStateMsg | null): void {
-    this.feeds.restore(url, value);
-  }
-
-  private lease(url: string, id: string, expiresAt: number): void {
-    this.urlLeases.set(url, { id, expiresAt });
-    this.leases.push(expiresAt, { url, id });
-  }
-
-  /**
-   * Forget hosts this instance no longer owns (after a rebalance), so it never releases a
-   * fetch for a host whose politeness now lives elsewhere.
-   */
-  retain(owns: (host: string) => boolean): void {
-    for (const [host, h] of this.hosts) {
-      if (owns(host)) continue;
-      if (this.underBudget(h)) this.queued -= h.size;
-      this.hosts.delete(host);
-    }
-    for (const [url, host] of this.rows.hosts()) {
-      if (owns(host)) continue;
-      this.rows.delete(url);
-      this.urlLeases.delete(url);
-    }
-    this.feeds.retain(owns); // [feeds]
-    this.budget.retain((h) => this.hosts.get(h.host) === h); // [budget]
-    this.domains.clear();
-    this.ips.clear();
-    for (const h of this.hosts.values()) {
-      if (!h.inflight) continue;
-      this.domains.acquire(h.inflight.domain, 0);
-      if (h.inflight.ip) this.ips.acquire(h.inflight.ip, 0);
-    }
-    // Hosts parked on a domain or IP group lost their place with the groups: look again.
-    for (const h of this.hosts.values()) this.schedule(h);
-  }
-
-  /** A candidate from seen-test: queue it unless the URL table knows it. */
-  onCandidate(c: CandidateMsg, now: number): FrontierEmits {
-    if (this.rows.has(c.url)) return { rows: [], fetches: [] };
-    const row: UrlStateMsg = {
-      url: c.url, host: c.host, state: 'QUEUED', depth: c.depth, discovered_at: c.discovered_at, updated_at: now,
-      lease_id: null, lease_expires_at: null, attempts: 0, next_due_at: null, fetched_at: null, http_status: null,
-      sha256: null, etag: null, last_modified: null, warc_uri: null, warc_offset: null, warc_length: null, reason: null,
-      ...redirectField(c.redirects), ...priorityField(c.priority),
-      priority_class: priorityClassOf(c, this.tuning), // [class]
-    };
-    const h = this.hostState(c.host, now);
-    this.rows.set(row, h.host);
-    this.enqueue(h, row);
-    return { rows: [row], fetches: [] };
-  }
-
   /** A host-policy row changed (block lifted, new ceiling): look at the host again now. */
   onPolicyChange(host: string, now: number): void {
     const h = this.hosts.get(host);
     if (h && !h.inflight && h.size > 0 && this.underBudget(h)) this.recheckAt(h, now);
+  }
+
+  private lease(url: string, host: string, id: string, expiresAt: number): void {
+    this.urlLeases.set(url, { id, expiresAt, host });
+    this.leases.push(expiresAt, { url, id });
   }
 
   /** Free the host's (and its domain's and IP's) slot, and wake hosts parked on those. */
@@ -341,29 +546,114 @@ export class FrontierState {
     }
   }
 
+  private newOp(): FrontierOp {
+    return new FrontierOp((host) => this.storeFor(host), this.pending);
+  }
+
+  /** Write the op's changes (rows, indexes, touched hosts' summaries) and return its emits. */
+  private async commit(op: FrontierOp): Promise<FrontierEmits> {
+    for (const h of op.touched) {
+      if (!h.dirty) continue;
+      const store = this.storeFor(h.host);
+      if (store) store.stageHost(op.batch(store), h.host, { queued: h.size, fetches: h.fetches, cycle: this.cycle });
+      h.dirty = false;
+    }
+    await op.write();
+    for (const [store, due] of op.dueAt) {
+      const known = this.nextDue.get(store) ?? 0;
+      if (known !== 0 && due < known) this.nextDue.set(store, due);
+    }
+    return op.out;
+  }
+
+  // ---- operations ------------------------------------------------------------------------
+
   /**
-   * A fetcher's answer. The first status of a lease frees the host, starts its politeness
-   * clock and adapts its pace; the final one (stored) settles the URL-table row.
+   * Candidates from seen-test: queue each URL the table does not know. `unjournaled` names rows
+   * the caller emitted and has not yet seen written to the log: a candidate for one of those
+   * (its input replayed after a failed produce) emits the row again.
    */
-  onStatus(s: FetchStatusMsg, now: number): FrontierEmits {
+  onCandidates(cands: readonly CandidateMsg[], now: number, unjournaled?: (url: string) => boolean): Promise<FrontierEmits> {
+    return this.pipelined(async (op) => {
+      const fresh = cands.filter((c) => this.storeFor(c.host));
+      await op.load(fresh);
+      const absent = [...new Set(fresh.filter((c) => !this.hosts.has(c.host)).map((c) => c.host))];
+      const summaries = await op.summaries(absent);
+      for (const c of fresh) {
+        if (op.known(c.url)) {
+          const known = op.current(c.url)!;
+          if (unjournaled?.(c.url) || this.mayBeUnjournaled(known)) op.out.rows.push(known);
+          continue;
+        }
+        const row: UrlStateMsg = {
+          url: c.url, host: c.host, state: 'QUEUED', depth: c.depth, discovered_at: c.discovered_at, updated_at: now,
+          lease_id: null, lease_expires_at: null, attempts: 0, next_due_at: null, fetched_at: null, http_status: null,
+          sha256: null, etag: null, last_modified: null, warc_uri: null, warc_offset: null, warc_length: null, reason: null,
+          ...redirectField(c.redirects), ...priorityField(c.priority),
+          priority_class: priorityClassOf(c, this.tuning), // [class]
+        };
+        const h = this.hostState(c.host, now, summaries.get(c.host));
+        op.set(row);
+        op.touch(h);
+        this.enqueue(h, row);
+        op.out.rows.push(row);
+      }
+    });
+  }
+
+  /**
+   * Whether a row the store holds may be missing from the changelog after a crash: the store is
+   * written before the runtime appends the same rows, so a crash in between leaves a new URL
+   * known to the store only, and its candidate comes again. Such a candidate writes the row to
+   * the changelog again when the row is a never-tried QUEUED one written shortly before its
+   * partition was restored.
+   */
+  private mayBeUnjournaled(row: UrlStateMsg): boolean {
+    if (row.state !== 'QUEUED' || row.attempts !== 0 || row.fetched_at !== null) return false;
+    const restored = this.restoredAt.get(this.partitionOf(row.host));
+    return restored !== undefined && row.updated_at <= restored && restored - row.updated_at <= REASSERT_BEFORE_RESTORE_MS;
+  }
+
+  onCandidate(c: CandidateMsg, now: number): Promise<FrontierEmits> {
+    return this.onCandidates([c], now);
+  }
+
+  /**
+   * Fetchers' answers. The first status of a lease frees the host, starts its politeness clock
+   * and adapts its pace; the final one (stored) settles the URL-table row.
+   */
+  onStatuses(ss: readonly FetchStatusMsg[], now: number): Promise<FrontierEmits> {
+    return this.serial(async () => {
+      const op = this.newOp();
+      await op.load(ss.filter((s) => this.urlLeases.get(s.url)?.id === s.lease_id));
+      for (const s of ss) this.applyStatus(s, now, op);
+      return this.commit(op);
+    });
+  }
+
+  onStatus(s: FetchStatusMsg, now: number): Promise<FrontierEmits> {
+    return this.onStatuses([s], now);
+  }
+
+  private applyStatus(s: FetchStatusMsg, now: number, op: FrontierOp): void {
     const lease = this.urlLeases.get(s.url);
-    const row = this.rows.get(s.url);
-    if (!lease || !row || lease.id !== s.lease_id) return { rows: [], fetches: [] }; // stale or duplicate
+    const row = op.current(s.url);
+    if (!lease || !row || lease.id !== s.lease_id) return; // stale or duplicate
     const h = this.hostState(s.host, now);
-    const out: FrontierEmits = { rows: [], fetches: [] };
+    op.touch(h);
     if (h.inflight?.id === s.lease_id) {
       const leastGap = this.table.leastGapMs(s.host, now, this.policy.minHostDelayMs);
       const policy = applyAnswer(h, s, now, this.pace, leastGap, this.table.block(s.host, now)?.until ?? null);
-      if (policy) out.policies = [policy];
+      if (policy) (op.out.policies ??= []).push(policy);
       this.free(h);
       this.schedule(h);
     }
-    if (!s.stored) return out;
+    if (!s.stored) return;
     this.urlLeases.delete(s.url);
     if (s.http_status !== null) this.fetchedByClass[this.classOf(row) - 1]++; // [class]
     // [feeds] A feed's next poll, and its crawl.feeds row.
     const feed = this.feeds.onStatus(s, now);
-    if (feed.write) out.feeds = [feed.write];
+    if (feed.write) (op.out.feeds ??= []).push(feed.write);
     const next: UrlStateMsg = { ...row, updated_at: now, lease_id: null, lease_expires_at: null, http_status: s.http_status, reason: s.reason };
     switch (s.outcome) {
       case 'FETCHED':
@@ -376,28 +666,24 @@ export class FrontierState {
           etag: s.etag ?? (notModified ? row.etag : null), last_modified: s.last_modified ?? (notModified ? row.last_modified : null),
           warc_uri: s.warc_uri, warc_offset: s.warc_offset, warc_length: s.warc_length, next_due_at: s.finished_at + interval,
         });
-        this.recrawls.push(next.next_due_at!, s.url);
         break;
       }
       case 'ROBOTS_DISALLOWED':
         next.state = 'DISALLOWED';
         break;
       case 'REFUSED':
-        if (s.reason === 'blocked') {
-          // The fetcher refused because of an operator block: not the URL's fault, and the
-          // block expires. Queue it again; the host waits for the block's end.
-          next.state = 'QUEUED';
-          this.enqueue(h, next, true);
-        } else next.state = 'DEAD';
+        // Refused because of an operator block: not the URL's fault, and the block expires.
+        // Queued again at the front of its level; the host waits for the block's end.
+        next.state = s.reason === 'blocked' ? 'QUEUED' : 'DEAD';
         break;
       case 'FAILED':
       case 'ROBOTS_UNAVAILABLE':
         this.fail(next, now, s.retry_after_ms);
         break;
     }
-    this.rows.set(next);
-    out.rows.push(next);
-    return out;
+    op.set(next);
+    if (next.state === 'QUEUED') this.enqueue(h, next);
+    op.out.rows.push(next);
   }
 
   private fail(row: UrlStateMsg, now: number, retryAfterMs: number | null): void {
@@ -407,7 +693,6 @@ export class FrontierState {
       row.attempts = 0;
       row.state = 'FAILED';
       row.next_due_at = now + this.tuning.feedMaxPollMs;
-      this.retries.push(row.next_due_at, row.url);
       return;
     }
     if (row.attempts >= this.policy.maxAttempts) {
@@ -418,20 +703,129 @@ export class FrontierState {
     const backoff = this.policy.retryBackoffMs[Math.min(row.attempts - 1, this.policy.retryBackoffMs.length - 1)];
     row.state = 'FAILED';
     row.next_due_at = now + Math.max(backoff, retryAfterMs ?? 0);
-    this.retries.push(row.next_due_at, row.url);
   }
 
-  /** Release due hosts, re-issue expired leases, and requeue due retries and recrawls. */
-  tick(now: number, maxFetches = Infinity): FrontierEmits {
-    const out: FrontierEmits = { rows: [], fetches: [] };
-    this.requeueDue(this.retries, 'FAILED', now, out);
-    this.requeueDue(this.recrawls, 'FETCHED', now, out);
-    this.expireLeases(now, out);
-    for (const h of this.budget.wake(now)) this.schedule(h); // [budget] hosts whose class has budget again
-    while (out.fetches.length < maxFetches && (this.ready.peekKey() ?? Infinity) <= now) {
+  /** Requeue due retries and recrawls, re-issue expired leases, expire old unfetched URLs, release due hosts. */
+  tick(now: number, maxFetches = Infinity): Promise<FrontierEmits> {
+    return this.serial(async () => {
+      const op = this.newOp();
+      await this.requeueDue(now, op);
+      await this.expireLeases(now, op);
+      await this.sweepExpired(now, op);
+      // Written before hosts' queues are read: what was requeued above may be released now.
+      await op.write();
+      for (const h of this.budget.wake(now)) if (this.hosts.get(h.host) === h) this.schedule(h); // [budget] hosts whose class has budget again
+      await this.releaseDue(now, maxFetches, op);
+      this.evictIdle(now);
+      return this.commit(op);
+    });
+  }
+
+  private async requeueDue(now: number, op: FrontierOp): Promise<void> {
+    for (const store of this.stores.values()) {
+      const known = this.nextDue.get(store) ?? 0;
+      if (known > now) continue;
+      const refs = await store.due(now, DUE_PER_TICK);
+      if (refs.length === 0) {
+        this.nextDue.set(store, (await store.nextDue()) ?? Infinity);
+        continue;
+      }
+      // Look again next tick: more may be due, and what this tick requeues is written after it.
+      this.nextDue.set(store, 0);
+      await op.load(refs);
+      const summaries = await op.summaries([...new Set(refs.map((r) => r.host).filter((h) => !this.hosts.has(h)))]);
+      for (const ref of refs) {
+        const row = op.current(ref.url);
+        if (!row || (row.state !== 'FAILED' && row.state !== 'FETCHED') || row.next_due_at === null || row.next_due_at > now) {
+          // An entry its row no longer has (staged over by this operation, or left by a crash).
+          if (!row || !ref.key.equals(indexEntry(row, this.levelOf)?.[0] ?? Buffer.alloc(0))) op.dropEntry(store, ref.key);
+          continue;
+        }
+        const queuedRow: UrlStateMsg = { ...row, state: 'QUEUED', updated_at: now };
+        // [feeds] A due feed poll goes before its host's other URLs of its class (frontier-keys queuedAtFront).
+        if (this.feeds.has(row.url)) queuedRow.reason = FEED_DUE;
+        const h = this.hostState(row.host, now, summaries.get(row.host));
+        op.set(queuedRow);
+        op.touch(h);
+        this.enqueue(h, queuedRow);
+        op.out.rows.push(queuedRow);
+      }
+    }
+  }
+
+  /** A lost fetch (fetcher died) counts as an attempt; the host waits a full delay first. */
+  private async expireLeases(now: number, op: FrontierOp): Promise<void> {
+    const expired: Array<{ url: string; id: string; host: string }> = [];
+    while ((this.leases.peekKey() ?? Infinity) <= now) {
+      const l = this.leases.pop()!;
+      const held = this.urlLeases.get(l.url);
+      if (held?.id === l.id) expired.push({ ...l, host: held.host });
+    }
+    if (expired.length === 0) return;
+    await op.load(expired);
+    for (const { url, id } of expired) {
+      this.urlLeases.delete(url);
+      const row = op.current(url);
+      if (!row) continue;
+      const h = this.hostState(row.host, now);
+      op.touch(h);
+      if (h.inflight?.id === id) {
+        this.free(h);
+        h.nextAt = Math.max(h.nextAt, now + Math.max(this.policy.minHostDelayMs, h.crawlDelayMs, h.persistedGap, h.backoff.delayMs));
+      }
+      const next: UrlStateMsg = { ...row, lease_id: null, lease_expires_at: null, updated_at: now, reason: 'lease-expired', attempts: row.attempts + 1 };
+      // Re-issue a lost fetch as soon as politeness allows (front of its level), not after the failure back-off.
+      next.state = next.attempts >= this.policy.maxAttempts ? 'DEAD' : 'QUEUED';
+      op.set(next);
+      if (next.state === 'QUEUED') this.enqueue(h, next);
+      op.out.rows.push(next);
+      this.schedule(h);
+    }
+  }
+
+  /**
+   * Unfetched URLs older than urlTtlMs (from discovery) leave the table: a tombstone in the
+   * changelog, so the table does not keep dead links for ever. A sweep walks each partition's
+   * rows a slice at a time; a URL in flight is left for its answer.
+   */
+  private async sweepExpired(now: number, op: FrontierOp): Promise<void> {
+    const ttl = this.tuning.urlTtlMs;
+    if (!ttl) return;
+    for (const [p, store] of this.stores) {
+      const s = this.sweep.get(p)!;
+      if (now - s.at < SWEEP_EVERY_MS) continue;
+      s.at = now;
+      const rows = await store.rowsAfter(s.after, SWEEP_ROWS);
+      s.after = rows.length < SWEEP_ROWS ? '' : rows[rows.length - 1].url;
+      for (const stored of rows) {
+        // This operation may have changed the row already (a lease that expired this tick).
+        const r = op.has(stored.url) ? op.current(stored.url) : stored;
+        if (!r || r.fetched_at !== null || r.state === 'LEASED' || r.discovered_at + ttl > now || this.urlLeases.has(r.url)) continue;
+        op.seed(r);
+        if (r.state === 'QUEUED') {
+          const h = this.hosts.get(r.host);
+          if (h) {
+            h.size = Math.max(0, h.size - 1);
+            if (this.underBudget(h)) this.queued--;
+            h.dirty = true;
+            op.touch(h);
+            this.dropHead(h);
+          }
+        }
+        op.remove(r);
+        (op.out.expired ??= []).push({ url: r.url, host: r.host });
+      }
+    }
+  }
+
+  /** Release one URL of every due host that politeness allows, up to maxFetches. */
+  private async releaseDue(now: number, maxFetches: number, op: FrontierOp): Promise<void> {
+    const picked: HostState[] = [];
+    const most = Math.min(maxFetches, RELEASES_PER_TICK);
+    while (picked.length < most && (this.ready.peekKey() ?? Infinity) <= now) {
       const h = this.ready.pop()!;
       h.scheduled = false;
-      if (this.hosts.get(h.host) !== h) continue; // dropped by retain()
+      if (this.hosts.get(h.host) !== h) continue; // dropped with its partition, or evicted
       if (h.inflight || h.size === 0 || !this.underBudget(h)) continue;
       if (h.nextAt > now) {
         this.schedule(h); // its time moved since it was pushed
@@ -444,28 +838,91 @@ export class FrontierState {
         continue;
       }
       if (!this.layersAllow(h, now)) continue;
-      const slot = this.budgetSlot(h, now); // [budget]
-      if (slot === null) continue;
-      this.release(h, now, out, slot);
+      // The slot is taken now, so the next host of the same domain or IP sees it.
+      h.inflight = { id: '', url: '', domain: h.domain, ip: h.ip };
+      this.domains.acquire(h.domain, now, h.host);
+      if (h.ip) this.ips.acquire(h.ip, now, h.host);
+      picked.push(h);
     }
-    return out;
+    if (picked.length === 0) return;
+    const unread = picked.filter((h) => !h.head?.length);
+    for (let i = 0; i < unread.length; i += HEAD_READS_AT_ONCE) await Promise.all(unread.slice(i, i + HEAD_READS_AT_ONCE).map((h) => this.fillHead(h)));
+    await op.load(picked.flatMap((h) => (h.head?.length ? [{ url: h.head[0].url, host: h.host }] : [])));
+    for (const h of picked) {
+      op.touch(h);
+      const ref = h.head?.[0];
+      const row = ref ? op.current(ref.url) : undefined;
+      if (!ref || !row || row.state !== 'QUEUED') {
+        // The queue on disk disagrees (nothing there, or an entry whose row moved on): trust it.
+        if (ref) {
+          h.head!.shift();
+          this.headRefs--;
+          op.dropEntry(this.storeFor(h.host)!, ref.key);
+        } else {
+          if (this.underBudget(h)) this.queued -= h.size;
+          h.size = 0;
+          h.dirty = true;
+        }
+        this.free(h);
+        this.schedule(h);
+        continue;
+      }
+      // [budget] The head's class may have no budget now: the first URL of a later class that has.
+      const cls = this.classOf(row);
+      const pick = this.budget.mayLease(cls, now) ? { ref, row, cls } : await this.budgetPick(h, cls, now, op);
+      if (!pick) {
+        this.free(h); // parked until a class it has queued has budget (tick: budget.wake)
+        continue;
+      }
+      if (pick.ref === ref) {
+        h.head!.shift();
+        this.headRefs--;
+      } else if (h.head) {
+        // Not in the head (a later class than all of it) or in it: either way the head stays the queue's start.
+        const i = h.head.indexOf(pick.ref);
+        if (i >= 0) {
+          h.head.splice(i, 1);
+          this.headRefs--;
+        }
+      }
+      this.release(h, pick.row, pick.cls, now, op);
+    }
   }
 
   /**
-   * [budget] The host's first back-queue slot whose class has budget now; null when none has,
-   * and the host waits (parked on each of its classes) until one has.
+   * [budget] The first queued URL of the host in a class after `headClass` (its queue's first
+   * class, which has no budget now) whose class has budget, read from the store; null when none
+   * has, and the host is parked on each class it has queued until one has.
    */
-  private budgetSlot(h: HostState, now: number): number | null {
-    const levels = this.tuning.priorityLevels;
-    let waiting: PriorityClass[] | null = null;
-    for (let slot = 0; slot < h.levels.length; slot++) {
-      if (!h.levels[slot]?.length) continue;
-      const cls = slotClass(slot, levels);
-      if (this.budget.mayLease(cls, now)) return slot;
-      if (!waiting?.includes(cls)) (waiting ??= []).push(cls);
+  private async budgetPick(
+    h: HostState, headClass: PriorityClass, now: number, op: FrontierOp,
+  ): Promise<{ ref: QueuedRef; row: UrlStateMsg; cls: PriorityClass } | null> {
+    const store = this.storeFor(h.host)!;
+    const waiting: PriorityClass[] = [headClass];
+    for (const cls of PRIORITY_CLASSES) {
+      if (cls <= headClass) continue;
+      const [ref] = await store.classHead(h.host, cls, this.tuning.priorityLevels, 1);
+      if (!ref) continue;
+      if (!this.budget.mayLease(cls, now)) {
+        waiting.push(cls);
+        continue;
+      }
+      await op.load([{ url: ref.url, host: h.host }]);
+      const row = op.current(ref.url);
+      if (row?.state === 'QUEUED') return { ref: h.head?.find((r) => r.url === ref.url) ?? ref, row, cls };
+      op.dropEntry(store, ref.key); // an entry whose row moved on; the class is looked at again when woken
+      waiting.push(cls);
     }
-    for (const cls of waiting ?? []) this.budget.park(cls, h);
+    for (const cls of waiting) this.budget.park(cls, h);
     return null;
+  }
+
+  private async fillHead(h: HostState): Promise<void> {
+    const store = this.storeFor(h.host);
+    if (!store) return;
+    this.dropHead(h);
+    h.head = await store.head(h.host, HEAD_READ);
+    this.headRefs += h.head.length;
   }
 
   /** Domain and IP caps: parks or re-times the host when either is full or inside its gap. */
@@ -488,23 +945,23 @@ export class FrontierState {
     return true;
   }
 
-  private release(h: HostState, now: number, out: FrontierEmits, slot: number): void {
-    const url = takeUrl(h, slot);
-    this.queued--;
-    const row = this.rows.get(url)!;
-    const cls = this.classOf(row); // [class] [budget]
-    this.budget.take(cls);
-    const lease = { id: this.newLeaseId(), url, expiresAt: now + this.policy.leaseMs };
+  private release(h: HostState, row: UrlStateMsg, cls: PriorityClass, now: number, op: FrontierOp): void {
+    const url = row.url;
+    this.budget.take(cls); // [class] [budget]
+    const lease = { id: this.newLeaseId(), expiresAt: now + this.policy.leaseMs };
     h.inflight = { id: lease.id, url, domain: h.domain, ip: h.ip };
-    this.domains.acquire(h.domain, now, h.host);
-    if (h.ip) this.ips.acquire(h.ip, now, h.host);
+    h.size--;
+    this.queued--;
     h.fetches++;
+    h.dirty = true;
     if (!this.underBudget(h)) this.queued -= h.size; // the rest waits for the next cycle
-    this.lease(url, lease.id, lease.expiresAt);
+    // Heads are kept while they fit the budget; past it a host reads its queue again next time.
+    if (this.headRefs > HEAD_BUDGET) this.dropHead(h);
+    this.lease(url, h.host, lease.id, lease.expiresAt);
     const leased: UrlStateMsg = { ...row, state: 'LEASED', lease_id: lease.id, lease_expires_at: lease.expiresAt, updated_at: now };
-    this.rows.set(leased);
-    out.rows.push(leased);
-    out.fetches.push({
+    op.set(leased);
+    op.out.rows.push(leased);
+    op.out.fetches.push({
       url, host: h.host, depth: row.depth, lease_id: lease.id, lease_expires_at: lease.expiresAt, attempt: row.attempts + 1,
       prev_sha256: row.sha256, etag: row.etag, last_modified: row.last_modified, ...redirectField(row.redirects),
       // The row keeps the importance after the fetch, so a recrawl still hands it on.
@@ -512,41 +969,32 @@ export class FrontierState {
     });
   }
 
-  private requeueDue(heap: MinHeap<string>, state: 'FAILED' | 'FETCHED', now: number, out: FrontierEmits): void {
-    while ((heap.peekKey() ?? Infinity) <= now) {
-      const url = heap.pop()!;
-      const row = this.rows.get(url);
-      if (!row || row.state !== state || (row.next_due_at ?? 0) > now) continue;
-      const queuedRow: UrlStateMsg = { ...row, state: 'QUEUED', updated_at: now };
-      this.rows.set(queuedRow);
-      out.rows.push(queuedRow);
-      // [feeds] A due feed poll goes before its host's other URLs of its class.
-      this.enqueue(this.hostState(row.host, now), queuedRow, this.feeds.has(url));
+  /**
+   * Let go of hosts with nothing left to do: nothing queued, nothing in flight, their gap over.
+   * Their summary (fetches this cycle) is in the store and their back-off in crawl.host-policy,
+   * where hostState finds both if the host has work again.
+   */
+  private evictIdle(now: number): void {
+    for (let i = 0; i < EVICT_PER_TICK; i++) {
+      this.evictCursor ??= this.hosts.values();
+      const n = this.evictCursor.next();
+      if (n.done) {
+        this.evictCursor = null;
+        return;
+      }
+      const h = n.value;
+      if (h.size === 0 && !h.inflight && !h.dirty && h.nextAt <= now && h.backoff.notBefore <= now) {
+        this.dropHead(h);
+        this.hosts.delete(h.host);
+      }
     }
   }
+}
 
-  /** A lost fetch (fetcher died) counts as an attempt; the host waits a full delay first. */
-  private expireLeases(now: number, out: FrontierEmits): void {
-    while ((this.leases.peekKey() ?? Infinity) <= now) {
-      const { url, id } = this.leases.pop()!;
-      if (this.urlLeases.get(url)?.id !== id) continue; // answered in time
-      this.urlLeases.delete(url);
-      const row = this.rows.get(url)!;
-      const h = this.hostState(row.host, now);
-      if (h.inflight?.id === id) {
-        this.free(h);
-        h.nextAt = Math.max(h.nextAt, now + Math.max(this.policy.minHostDelayMs, h.crawlDelayMs, h.persistedGap, h.backoff.delayMs));
-      }
-      const next: UrlStateMsg = { ...row, lease_id: null, lease_expires_at: null, updated_at: now, reason: 'lease-expired', attempts: row.attempts + 1 };
-      if (next.attempts >= this.policy.maxAttempts) next.state = 'DEAD';
-      else {
-        // Re-issue a lost fetch as soon as politeness allows, not after the failure back-off.
-        next.state = 'QUEUED';
-        this.enqueue(h, next, true);
-      }
-      this.rows.set(next);
-      out.rows.push(next);
-      this.schedule(h);
-    }
+function hostOf(url: string): string | null {
+  try {
+    return new URL(url).hostname;
+  } catch {
+    return null;
   }
 }

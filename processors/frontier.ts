@@ -1,36 +1,54 @@
 /**
  * frontier: owns the URL table and the per-host politeness of its partitions.
  * In: crawl.frontier (candidates), crawl.fetch-status (answers). Out: crawl.fetch (leases),
- * crawl.urls (table rows), crawl.host-policy (field `backoff`: each owned host's adapted pace),
- * crawl.feeds (the feeds it polls). State is rebuilt from crawl.urls, crawl.feeds and the owned
- * hosts' `backoff` rows before any fetch is released; operator blocks, crawl-rate ceilings and
+ * crawl.urls (table rows; tombstones for expired URLs), crawl.host-policy (field `backoff`: each
+ * owned host's adapted pace), crawl.feeds (the feeds it polls).
+ *
+ * The URL table lives on disk, one store per owned partition under `stateDir`
+ * (processors/frontier-store.ts), its changelog crawl.urls. A newly owned partition's store is
+ * brought up to the changelog's end (processors/frontier-restore.ts) before any of its records
+ * are handled or its hosts leased; every CHECKPOINT_MS (5 s) the stores are made durable and their
+ * changelog offsets recorded, so a restart replays only the tail. The owned hosts' `backoff`
+ * rows and the owned feeds (crawl.feeds) are also restored before any fetch is released; operator blocks, crawl-rate ceilings and
  * webmasters' rates come from the whole crawl.host-policy table, and opt-outs from crawling from
  * the whole crawl.optout registry (a denied host gets no lease).
  */
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
 import { HostPolicyTable, hostPolicyKey } from '../lib/host-policy';
-import type { CandidateMsg, FeedStateMsg, FetchStatusMsg, HostPolicyMsg, OptOutMsg, UrlStateMsg } from '../lib/messages';
+import type { CandidateMsg, FeedStateMsg, FetchStatusMsg, HostPolicyMsg, OptOutMsg } from '../lib/messages';
 import { OptOutRegistry } from '../lib/optout-registry';
 import type { FollowsOptOuts } from '../runtime/registry-report';
-import type { OutRecord, Stage, StageContext, TableRecord } from '../runtime/stage';
+import type { InRecord, OutRecord, Stage, StageContext, TableRecord } from '../runtime/stage';
 import { expandCandidate } from '../lib/link-groups';
-import { partitionForHost } from '../lib/partitioner';
-import { FrontierState, type FrontierEmits, type FrontierPolicy, type FrontierTuning } from './frontier-state';
+import { FrontierState, type FrontierEmits, type FrontierPolicy, type FrontierTuning, TUNING_DEFAULTS } from './frontier-state';
+import type { ChangelogSource } from '../runtime/changelog';
+import { checkpoint, restoreStores } from './frontier-restore';
+import { queueLayout } from './frontier-schedule';
+import type { UrlStore } from './frontier-store';
 
 /**
- * Records the frontier may take at once. Its handler is synchronous (a few microseconds a URL),
- * so this does not overlap anything: it is how many records run per turn of the event loop
- * before the stage's time slice applies (runtime/time-slice.ts). With one at a time, a crawl of
- * 5,000 hosts at about 1,000 pages a second gave it 2,200 of the 3,700 candidate groups that
- * arrived each second, and the rest waited in memory (61,000 records after 40 s, growing); with
- * 256, the backlog stayed in the hundreds, 5,000 at most, over 50 s.
+ * LevelDB's block cache and memtable for each partition's store: 48 MiB of each shared by all
+ * partitions a process may own (4 MiB each at least), so owning 8 partitions costs what owning
+ * one does.
  */
-export const FRONTIER_RECORDS_AT_ONCE = 256;
+export function storeBudget(partitions: number): { cacheBytes: number; writeBufferBytes: number } {
+  const each = Math.max(4 << 20, Math.floor((48 << 20) / Math.max(1, partitions)));
+  return { cacheBytes: each, writeBufferBytes: each };
+}
 
-function toRecords(e: FrontierEmits): OutRecord[] {
+/** How often owned stores are made durable and their changelog offsets recorded. */
+export const CHECKPOINT_MS = 5_000;
+
+/** A frontier operation's emits as log records, in the order they must be written. */
+export function frontierRecords(e: FrontierEmits): OutRecord[] {
   const out: OutRecord[] = [];
   // The table row goes first: a crash between the two leaves a LEASED row whose lease
   // expires and is re-issued, never a fetch the table does not know about.
   for (const r of e.rows) out.push({ topic: 'urls', key: r.url, host: r.host, value: r });
+  for (const x of e.expired ?? []) out.push({ topic: 'urls', key: x.url, host: x.host, value: null });
   // Back-off before any further fetch, so a restart never forgets a Retry-After window.
   for (const p of e.policies ?? []) out.push({ topic: 'hostPolicy', key: hostPolicyKey(p.host, p.field), host: p.host, value: p });
   for (const f of e.feeds ?? []) out.push({ topic: 'feeds', key: f.url, host: f.host, value: f.value });
@@ -43,28 +61,90 @@ export interface FrontierStage extends Stage, FollowsOptOuts {
   idle(): boolean;
 }
 
-export function frontierStage(
-  policy: FrontierPolicy & Partial<FrontierTuning>,
-  opts: { partitions: number; tickMs?: number; now?: () => number },
-): FrontierStage {
+export interface FrontierStageOptions {
+  partitions: number;
+  /** Folder of the partitions' stores (`<stateDir>/urls-<partition>`). */
+  stateDir: string;
+  tickMs?: number;
+  now?: () => number;
+  /** How long a newly owned partition waits for its previous owner on this machine to close the store. */
+  lockWaitMs?: number;
+  checkpointMs?: number;
+  /** This frontier's name in its lease ids (default `<hostname>:<pid>`). */
+  instance?: string;
+}
+
+export function frontierStage(policy: FrontierPolicy & Partial<FrontierTuning>, opts: FrontierStageOptions): FrontierStage {
   const table = new HostPolicyTable();
   const optout = new OptOutRegistry();
-  const state = new FrontierState(policy, undefined, table, optout);
+  // A lease id names the frontier that issued it (`crawl explain`, logs, the partition-move test).
+  const instance = opts.instance ?? `${hostname()}:${process.pid}`;
+  const state = new FrontierState(policy, () => `${instance}/${randomUUID()}`, table, optout, { partitions: opts.partitions });
   const now = opts.now ?? Date.now;
+  /** The queue layout the stores' keys are derived with (classes x levels), as checkpoints record it. */
+  const levels = queueLayout(policy.priorityLevels ?? TUNING_DEFAULTS.priorityLevels);
+  const dirOf = (p: number): string => join(opts.stateDir, `urls-${p}`);
+  let source: ChangelogSource | null = null;
+  let log: Logger | null = null;
+  let checkpointAt = now();
+  /**
+   * New rows emitted and not yet written to the log (produced): a candidate for one of them
+   * (its record replayed after a failed produce) emits the row again (FrontierState.onCandidates).
+   */
+  const unjournaled = new Map<string, unknown>();
+
+  /** Record each store's changelog offset (read before the store is made durable). */
+  const checkpointAll = async (stores: ReadonlyMap<number, UrlStore>): Promise<void> => {
+    if (!source || stores.size === 0) return;
+    const ends = await source.ends([...stores.keys()]);
+    for (const [p, store] of stores) await checkpoint(dirOf(p), store, ends.get(p) ?? 0, levels);
+  };
+  const owned = (): Map<number, UrlStore> => new Map(state.owned().map((p) => [p, state.store(p)!]));
+  /** Checkpoint and close stores no longer owned (a handover on this machine then replays only the tail). */
+  const letGo = async (stores: Map<number, UrlStore>): Promise<void> => {
+    await checkpointAll(stores).catch((err: unknown) => log?.warn({ err }, 'frontier checkpoint not written'));
+    for (const s of stores.values()) await s.close();
+  };
+  const handleBatch = async (recs: readonly InRecord[]): Promise<OutRecord[]> => {
+    const at = now();
+    // A record holds a group of URLs of one host (lib/link-groups).
+    const cands: CandidateMsg[] = [];
+    const statuses: FetchStatusMsg[] = [];
+    for (const r of recs) {
+      if (r.topic === 'frontier') cands.push(...expandCandidate(r.value as CandidateMsg));
+      else if (r.value) statuses.push(r.value as FetchStatusMsg);
+    }
+    const out: OutRecord[] = [];
+    if (statuses.length) out.push(...frontierRecords(await state.onStatuses(statuses, at)));
+    if (cands.length) {
+      const e = await state.onCandidates(cands, at, (url) => unjournaled.has(url));
+      for (const r of e.rows) unjournaled.set(r.url, r);
+      out.push(...frontierRecords(e));
+    }
+    return out;
+  };
+
   return {
     id: 'frontier',
     inputs: ['frontier', 'fetchStatus'],
     outputs: ['fetch', 'urls', 'hostPolicy', 'feeds'],
-    restoreFrom: ['urls', 'hostPolicy', 'feeds'],
+    restoreFrom: ['hostPolicy', 'feeds'],
+    changelog: 'urls',
     globalTables: ['hostPolicy', 'optout'],
     tickMs: opts.tickMs ?? 50,
-    concurrency: FRONTIER_RECORDS_AT_ONCE,
     state,
     optoutRegistry: optout,
+    async restoreChangelog(partitions: readonly number[], changelog: ChangelogSource, ctx: StageContext) {
+      source = changelog;
+      log = ctx.log;
+      const restored = await restoreStores(partitions, changelog, {
+        dirOf, levelOf: state.levelOf, levels, log: ctx.log, lockWaitMs: opts.lockWaitMs ?? 30_000, kv: storeBudget(opts.partitions),
+      });
+      for (const r of restored) await state.attach(r.partition, r.store, now());
+    },
     restore(rec: TableRecord, topic) {
       if (!rec.value) return;
-      if (topic === 'urls') state.restore(rec.value as UrlStateMsg, now());
-      else if (topic === 'feeds') state.restoreFeed(rec.key, rec.value as FeedStateMsg);
+      if (topic === 'feeds') state.restoreFeed(rec.key, rec.value as FeedStateMsg);
       else if (topic === 'hostPolicy' && (rec.value as HostPolicyMsg).field === 'backoff') state.restoreBackoff(rec.value as HostPolicyMsg, now());
     },
     onGlobal(rec: TableRecord, topic) {
@@ -79,22 +159,30 @@ export function frontierStage(
       table.apply(rec.key, rec.value as HostPolicyMsg | null);
       if (bar > 0) state.onPolicyChange(rec.key.slice(0, bar), now());
     },
-    handle(rec) {
-      if (rec.topic === 'frontier') {
-        // A record holds a group of URLs of one host (lib/link-groups).
-        const at = now();
-        return expandCandidate(rec.value as CandidateMsg).flatMap((c) => toRecords(state.onCandidate(c, at)));
-      }
-      return toRecords(state.onStatus(rec.value as FetchStatusMsg, now()));
+    handle: (rec) => handleBatch([rec]),
+    handleBatch,
+    produced(outs) {
+      for (const o of outs) if (o.topic === 'urls' && unjournaled.get(o.key) === o.value) unjournaled.delete(o.key);
     },
-    tick(_ctx: StageContext) {
-      return toRecords(state.tick(now()));
+    async tick() {
+      const out = frontierRecords(await state.tick(now()));
+      if (now() - checkpointAt >= (opts.checkpointMs ?? CHECKPOINT_MS)) {
+        checkpointAt = now();
+        await checkpointAll(owned()).catch((err: unknown) => log?.warn({ err }, 'frontier checkpoint not written'));
+      }
+      return out;
     },
     assigned(partitions) {
-      const owned = new Set(partitions);
-      state.retain((host) => owned.has(partitionForHost(host, opts.partitions)));
+      const keep = new Set(partitions);
+      // Lost partitions leave memory first (no lease for their hosts from here on), then are let go.
+      if (state.owned().some((p) => !keep.has(p))) {
+        void state.detach((p) => keep.has(p)).then(letGo).catch((err: unknown) => log?.error({ err }, 'closing a lost partition failed'));
+      }
       // Each frontier spends its partitions' share of the crawl's budget (processors/frontier-budget.ts).
-      state.setBudgetFraction(owned.size / opts.partitions, now());
+      state.setBudgetFraction(keep.size / opts.partitions, now());
+    },
+    async close() {
+      await letGo(await state.detach(() => false));
     },
     idle: () => state.idle(now()),
   };

@@ -37,6 +37,8 @@ export interface StageDeps {
   /** Every crawl.fetch-status record fetch emits: the early one as a response arrives (`stored` false), then the final one. */
   onFetchStatus?: (status: FetchStatusMsg) => void;
   onReject?: (reason: string, url: string) => void;
+  /** Where the frontier keeps its partitions' stores (default: config.stateDir). */
+  frontierStateDir?: string;
 }
 
 export function buildStages(names: readonly StageName[], deps: StageDeps): Stage[] {
@@ -56,7 +58,7 @@ export function buildStages(names: readonly StageName[], deps: StageDeps): Stage
         maxDepth: c.maxDepth, scope: deps.scope ?? new Set(), onReject, trapOptions: trapOptionsFrom(c),
       }),
     frontier: () => {
-      const stage = frontierStage(c, { partitions: c.partitions });
+      const stage = frontierStage(c, { partitions: c.partitions, stateDir: deps.frontierStateDir ?? c.stateDir });
       setMetricSources({ classes: () => stage.state.classStats(Date.now()), feeds: () => stage.state.feeds.size });
       return stage;
     },

@@ -28,6 +28,8 @@ export interface EmbeddedRunnerOptions {
    * they are parsed and pile up in memory.
    */
   holdWhile?: Readonly<Record<string, () => boolean>>;
+  /** How often compacted topics are cleaned on disk (COMPACT_EVERY_MS). */
+  compactMs?: number;
   /** How long a stopping stage waits for the records it is running (10 s by default; see StageLoop.stop). */
   stopWaitMs?: number;
 }
@@ -71,8 +73,9 @@ class StageLoop {
     }
   }
 
-  start(): void {
+  async start(): Promise<void> {
     const all = Array.from({ length: this.log.partitions }, (_, p) => p);
+    if (this.stage.changelog && this.stage.restoreChangelog) await this.stage.restoreChangelog(all, this.log.changelog(this.stage.changelog), this.ctx);
     for (const topic of this.stage.restoreFrom ?? []) {
       for (const p of all) for (const row of this.log.table(topic, p)) this.stage.restore?.(row, topic);
     }
@@ -86,13 +89,20 @@ class StageLoop {
     this.pump();
   }
 
+  /** The tick running, if any: one at a time, and stop() waits for it. */
+  private ticking: Promise<void> | null = null;
+
+  /** One tick at a time; its emits are appended as any handler's are. */
   private tick(): void {
-    if (this.stopped) return;
-    try {
-      this.log.append(this.stage.tick!(this.ctx));
-    } catch (err) {
-      this.ctx.log.error({ err }, 'tick failed');
-    }
+    if (this.stopped || this.ticking) return;
+    this.ticking = Promise.resolve()
+      .then(() => this.stage.tick!(this.ctx))
+      .then(async (outs) => {
+        this.log.append(outs);
+        await this.stage.produced?.(outs);
+      })
+      .catch((err: unknown) => this.ctx.log.error({ err }, 'tick failed'))
+      .finally(() => (this.ticking = null));
   }
 
   /** Rows appended to a global table reach the stage as they are written. */
@@ -265,6 +275,7 @@ class StageLoop {
     this.stopped = true;
     if (this.tickTimer) clearInterval(this.tickTimer);
     if (this.holdTimer) clearTimeout(this.holdTimer);
+    await this.ticking;
     this.dispatcher.abandonWaiting();
     await until(() => this.handling() === 0, Date.now() + this.stopWaitMs);
     // Handlers that have not returned by now get no more time.
@@ -278,9 +289,13 @@ class StageLoop {
   }
 }
 
+/** How often the journal's compacted topics are cleaned on disk (runtime/log-segments.ts). */
+export const COMPACT_EVERY_MS = 30_000;
+
 export class EmbeddedRunner {
   private readonly loops: StageLoop[];
   private checkpointTimer: NodeJS.Timeout | null = null;
+  private compactTimer: NodeJS.Timeout | null = null;
   private readonly onAppend = (recs: readonly InRecord[]): void => {
     for (const l of this.loops) {
       l.onAppended(recs);
@@ -292,7 +307,7 @@ export class EmbeddedRunner {
   constructor(
     private readonly log: FileLog,
     stages: readonly Stage[],
-    logger: Logger,
+    private readonly logger: Logger,
     private readonly opts: EmbeddedRunnerOptions = {},
   ) {
     this.loops = stages.map(
@@ -304,12 +319,23 @@ export class EmbeddedRunner {
     );
   }
 
-  start(): void {
-    for (const l of this.loops) l.start();
-    // Every stage has read the tables it restores from; they follow the topics from here on.
-    this.log.forgetTables();
+  private starting: Promise<void> | null = null;
+
+  /**
+   * Restore every stage's state (a frontier's store first), then start consuming. A stop() called
+   * before this settles waits for it.
+   */
+  start(): Promise<void> {
+    return (this.starting ??= this.begin());
+  }
+
+  private async begin(): Promise<void> {
+    for (const l of this.loops) await l.start();
     this.log.on('append', this.onAppend);
     this.checkpointTimer = setInterval(() => this.log.checkpoint(), this.opts.checkpointMs ?? DEFAULT_CHECKPOINT_MS);
+    this.compactTimer = setInterval(() => {
+      this.log.compact().catch((err: unknown) => this.logger.error({ err }, 'journal compaction failed'));
+    }, this.opts.compactMs ?? COMPACT_EVERY_MS);
   }
 
   idle(): boolean {
@@ -322,7 +348,10 @@ export class EmbeddedRunner {
   }
 
   async stop(): Promise<void> {
+    await this.starting?.catch(() => undefined);
     if (this.checkpointTimer) clearInterval(this.checkpointTimer);
+    if (this.compactTimer) clearInterval(this.compactTimer);
+    await this.log.compacting;
     // Stop upstream first so downstream stages drain what upstream emitted while stopping.
     for (const l of this.loops) await l.stop();
     this.log.off('append', this.onAppend);

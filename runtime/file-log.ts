@@ -9,8 +9,12 @@
  * since it. Records are appended before the offsets that depend on them, so a crash replays
  * (duplicates), never skips.
  * A torn final frame (a crash mid-write) is cut off when the segment is reopened.
+ *
+ * Compacted topics (crawl.urls, crawl.host-policy, …) are not held in memory: their rows are
+ * read from the segment files when asked for (`table`, `readRaw`), and `compact()` cleans their
+ * closed segments on disk, keeping the newest record of each key (runtime/log-segments.ts).
  */
-import { closeSync, existsSync, fstatSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, unlinkSync, writeFileSync, writeSync, writevSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync, writeSync, writevSync } from 'node:fs';
 import { join } from 'node:path';
 import { EventEmitter } from 'node:events';
 import type * as avro from 'avsc';
@@ -18,19 +22,23 @@ import { avroReader, avroType } from '../lib/avro';
 import { partitionForHost } from '../lib/partitioner';
 import { topics, type TopicId, type TopicSpec } from '../topologies/crawl';
 import type { InRecord, OutRecord, TableRecord } from './stage';
+import type { ChangelogSource } from './changelog';
+import { cleanSegments, frames, parseSegmentName, scanFrames, type RawFrame, type SegmentFile } from './log-segments';
 
 const SEGMENT_BYTES = 64 * 1024 * 1024;
+/** Keys the cleaner maps per pass (24 bytes each, 1.5x slots): about 72 MiB. */
+const CLEANER_MAP_KEYS = 2_000_000;
+/** A tombstone stays in a cleaned segment this long after it was written (Kafka's delete.retention.ms default). */
+const TOMBSTONE_RETENTION_MS = 24 * 3600_000;
 /** Frame-building buffer of a partition log: its first size, and the most it grows to (below). */
 const CHUNK_START_BYTES = 16 * 1024;
 const CHUNK_MAX_BYTES = 1024 * 1024;
 /** A chunk with less room than a head plus this is replaced rather than used for a small value. */
 const MIN_CHUNK_ROOM = 512;
 
-interface Segment {
-  baseOffset: number;
-  path: string;
+interface Segment extends SegmentFile {
+  /** Open for appending (plain segments); -1 for a cleaned one. */
   fd: number;
-  bytes: number;
 }
 
 /** A compacted topic's record applied to its table: the latest value per key; null deletes. */
@@ -59,9 +67,6 @@ class PartitionLog {
   private chunkPos = 0;
   /** Records read from disk whose value `form.fromDisk` has not made whole yet (done on first read). */
   private readonly partial = new Set<InRecord>();
-  /** Compacted topics: whether `table` is kept up to date (see forgetTable). */
-  private tableInMemory = true;
-
   constructor(
     readonly topic: TopicId,
     readonly partition: number,
@@ -71,84 +76,144 @@ class PartitionLog {
     private readonly readValue: (buf: Buffer) => unknown,
     private readonly compacted: boolean,
     private readonly form: DiskForm | undefined,
-    /** For compacted topics: latest record per key. */
-    readonly table: Map<string, InRecord> = new Map(),
+    private readonly segmentBytes = SEGMENT_BYTES,
+    /** Every group reading this topic has committed below here: older records are not read back (their files are deleted). */
+    private readonly consumedBelow = 0,
   ) {
     mkdirSync(dir, { recursive: true });
     this.load();
   }
 
+  /**
+   * Open the segment files. A delete-policy topic's records are read back into memory (what its
+   * consumers have not committed); a compacted topic's are only counted: its rows stay on disk.
+   */
   private load(): void {
-    const files = readdirSync(this.dir).filter((f) => f.endsWith('.seg')).sort();
-    for (const f of files) {
-      const baseOffset = Number(f.slice(0, -4));
-      const path = join(this.dir, f);
+    const found: Array<{ name: string; baseOffset: number; endOffset: number | null; explicit: boolean }> = [];
+    for (const name of readdirSync(this.dir)) {
+      if (name.endsWith('.tmp')) {
+        unlinkSync(join(this.dir, name)); // a cleaning cut short
+        continue;
+      }
+      const parsed = parseSegmentName(name);
+      if (parsed) found.push({ name, ...parsed });
+    }
+    found.sort((a, b) => a.baseOffset - b.baseOffset || (a.explicit ? -1 : 1));
+    // A cleaned file replaces every segment inside its range (a crash may have left them).
+    const cleaned = found.filter((f) => f.explicit);
+    const live = found.filter((f) => !cleaned.some((c) => c !== f && c.baseOffset <= f.baseOffset && f.baseOffset < c.endOffset!));
+    for (const f of found) if (!live.includes(f)) unlinkSync(join(this.dir, f.name));
+    for (const [i, f] of live.entries()) {
+      const path = join(this.dir, f.name);
+      const next = live[i + 1];
+      if (f.explicit) {
+        this.segments.push({ baseOffset: f.baseOffset, endOffset: f.endOffset!, path, fd: -1, explicit: true, bytes: statSync(path).size });
+        this.end = f.endOffset!;
+        continue;
+      }
+      if (this.compacted && next) {
+        // A closed segment of a compacted topic: whole (only the last one can have a torn tail),
+        // its offsets up to the next one's base. Not read: a table of 50M rows is gigabytes.
+        this.segments.push({ baseOffset: f.baseOffset, endOffset: next.baseOffset, path, fd: openSync(path, 'r+'), explicit: false, bytes: statSync(path).size });
+        this.end = next.baseOffset;
+        continue;
+      }
+      if (!this.compacted && next && next.baseOffset <= this.consumedBelow) {
+        unlinkSync(path); // consumed by every reader: a delete-policy topic's retention
+        continue;
+      }
       const buf = readFileSync(path);
-      const { recs, bytes } = this.decodeFrames(buf, baseOffset);
-      for (const rec of recs) {
-        this.keep(rec);
-        if (this.form && rec.value !== null && !this.compacted) this.partial.add(rec);
+      let count: number;
+      let bytes: number;
+      if (this.compacted) ({ count, bytes } = scanFrames(buf, false));
+      else {
+        const recs: InRecord[] = [];
+        count = 0;
+        for (const fr of frames(buf, { baseOffset: f.baseOffset, explicit: false })) {
+          count++;
+          if (fr.offset >= this.consumedBelow) recs.push(this.recordOf(fr));
+        }
+        bytes = scanFrames(buf, false).bytes;
+        for (const rec of recs) {
+          this.keep(rec);
+          if (this.form && rec.value !== null) this.partial.add(rec);
+        }
       }
       const fd = openSync(path, 'r+');
       if (bytes < buf.length) ftruncateSync(fd, bytes);
-      this.segments.push({ baseOffset, path, fd, bytes });
-      this.end = baseOffset + recs.length;
+      this.segments.push({ baseOffset: f.baseOffset, endOffset: f.baseOffset + count, path, fd, explicit: false, bytes });
+      this.end = f.baseOffset + count;
     }
     if (this.records.length === 0) this.memBase = this.end;
+    else this.memBase = this.records[0].offset;
   }
 
-  /** The whole frames of a segment's bytes, decoded, and where they end (a torn tail may follow). */
-  private decodeFrames(buf: Buffer, baseOffset: number): { recs: InRecord[]; bytes: number } {
-    const recs: InRecord[] = [];
-    let pos = 0;
-    while (pos + 4 <= buf.length) {
-      const len = buf.readUInt32LE(pos);
-      if (pos + 4 + len > buf.length || len < 12) break; // torn tail
-      recs.push(this.decode(buf.subarray(pos + 4, pos + 4 + len), baseOffset + recs.length));
-      pos += 4 + len;
-    }
-    return { recs, bytes: pos };
-  }
-
-  private decode(frame: Buffer, offset: number): InRecord {
-    const keyLen = frame.readUInt32LE(0);
-    const key = frame.toString('utf8', 4, 4 + keyLen);
-    const timestamp = frame.readDoubleLE(4 + keyLen);
-    const valueBuf = frame.subarray(12 + keyLen);
-    const value = valueBuf.length === 0 ? null : this.readValue(valueBuf);
-    return { topic: this.topic, partition: this.partition, offset, key, value, timestamp };
+  private recordOf(f: RawFrame): InRecord {
+    const value = f.value === null ? null : this.readValue(f.value);
+    return { topic: this.topic, partition: this.partition, offset: f.offset, key: f.key, value, timestamp: f.timestamp };
   }
 
   private keep(rec: InRecord): void {
-    if (this.compacted) {
-      if (this.tableInMemory) applyRow(this.table, rec);
-      return;
-    }
+    if (this.compacted) return;
     if (this.records.length === 0) this.memBase = rec.offset;
     this.records.push(rec);
   }
 
-  /**
-   * Stop holding a compacted topic's latest rows in memory. Stages read a table once, when they
-   * start (restoreFrom, globalTables), and follow its records as a stream after that; the table
-   * kept for a later start (the drain after a stop) held an InRecord per URL of crawl.urls,
-   * 150-200 bytes each beside the frontier's own row. `rows()` then reads it from the segments.
-   */
-  forgetTable(): void {
-    if (!this.compacted) return;
-    this.tableInMemory = false;
-    this.table.clear();
+  /** The latest record per key of a compacted topic, read from the segment files. */
+  rows(): Map<string, InRecord> {
+    const table = new Map<string, InRecord>();
+    this.eachFrame(0, Infinity, (f) => applyRow(table, this.recordOf(f)));
+    return table;
   }
 
-  /** The latest record per key of a compacted topic: from memory, or read from the segment files. */
-  rows(): Map<string, InRecord> {
-    if (this.tableInMemory) return this.table;
+  /** Every frame with an offset in [from, to), from the files, in order. */
+  private eachFrame(from: number, to: number, fn: (f: RawFrame) => void): void {
     this.flush();
-    const table = new Map<string, InRecord>();
-    for (const seg of this.segments) {
-      for (const rec of this.decodeFrames(readFileSync(seg.path).subarray(0, seg.bytes), seg.baseOffset).recs) applyRow(table, rec);
+    for (const seg of [...this.segments]) {
+      if (seg.endOffset <= from || seg.baseOffset >= to) continue;
+      for (const f of frames(readFileSync(seg.path).subarray(0, seg.bytes), seg)) {
+        if (f.offset >= to) break;
+        if (f.offset >= from) fn(f);
+      }
     }
-    return table;
+  }
+
+  /**
+   * A compacted topic's records in [from, to) with their values as stored bytes (not decoded),
+   * in batches of up to `batch`, each awaited before the next (a store restore).
+   */
+  async readRaw(from: number, to: number, batch: number, onBatch: (recs: Array<{ offset: number; key: string; value: Buffer | null }>) => Promise<void>): Promise<void> {
+    this.flush();
+    for (const seg of [...this.segments]) {
+      if (seg.endOffset <= from || seg.baseOffset >= to) continue;
+      let out: Array<{ offset: number; key: string; value: Buffer | null }> = [];
+      for (const f of frames(readFileSync(seg.path).subarray(0, seg.bytes), seg)) {
+        if (f.offset >= to) break;
+        if (f.offset < from) continue;
+        out.push({ offset: f.offset, key: f.key, value: f.value });
+        if (out.length >= batch) {
+          await onBatch(out);
+          out = [];
+        }
+      }
+      if (out.length) await onBatch(out);
+    }
+  }
+
+  /** Clean the closed segments of a compacted topic (runtime/log-segments.ts); true if it did. */
+  async clean(now: number): Promise<boolean> {
+    if (!this.compacted || this.segments.length < 2) return false;
+    const closed = this.segments.slice(0, -1);
+    const r = await cleanSegments(this.dir, closed, { now, tombstoneRetentionMs: TOMBSTONE_RETENTION_MS, mapCapacity: CLEANER_MAP_KEYS });
+    if (!r) return false;
+    const replaced = r.replaced as Segment[];
+    const at = this.segments.indexOf(replaced[0]);
+    this.segments.splice(at, replaced.length, { ...r.cleaned, fd: -1 });
+    for (const seg of replaced) {
+      if (seg.fd >= 0) closeSync(seg.fd);
+      unlinkSync(seg.path);
+    }
+    return true;
   }
 
   /** Append in memory (readable at once); the bytes reach the segment file at the next flush(). */
@@ -182,6 +247,7 @@ class PartitionLog {
     chunk.writeDoubleLE(timestamp, at + 8 + keyLen);
     this.chunkPos = end;
     seg.bytes += headLen + valueLen;
+    seg.endOffset++;
     const rec: InRecord = { topic: this.topic, partition: this.partition, offset: this.end++, key, value, timestamp };
     this.keep(rec);
     return rec;
@@ -223,10 +289,10 @@ class PartitionLog {
 
   private writableSegment(): Segment {
     const last = this.segments[this.segments.length - 1];
-    if (last && last.bytes < SEGMENT_BYTES) return last;
+    if (last && !last.explicit && last.bytes < this.segmentBytes) return last;
     const path = join(this.dir, `${String(this.end).padStart(20, '0')}.seg`);
     const fd = openSync(path, 'a+');
-    const seg = { baseOffset: this.end, path, fd, bytes: fstatSync(fd).size };
+    const seg: Segment = { baseOffset: this.end, endOffset: this.end, path, fd, bytes: fstatSync(fd).size, explicit: false };
     this.segments.push(seg);
     return seg;
   }
@@ -246,21 +312,26 @@ class PartitionLog {
 
   /** Drop what every group has consumed: from memory, and whole segments from disk. */
   trim(below: number, keepOnDisk = false, minDrop = 1): void {
-    if (this.compacted || below - this.memBase < minDrop) return;
-    const n = Math.min(below - this.memBase, this.records.length);
-    const dropped = this.records.splice(0, n);
-    if (this.partial.size > 0) for (const rec of dropped) this.partial.delete(rec);
-    this.memBase += n;
+    if (this.compacted) return;
+    if (below - this.memBase >= minDrop) {
+      const n = Math.min(below - this.memBase, this.records.length);
+      const dropped = this.records.splice(0, n);
+      if (this.partial.size > 0) for (const rec of dropped) this.partial.delete(rec);
+      this.memBase += n;
+    }
+    // Files too, even when memory was trimmed already (at each commit): returning early here left
+    // every consumed segment of crawl.links on disk, 4.7 GB of them in a 50M-URL run, all read
+    // back into memory at the next start.
     while (!keepOnDisk && this.segments.length > 1 && this.segments[1].baseOffset <= below) {
       const seg = this.segments.shift()!;
-      closeSync(seg.fd);
+      if (seg.fd >= 0) closeSync(seg.fd);
       unlinkSync(seg.path);
     }
   }
 
   close(): void {
     this.flush();
-    for (const s of this.segments) closeSync(s.fd);
+    for (const s of this.segments) if (s.fd >= 0) closeSync(s.fd);
     this.segments = [];
   }
 }
@@ -275,6 +346,8 @@ export interface FileLogOptions {
    * holds (cli/embedded.ts).
    */
   diskForms?: Partial<Record<TopicId, DiskForm>>;
+  /** Segment files are closed (and a compacted topic's become cleanable) at this size (64 MiB). */
+  segmentBytes?: number;
 }
 
 export interface DiskForm {
@@ -297,11 +370,16 @@ export class FileLog extends EventEmitter {
     this.setMaxListeners(100);
     this.partitions = opts.partitions;
     mkdirSync(join(opts.dir, 'offsets'), { recursive: true });
+    // What every group has committed, before any segment is read: consumed records stay on disk.
+    const groups = new Set(readdirSync(join(opts.dir, 'offsets')).map((f) => f.replace(/\.(json|log)$/, '')).filter((g) => !g.endsWith('.tmp')));
+    const offsets = [...groups].map((g) => this.committed(g));
     for (const [id, spec] of Object.entries(topics) as Array<[TopicId, TopicSpec]>) {
       const type = avroType(spec.valueSchema);
       const parts: PartitionLog[] = [];
+      const readers = offsets.filter((g) => g[id]);
       for (let p = 0; p < opts.partitions; p++) {
-        parts.push(new PartitionLog(id, p, join(opts.dir, 'topics', spec.name, String(p)), type, avroReader(spec.valueSchema), spec.cleanupPolicy === 'compact', opts.diskForms?.[id]));
+        const consumed = readers.length ? Math.min(...readers.map((g) => g[id]![p] ?? 0)) : 0;
+        parts.push(new PartitionLog(id, p, join(opts.dir, 'topics', spec.name, String(p)), type, avroReader(spec.valueSchema), spec.cleanupPolicy === 'compact', opts.diskForms?.[id], opts.segmentBytes, consumed));
       }
       this.logs.set(id, parts);
     }
@@ -359,16 +437,53 @@ export class FileLog extends EventEmitter {
     return n;
   }
 
-  /** Current rows of a compacted topic's partition. */
+  /** Current rows of a compacted topic's partition, read from its files (small tables: host policy, opt-outs). */
   table(topic: TopicId, partition: number): TableRecord[] {
     return [...this.partitionLogs(topic)[partition].rows().values()].map((r) => ({ partition, key: r.key, value: r.value }));
   }
 
-  /** Stop holding compacted topics' rows in memory; table() reads them from disk from now on. */
-  forgetTables(): void {
-    for (const [id, spec] of Object.entries(topics) as Array<[TopicId, TopicSpec]>) {
-      if (spec.cleanupPolicy === 'compact') for (const log of this.partitionLogs(id)) log.forgetTable();
-    }
+  /**
+   * A compacted topic's records [from, to) of one partition with values as stored bytes, in
+   * batches (the frontier's store restore: runtime/changelog.ts).
+   */
+  readRaw(topic: TopicId, partition: number, from: number, to: number, batch: number, onBatch: (recs: Array<{ offset: number; key: string; value: Buffer | null }>) => Promise<void>): Promise<void> {
+    return this.partitionLogs(topic)[partition].readRaw(from, to, batch, onBatch);
+  }
+
+  /** A compacted topic as a stage's changelog (runtime/changelog.ts). */
+  changelog(topic: TopicId, batch = 4096): ChangelogSource {
+    return {
+      ends: async (partitions) => new Map(partitions.map((p) => [p, this.endOffset(topic, p)])),
+      read: async (from, to, onBatch) => {
+        for (const [p, start] of from) {
+          const end = to.get(p) ?? start;
+          if (end > start) await this.readRaw(topic, p, start, end, batch, (recs) => onBatch(p, recs));
+        }
+      },
+    };
+  }
+
+  /** The compaction pass running, if any. */
+  compacting: Promise<number> | null = null;
+
+  /**
+   * Clean the closed segments of every compacted topic on disk, keeping the newest record of
+   * each key (runtime/log-segments.ts). Resolves with the partitions cleaned; one pass at a time.
+   */
+  compact(now = Date.now()): Promise<number> {
+    this.compacting ??= (async () => {
+      let n = 0;
+      try {
+        for (const [id, spec] of Object.entries(topics) as Array<[TopicId, TopicSpec]>) {
+          if (spec.cleanupPolicy !== 'compact') continue;
+          for (const log of this.partitionLogs(id)) if (await log.clean(now)) n++;
+        }
+      } finally {
+        this.compacting = null;
+      }
+      return n;
+    })();
+    return this.compacting;
   }
 
   committed(group: string): GroupOffsets {

@@ -13,6 +13,7 @@ import { partitionForHost } from '../lib/partitioner';
 import { topics, type TopicId } from '../topologies/crawl';
 import { AbandonedError, Dispatcher, type InRecord, type OutRecord, type Stage, type StageContext } from './stage';
 import { InflightOffsets } from './inflight-offsets';
+import { kafkaChangelog } from './kafka-changelog';
 import { Deadline } from './shutdown';
 
 export interface KafkaRuntime {
@@ -201,6 +202,8 @@ export async function runStageOnKafka(stage: Stage, rt: KafkaRuntime, opts: Kafk
   let restoring: Promise<void> = Promise.resolve();
 
   const restore = async (partitions: number[]): Promise<void> => {
+    // A local store first (the frontier's URL table), from its changelog's tail or whole.
+    if (stage.changelog && stage.restoreChangelog) await stage.restoreChangelog(partitions, kafkaChangelog(rt, stage.changelog), ctx);
     for (const topic of stage.restoreFrom ?? []) {
       const rows = await readTable(rt.kafka, rt.prefix + topics[topic].name, partitions);
       // Compaction semantics: only the latest value of each key counts.
@@ -209,6 +212,21 @@ export async function runStageOnKafka(stage: Stage, rt: KafkaRuntime, opts: Kafk
       const decoded = await decodeRecords(rt, [...latest.values()], ids);
       for (const d of decoded) stage.restore?.({ partition: d.partition, key: d.key, value: d.value }, topic);
       log.info({ topic, partitions, rows: latest.size }, 'state restored');
+    }
+  };
+
+  /** A failed restore (a store still locked by its previous owner, a broker away) is tried again. */
+  const restoreUntilDone = async (partitions: number[]): Promise<void> => {
+    for (;;) {
+      const mine = partitions.filter((p) => owned.has(p));
+      if (mine.length === 0) return;
+      try {
+        await restore(mine);
+        return;
+      } catch (err) {
+        log.error({ err, partitions: mine }, 'restore failed; trying again in 5 s');
+        await new Promise((r) => setTimeout(r, 5000));
+      }
     }
   };
 
@@ -221,11 +239,13 @@ export async function runStageOnKafka(stage: Stage, rt: KafkaRuntime, opts: Kafk
       owned = next;
       pipeline.owned = next;
       log.info({ partitions, gained }, 'partitions assigned');
-      if (gained.length && stage.restoreFrom?.length) {
-        restoring = restoring.then(() => restore(gained)).then(() => stage.assigned?.([...owned]));
+      if (gained.length && (stage.restoreFrom?.length || stage.changelog)) {
+        restoring = restoring.then(() => restoreUntilDone(gained)).then(() => stage.assigned?.([...owned]));
       } else stage.assigned?.([...owned]);
     },
     async onBatch(records, commit) {
+      // The member heartbeats while a batch runs (connectors/kafka.ts runGroup), also while it
+      // waits here for a restore (a store rebuilt from its changelog takes minutes).
       await restoring;
       const recs = await decodeRecords(rt, records, ids);
       if (stage.handleBatch) {
@@ -256,7 +276,7 @@ export async function runStageOnKafka(stage: Stage, rt: KafkaRuntime, opts: Kafk
         if (ticking) return;
         ticking = true;
         restoring
-          .then(() => send(stage.tick!(ctx)))
+          .then(async () => send(await stage.tick!(ctx)))
           .catch((err: unknown) => log.error({ err }, 'tick failed'))
           .finally(() => (ticking = false));
       }, stage.tickMs ?? 100)

@@ -62,8 +62,8 @@ export function withRegistryReport(stage: Stage & FollowsOptOuts, everyMs: numbe
     ...stage,
     outputs: [...stage.outputs, 'optoutApplied'],
     tickMs: stage.tickMs ?? REPORT_TICK_MS,
-    tick(ctx): OutRecord[] {
-      const outs = own ? own(ctx) : [];
+    async tick(ctx): Promise<OutRecord[]> {
+      const outs = own ? await own(ctx) : [];
       const report = reporter.due(now());
       return report.length ? [...outs, ...report] : outs;
     },

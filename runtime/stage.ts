@@ -7,6 +7,7 @@
 import type { Logger } from 'pino';
 import type { TopicId } from '../topologies/crawl';
 import { LittleConcurrency, type AutoConcurrencyOptions } from '../lib/concurrency';
+import type { ChangelogSource } from './changelog';
 import { TimeSlice } from './time-slice';
 
 export interface InRecord<V = unknown> {
@@ -63,12 +64,19 @@ export interface Stage {
    * something slower (fetch waits for its WARC file to be stored).
    */
   handle(rec: InRecord, ctx: StageContext): HandleResult | Promise<HandleResult>;
-  /** Periodic work (the frontier releasing due hosts), every tickMs. */
+  /** Periodic work (the frontier releasing due hosts), every tickMs; never two at once. */
   readonly tickMs?: number;
-  tick?(ctx: StageContext): OutRecord[];
+  tick?(ctx: StageContext): OutRecord[] | Promise<OutRecord[]>;
   /** Compacted tables to replay for the owned partitions before consuming any input. */
   readonly restoreFrom?: readonly TopicId[];
   restore?(rec: TableRecord, topic: TopicId): void;
+  /**
+   * The compacted topic a stage's local store is a copy of (the frontier's URL table:
+   * crawl.urls). Newly owned partitions are handed to restoreChangelog, which brings the store
+   * up to the topic's end, before any of their records are handled or restoreFrom is read.
+   */
+  readonly changelog?: TopicId;
+  restoreChangelog?(partitions: readonly number[], source: ChangelogSource, ctx: StageContext): Promise<void>;
   /** The partitions this instance owns changed (after any restore of newly owned ones). */
   assigned?(partitions: readonly number[]): void;
   /**

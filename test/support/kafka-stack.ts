@@ -6,6 +6,8 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { connect as netConnect, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
@@ -18,8 +20,13 @@ export function uniquePrefix(tag: string): string {
   return `${tag}-${randomBytes(4).toString('hex')}.`;
 }
 
+/**
+ * A test's environment: its own topic and S3 prefix, and frontier stores under the system's
+ * temporary folder (one subfolder per prefix; processes of one test share it, as processes of
+ * one machine would).
+ */
 export function stackEnv(prefix: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  return { ...process.env, CRAWL_TOPIC_PREFIX: prefix, CRAWL_S3_PREFIX: prefix, CRAWL_LOG_LEVEL: 'info', ...extra };
+  return { ...process.env, CRAWL_TOPIC_PREFIX: prefix, CRAWL_S3_PREFIX: prefix, CRAWL_LOG_LEVEL: 'info', CRAWL_STATE_DIR: join(tmpdir(), 'kcrawl-e2e-state'), ...extra };
 }
 
 export function cliSync(args: string[], env: NodeJS.ProcessEnv): string {

@@ -1,8 +1,13 @@
 /** The control API's input checks and its view of the crawl (pure: no server, no Kafka). */
 import { CrawlView, urlHash } from '../../api/crawl-view';
+import { frontierTable } from '../../api/url-table';
 import { ApiError, parseBlock, parseCrawlRate, parseHost, parseOptOut, parseSeeds, parseSiteHost, parseWebmasterRate } from '../../api/validate';
+import type { FrontierPolicy } from '../../processors/frontier-state';
+import { restartedFrontier } from '../support/frontier';
 import type { FetchStatusMsg, UrlStateMsg } from '../../lib/messages';
 import { estimateCostPerMillionPages } from '../../lib/metrics';
+
+const POLICY: FrontierPolicy = { minHostDelayMs: 1000, maxCrawlDelayMs: 10_000, responseTimeFactor: 10, leaseMs: 60_000, retryBackoffMs: [5000], maxAttempts: 3 };
 
 const code = (f: () => unknown): string => {
   try {
@@ -94,16 +99,18 @@ const status = (over: Partial<FetchStatusMsg>): FetchStatusMsg => ({
 });
 
 describe('CrawlView', () => {
-  test('looks URLs up by URL or SHA-256, and knows hosts from rows, statuses and policy', () => {
-    const v = new CrawlView();
-    v.applyUrl('http://a.example/', row('http://a.example/', 'FETCHED'));
-    expect(v.url(urlHash('http://a.example/'))?.state).toBe('FETCHED');
-    expect(v.hostKnown('a.example')).toBe(true);
-    expect(v.hostKnown('b.example')).toBe(false);
+  test('looks URLs up in the frontier\'s store by URL, and knows hosts from rows, statuses and policy', async () => {
+    const fs = await restartedFrontier(POLICY, () => 'L', [row('http://a.example/', 'FETCHED')], 0);
+    const v = new CrawlView({ urls: frontierTable(fs) });
+    expect((await v.url('http://a.example/', 'a.example'))?.state).toBe('FETCHED');
+    // The frontier's store keeps no SHA-256 index (`crawl serve`'s copy does: test/integration/api.test.ts).
+    expect(await v.url(urlHash('http://a.example/'), null)).toBeUndefined();
+    expect(await v.hostKnown('a.example')).toBe(true);
+    expect(await v.hostKnown('b.example')).toBe(false);
     v.applyPolicy('b.example|block', { host: 'b.example', field: 'block', updated_at: 0, blocked_until: 10_000, reason: 'r', min_delay_ms: null });
-    expect(v.hostKnown('b.example')).toBe(true);
-    v.applyUrl('http://a.example/', null);
-    expect(v.url('http://a.example/')).toBeUndefined();
+    expect(await v.hostKnown('b.example')).toBe(true);
+    expect(await v.url('http://a.example/nope', 'a.example')).toBeUndefined();
+    expect(await new CrawlView().url('http://a.example/', 'a.example')).toBeUndefined();
   });
 
   test('counts final statuses only, per second, with incidents and errors', () => {
@@ -123,14 +130,16 @@ describe('CrawlView', () => {
     expect(s.top_hosts).toEqual([{ host: 'a.example', fetched: 2, errors: 1, incidents: 1 }]);
   });
 
-  test('frontier numbers: hosts with work and the oldest due URL', () => {
-    const v = new CrawlView();
-    v.applyUrl('http://a.example/1', row('http://a.example/1', 'QUEUED', { next_due_at: 4000 }));
-    v.applyUrl('http://a.example/2', row('http://a.example/2', 'QUEUED', { next_due_at: 9000 }));
-    v.applyUrl('http://b.example/', row('http://b.example/', 'LEASED'));
-    v.applyUrl('http://c.example/', row('http://c.example/', 'FETCHED'));
-    expect(v.frontierNumbers(5000)).toEqual({ hostsInRotation: 2, oldestDueAgeMs: 1000, byState: { QUEUED: 2, LEASED: 1, FETCHED: 1 } });
-    expect(v.frontierNumbers(3000).oldestDueAgeMs).toBeNull();
+  test('frontier numbers: URLs by state, hosts with work and how long the most overdue host has waited', async () => {
+    const fs = await restartedFrontier(POLICY, () => 'L', [
+      row('http://a.example/1', 'QUEUED'), row('http://a.example/2', 'QUEUED'),
+      row('http://b.example/', 'LEASED', { lease_id: 'x', lease_expires_at: 99_000 }), row('http://c.example/', 'FETCHED'),
+    ], 1000);
+    const v = new CrawlView({ urls: frontierTable(fs) });
+    // Restored hosts wait a full delay (1,200 ms after the restore at 1,000).
+    expect(v.frontierNumbers(5000)).toEqual({ urls: 4, hostsInRotation: 2, oldestDueAgeMs: 2800, byState: { QUEUED: 2, LEASED: 1, FETCHED: 1 } });
+    expect(v.frontierNumbers(1500).oldestDueAgeMs).toBeNull();
+    expect(new CrawlView().frontierNumbers(0)).toEqual({ urls: 0, byState: {}, hostsInRotation: 0, oldestDueAgeMs: null });
   });
 });
 

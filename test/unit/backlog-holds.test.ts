@@ -85,7 +85,7 @@ describe('a producer held on a lagging consumer', () => {
     const runner = new EmbeddedRunner(log, [screen, frontier], silent, {
       checkpointMs: 50, readAhead: READ_AHEAD, holdWhile: holdWhileOf(rules, (g, t) => log.lag(g, t)),
     });
-    runner.start();
+    await runner.start();
     const links: OutRecord[] = Array.from({ length: 200 }, (_, i) => {
       const host = `h${i % 7}.test`;
       return { topic: 'links', key: host, host, value: { url: `http://${host}/${i}`, source_url: null, depth: 0, discovered_at: 1, is_seed: false } satisfies LinkMsg };

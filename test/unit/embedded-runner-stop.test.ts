@@ -95,7 +95,7 @@ describe('EmbeddedRunner.stop()', () => {
     const buffer = new Buffered();
     const started: string[] = [];
     const runner = new EmbeddedRunner(log, [bufferedStage(buffer, { workMs: 300, started })], silent, { stopWaitMs: 10_000 });
-    runner.start();
+    await runner.start();
     log.append([linkRec('/1'), linkRec('/2'), linkRec('/3')]);
     await until(() => started.length === 3);
     const t0 = Date.now();
@@ -113,7 +113,7 @@ describe('EmbeddedRunner.stop()', () => {
     const hold = new Map([[`http://${HOST}/2`, new Promise<void>((r) => (release = r))]]);
     const started: string[] = [];
     const first = new EmbeddedRunner(log, [bufferedStage(buffer, { hold, started })], silent, { stopWaitMs: 200 });
-    first.start();
+    await first.start();
     log.append([linkRec('/1'), linkRec('/2')]);
     await until(() => started.length === 2);
     await first.stop();
@@ -125,7 +125,7 @@ describe('EmbeddedRunner.stop()', () => {
     // handler of it is still out; that one then finishes, and the buffer is stored again.
     const secondBuffer = new Buffered();
     const second = new EmbeddedRunner(log, [bufferedStage(secondBuffer)], silent);
-    second.start();
+    await second.start();
     await until(() => secondBuffer.size === 1);
     release();
     await until(() => buffer.size === 1);
@@ -141,7 +141,7 @@ describe('EmbeddedRunner.stop()', () => {
     buffer.failWith = new Error('store failed');
     const started: string[] = [];
     const runner = new EmbeddedRunner(log, [bufferedStage(buffer, { started })], silent, { stopWaitMs: 10_000 });
-    runner.start();
+    await runner.start();
     log.append([linkRec('/1')]);
     await until(() => started.length === 1 && buffer.size === 1);
     const t0 = Date.now();
@@ -154,7 +154,7 @@ describe('EmbeddedRunner.stop()', () => {
   it('says when all it waits for is a buffer to be stored (stalled), and is idle once it is', async () => {
     const buffer = new Buffered();
     const runner = new EmbeddedRunner(log, [bufferedStage(buffer)], silent);
-    runner.start();
+    await runner.start();
     log.append([linkRec('/1'), linkRec('/2')]);
     await until(() => buffer.size === 2);
     await until(() => runner.stalled());

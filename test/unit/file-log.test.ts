@@ -149,7 +149,7 @@ describe('FileLog', () => {
     log.close();
   });
 
-  it('reopen restores records (also past committed offsets) and continues offsets', () => {
+  it('reopen restores the records some group has not committed and continues offsets', () => {
     const log = newLog();
     const p = partitionForHost('a.test', P);
     log.append([linkRec('a.test', '/1'), linkRec('a.test', '/2'), linkRec('a.test', '/3')]);
@@ -162,15 +162,17 @@ describe('FileLog', () => {
     expect(from).toBe(1);
     expect(log2.read('links', p, from, 10).map((r) => (r.value as LinkMsg).url)).toEqual(['http://a.test/2', 'http://a.test/3']);
     log2.append([linkRec('a.test', '/4')]);
+    // /1, committed by every group reading links, is not read back (a consumed record's retention).
     expect(log2.read('links', p, 0, 10).map((r) => [r.offset, (r.value as LinkMsg).url])).toEqual([
-      [0, 'http://a.test/1'], [1, 'http://a.test/2'], [2, 'http://a.test/3'], [3, 'http://a.test/4'],
+      [1, 'http://a.test/2'], [2, 'http://a.test/3'], [3, 'http://a.test/4'],
     ]);
     log2.close();
     // And the appended record survives another reopen, after the earlier ones.
     const log3 = newLog();
     expect(log3.read('links', p, 0, 10).map((r) => (r.value as LinkMsg).url)).toEqual([
-      'http://a.test/1', 'http://a.test/2', 'http://a.test/3', 'http://a.test/4',
+      'http://a.test/2', 'http://a.test/3', 'http://a.test/4',
     ]);
+    expect(log3.endOffset('links', p)).toBe(4);
   });
 
   it('the compacted urls table keeps the latest value per key; tombstones delete; survives reopen', () => {
@@ -199,22 +201,19 @@ describe('FileLog', () => {
     for (let q = 0; q < P; q++) if (q !== p) expect(log2.table('urls', q)).toEqual([]);
   });
 
-  it('a forgotten table drops its rows from memory and is read back from the segments, appends after included', () => {
+  it('a compacted table is never held in memory: rows are read from the segments, appends after included', () => {
     const log = newLog();
     const p = partitionForHost('a.test', P);
     const u = (i: number): string => `http://a.test/${i}`;
     log.append(Array.from({ length: 50 }, (_, i) => ({ topic: 'urls' as const, key: u(i), host: 'a.test', value: urlRow(u(i), 'QUEUED') })));
     log.flush();
-    log.forgetTables();
-    const held = (log as unknown as { logs: Map<string, Array<{ table: Map<string, unknown> }>> }).logs.get('urls')![p]!.table;
-    expect(held.size).toBe(0);
-    // After forgetting, written or still pending: an update, a tombstone and a new row.
+    // Written or still pending: an update, a tombstone and a new row.
     log.append([
       { topic: 'urls', key: u(3), host: 'a.test', value: urlRow(u(3), 'FETCHED') },
       { topic: 'urls', key: u(7), host: 'a.test', value: null },
       { topic: 'urls', key: u(50), host: 'a.test', value: urlRow(u(50), 'QUEUED') },
     ]);
-    expect(held.size).toBe(0);
+    expect(log.read('urls', p, 0, 100)).toEqual([]);
     const expected = Array.from({ length: 51 }, (_, i) => i)
       .filter((i) => i !== 7)
       .map((i) => ({ partition: p, key: u(i), value: urlRow(u(i), i === 3 ? 'FETCHED' : 'QUEUED') }));
@@ -222,6 +221,56 @@ describe('FileLog', () => {
     expect(log.table('urls', p).sort(byKey)).toEqual(expected.sort(byKey));
     log.close();
     expect(newLog().table('urls', p).sort(byKey)).toEqual(expected);
+  });
+
+  it('compact() cleans a compacted topic\'s closed segments on disk: the newest record of each key, offsets kept, tombstones for a day', async () => {
+    const p = partitionForHost('a.test', P);
+    const u = (i: number): string => `http://a.test/${i}`;
+    const log = new FileLog({ dir, partitions: P, segmentBytes: 4096 });
+    open.push(log);
+    const t0 = Date.now();
+    // 10 rounds over the same 40 URLs (each round a new state), a tombstone written 2 days ago and one just now.
+    for (let round = 0; round < 10; round++) {
+      log.append(Array.from({ length: 40 }, (_, i) => ({ topic: 'urls' as const, key: u(i), host: 'a.test', value: urlRow(u(i), round % 2 ? 'FETCHED' : 'QUEUED') })), t0);
+    }
+    log.append([{ topic: 'urls', key: u(5), host: 'a.test', value: null }], t0 - 2 * 86_400_000);
+    log.append([{ topic: 'urls', key: u(6), host: 'a.test', value: null }], t0);
+    // New keys after them, so the tombstones are in closed segments, not the active one.
+    log.append(Array.from({ length: 200 }, (_, i) => ({ topic: 'urls' as const, key: u(100 + i), host: 'a.test', value: urlRow(u(100 + i), 'QUEUED') })), t0);
+    log.flush();
+    const end = log.endOffset('urls', p);
+    const before = log.table('urls', p);
+    const raw = async (): Promise<Array<{ offset: number; key: string; tomb: boolean }>> => {
+      const out: Array<{ offset: number; key: string; tomb: boolean }> = [];
+      await log.readRaw('urls', p, 0, end, 1000, async (recs) => void out.push(...recs.map((r) => ({ offset: r.offset, key: r.key, tomb: r.value === null }))));
+      return out;
+    };
+    expect(await raw()).toHaveLength(end);
+    const bytes = (): number => segFiles(dir, 'urls', p).length + readdirSync(join(dir, 'topics', topics.urls.name, String(p))).filter((f) => f.endsWith('.cseg')).length;
+    const filesBefore = bytes();
+    expect(await log.compact(t0)).toBeGreaterThan(0);
+    const after = await raw();
+    // The cleaned range (up to the active segment, left as it is): one record per key, offsets unchanged and increasing.
+    const cleanedEnd = Math.max(...readdirSync(join(dir, 'topics', topics.urls.name, String(p))).filter((f) => f.endsWith('.cseg')).map((f) => Number(f.slice(21, 41))));
+    const cleaned = after.filter((r) => r.offset < cleanedEnd);
+    expect(cleanedEnd).toBeGreaterThan(end / 2);
+    expect(new Set(cleaned.map((r) => r.key)).size).toBe(cleaned.length);
+    expect(after.map((r) => r.offset)).toEqual([...after.map((r) => r.offset)].sort((a, b) => a - b));
+    expect(after.filter((r) => r.key === u(5))).toEqual([]); // its tombstone was older than a day
+    expect(after.find((r) => r.key === u(6))?.tomb).toBe(true); // kept: a reader may not have seen it yet
+    expect(after.length).toBeLessThan(end / 2);
+    expect(bytes()).toBeLessThan(filesBefore);
+    // The table reads the same, now and after a reopen; appends go on at the same offsets.
+    const byKey = (a: { key: string }, b: { key: string }): number => a.key.localeCompare(b.key);
+    expect(log.table('urls', p).sort(byKey)).toEqual(before.sort(byKey));
+    log.append([{ topic: 'urls', key: u(1), host: 'a.test', value: urlRow(u(1), 'DEAD') }]);
+    expect(log.endOffset('urls', p)).toBe(end + 1);
+    log.close();
+    const again = new FileLog({ dir, partitions: P, segmentBytes: 4096 });
+    open.push(again);
+    expect(again.endOffset('urls', p)).toBe(end + 1);
+    expect(again.table('urls', p).find((r) => r.key === u(1))?.value).toMatchObject({ state: 'DEAD' });
+    expect(again.table('urls', p).length).toBe(before.length);
   });
 
   /** A value in the schema as writers before `version` wrote it (lib/avro schemaBefore). */
@@ -305,6 +354,25 @@ describe('FileLog', () => {
     expect(log.endOffset('links', p)).toBe(5);
   });
 
+  it('a checkpoint deletes segments every group has consumed, also when each commit had trimmed memory already; a reopen reads none of them', () => {
+    const p = partitionForHost('a.test', P);
+    const log = new FileLog({ dir, partitions: P, segmentBytes: 512 });
+    open.push(log);
+    log.subscribe('g', ['links']);
+    for (let i = 0; i < 200; i++) log.append([linkRec('a.test', `/${i}`)]);
+    log.flush();
+    const before = segFiles(dir, 'links', p).length;
+    expect(before).toBeGreaterThan(10);
+    for (let i = 64; i <= 192; i += 64) log.commit('g', 'links', p, i); // memory trimmed at each commit, in runs of 64
+    log.checkpoint();
+    expect(segFiles(dir, 'links', p).length).toBeLessThan(before / 2);
+    log.close();
+    const again = new FileLog({ dir, partitions: P, segmentBytes: 512 });
+    open.push(again);
+    expect(again.read('links', p, 0, 1000).map((r) => r.offset)).toEqual(Array.from({ length: 8 }, (_, i) => 192 + i));
+    expect(again.endOffset('links', p)).toBe(200);
+  });
+
   it('subscribe before commits prevents trimming anything unread', () => {
     const log = newLog();
     const p = partitionForHost('a.test', P);
@@ -364,7 +432,7 @@ describe('EmbeddedRunner', () => {
     const runner = new EmbeddedRunner(log, pipeline({ failOnce: `http://${host}/2`, seen, linksSeen }), silent, {
       retryDelayMs: 150, checkpointMs: 20,
     });
-    runner.start();
+    await runner.start();
     log.append([linkRec(host, '/1'), linkRec(host, '/2'), linkRec(host, '/3')]);
     // /1 and /3 are done, /2 failed and waits for its retry: the offset stays at 1.
     await until(() => linksSeen.length >= 3 && seen.length >= 2);
@@ -382,7 +450,7 @@ describe('EmbeddedRunner', () => {
     const seen2: string[] = [];
     const linksSeen2: string[] = [];
     const runner2 = new EmbeddedRunner(log2, pipeline({ seen: seen2, linksSeen: linksSeen2 }), silent, { checkpointMs: 20 });
-    runner2.start();
+    await runner2.start();
     log2.append([linkRec(host, '/4')]);
     await until(() => seen2.length >= 1);
     await until(() => runner2.idle());
@@ -406,7 +474,7 @@ describe('EmbeddedRunner', () => {
     };
     let hold = true;
     const runner = new EmbeddedRunner(log, [reader], silent, { checkpointMs: 20, holdWhile: { reader: () => hold } });
-    runner.start();
+    await runner.start();
     log.append([linkRec('h1.test', '/1'), linkRec('h2.test', '/2'), linkRec('h3.test', '/3')]);
     await new Promise((r) => setTimeout(r, 100));
     expect(handled).toEqual([]);
@@ -438,7 +506,7 @@ describe('EmbeddedRunner', () => {
       handle: (rec: InRecord) => new Promise<OutRecord[]>((r) => setImmediate(() => (order.push(rec.partition), r([])))),
     };
     const runner = new EmbeddedRunner(log, [reader], silent, { checkpointMs: 20, readAhead: 4 });
-    runner.start();
+    await runner.start();
     await until(() => order.length === recs.length);
     await runner.stop();
     log.close();

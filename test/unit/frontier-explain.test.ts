@@ -2,7 +2,11 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pino from 'pino';
 import { stateFromJournal } from '../../cli/explain';
+import { partitionForHost } from '../../lib/partitioner';
+import { restoreStores } from '../../processors/frontier-restore';
+import { MemoryChangelog } from '../support/memory-changelog';
 import { HostPolicyTable } from '../../lib/host-policy';
 import type { HostPolicyMsg, OptOutMsg, UrlStateMsg } from '../../lib/messages';
 import { OptOutRegistry } from '../../lib/optout-registry';
@@ -125,7 +129,7 @@ describe('priority class and feeds in explain', () => {
 });
 
 describe('stateFromJournal (read-only view of an embedded run)', () => {
-  it('reads host policy, opt-outs and the URL row as the run journaled them, tombstones applied', () => {
+  it('reads host policy, opt-outs and the URL row as the run journaled them, tombstones applied; the row from the store when it can be opened', async () => {
     const out = mkdtempSync(join(tmpdir(), 'explain-'));
     const log = new FileLog({ dir: join(out, 'state'), partitions: 4 });
     const [bk, bv] = pol('a.test', 'block', { blocked_until: NOW + 1000 });
@@ -138,12 +142,22 @@ describe('stateFromJournal (read-only view of an embedded run)', () => {
     ]);
     log.append([{ topic: 'hostPolicy', key: bk, host: 'a.test', value: null }]);
     log.close();
-    const s = stateFromJournal(out, 'http://a.test/');
+    const s = await stateFromJournal(out, 'http://a.test/', 'a.test');
     expect(s.policy.block('a.test', NOW)).toBeNull();
     expect(s.policy.minDelayMs('a.test')).toBe(5000);
     expect(s.row).toMatchObject({ state: 'FAILED', attempts: 1 });
     expect(s.optout.allows('b.test', 'crawl')).toBe(false);
-    expect(stateFromJournal(out, 'http://a.test/other').row).toBeNull();
+    expect((await stateFromJournal(out, 'http://a.test/other', 'a.test')).row).toBeNull();
     expect(s.feed).toBeNull();
+
+    // The frontier's store, where there is one (here it says FETCHED, the journal FAILED): read it.
+    const p = partitionForHost('a.test', 4);
+    const changelog = new MemoryChangelog(4);
+    changelog.append('http://a.test/', 'a.test', row('http://a.test/', { state: 'FETCHED', fetched_at: 5 }));
+    const [r] = await restoreStores([p], changelog, { dirOf: (q) => join(out, 'state', 'frontier', `urls-${q}`), levelOf: () => 0, levels: 4, log: pino({ level: 'silent' }) });
+    // In use by a running crawl (its lock held): the journal answers.
+    expect((await stateFromJournal(out, 'http://a.test/', 'a.test')).row).toMatchObject({ state: 'FAILED' });
+    await r.store.close();
+    expect((await stateFromJournal(out, 'http://a.test/', 'a.test')).row).toMatchObject({ state: 'FETCHED', fetched_at: 5 });
   });
 });

@@ -1,19 +1,20 @@
 /**
  * Layered politeness (registered domain, IP), priority levels, the per-host budget and
- * recrawl scheduling in the frontier. Pure, with an injected clock.
+ * recrawl scheduling in the frontier. An injected clock; real stores in a temporary folder.
  */
 import type { CandidateMsg, FetchRequestMsg, FetchStatusMsg } from '../../lib/messages';
 import { LayerGroups } from '../../processors/frontier-layers';
 import { priorityLevel, recrawlIntervalMs } from '../../processors/frontier-schedule';
-import { FrontierState, type FrontierPolicy, type FrontierTuning } from '../../processors/frontier-state';
+import type { FrontierState, FrontierPolicy, FrontierTuning } from '../../processors/frontier-state';
+import { testFrontier } from '../support/frontier';
 
 const BASE: FrontierPolicy = { minHostDelayMs: 1000, maxCrawlDelayMs: 10_000, responseTimeFactor: 10, leaseMs: 600_000, retryBackoffMs: [5_000], maxAttempts: 5 };
 const HOUR = 3600_000;
 const DAY = 24 * HOUR;
 
-function make(tuning: Partial<FrontierPolicy & FrontierTuning> = {}): FrontierState {
+function make(tuning: Partial<FrontierPolicy & FrontierTuning> = {}): Promise<FrontierState> {
   let n = 0;
-  return new FrontierState({ ...BASE, ...tuning }, () => `L${++n}`);
+  return testFrontier({ ...BASE, ...tuning }, () => `L${++n}`);
 }
 
 function cand(url: string, fields: Partial<CandidateMsg> = {}): CandidateMsg {
@@ -29,7 +30,7 @@ function status(f: FetchRequestMsg, fields: Partial<FetchStatusMsg> & { finished
 }
 
 describe('LayerGroups', () => {
-  it('caps requests in flight and spaces their starts; release wakes parked hosts', () => {
+  it('caps requests in flight and spaces their starts; release wakes parked hosts', async () => {
     const g = new LayerGroups({ maxInflight: 2, minGapMs: 100 });
     expect(g.readyAt('d', 'x.d')).toBe(0);
     g.acquire('d', 0, 'x.d');
@@ -49,14 +50,14 @@ describe('LayerGroups', () => {
 describe('FrontierState: per registered domain cap', () => {
   const hosts = ['a', 'b', 'c', 'd', 'e', 'f'].map((s) => `${s}.example.com`);
 
-  it('a farm of subdomains gets at most domainMaxInflight requests at once, domainMinGapMs apart', () => {
-    const fs = make({ domainMaxInflight: 2, domainMinGapMs: 300 });
-    for (const h of hosts) fs.onCandidate(cand(`http://${h}/`), 0);
-    fs.onCandidate(cand('http://other.org/'), 0);
+  it('a farm of subdomains gets at most domainMaxInflight requests at once, domainMinGapMs apart', async () => {
+    const fs = await make({ domainMaxInflight: 2, domainMinGapMs: 300 });
+    for (const h of hosts) await fs.onCandidate(cand(`http://${h}/`), 0);
+    await fs.onCandidate(cand('http://other.org/'), 0);
     const starts: Array<[number, string]> = [];
     const out: FetchRequestMsg[] = [];
     for (let t = 0; t <= 5000; t += 10) {
-      for (const f of fs.tick(t).fetches) {
+      for (const f of (await fs.tick(t)).fetches) {
         starts.push([t, f.host]);
         out.push(f);
       }
@@ -64,7 +65,7 @@ describe('FrontierState: per registered domain cap', () => {
       for (const f of [...out]) {
         const at = starts.find(([, h]) => h === f.host)![0];
         if (t >= at + 500) {
-          fs.onStatus(status(f, { finished_at: t }), t);
+          await fs.onStatus(status(f, { finished_at: t }), t);
           out.splice(out.indexOf(f), 1);
         }
       }
@@ -79,42 +80,42 @@ describe('FrontierState: per registered domain cap', () => {
 });
 
 describe('FrontierState: layers across a rebalance', () => {
-  it('a host parked on its full domain is released after retain() rebuilds the groups', () => {
-    const fs = make({ domainMaxInflight: 1, domainMinGapMs: 0 });
-    fs.onCandidate(cand('http://a.example.com/'), 0);
-    fs.onCandidate(cand('http://b.example.com/'), 0);
-    const [first] = fs.tick(0).fetches;
-    expect(fs.tick(10).fetches).toEqual([]); // the other host is parked on example.com
-    fs.retain(() => true); // a rebalance that kept everything
-    fs.onStatus(status(first, { finished_at: 20 }), 20);
-    expect(fs.tick(20).fetches.map((f) => f.host)).toEqual([first.host === 'a.example.com' ? 'b.example.com' : 'a.example.com']);
+  it('a host parked on its full domain is released after a rebalance rebuilds the groups', async () => {
+    const fs = await make({ domainMaxInflight: 1, domainMinGapMs: 0 });
+    await fs.onCandidate(cand('http://a.example.com/'), 0);
+    await fs.onCandidate(cand('http://b.example.com/'), 0);
+    const [first] = (await fs.tick(0)).fetches;
+    expect((await fs.tick(10)).fetches).toEqual([]); // the other host is parked on example.com
+    await fs.detach(() => true); // a rebalance that kept everything
+    await fs.onStatus(status(first, { finished_at: 20 }), 20);
+    expect((await fs.tick(20)).fetches.map((f) => f.host)).toEqual([first.host === 'a.example.com' ? 'b.example.com' : 'a.example.com']);
   });
 });
 
 describe('FrontierState: a one-host domain is paced by the host alone', () => {
-  it('a domain gap longer than the host gap does not slow a single host', () => {
-    const fs = make({ minHostDelayMs: 200, domainMinGapMs: 5000 });
-    for (let i = 0; i < 3; i++) fs.onCandidate(cand(`http://solo.test/${i}`), 0);
-    const f1 = fs.tick(0).fetches[0];
-    fs.onStatus(status(f1, { finished_at: 10 }), 10);
-    expect(fs.tick(210).fetches).toHaveLength(1);
+  it('a domain gap longer than the host gap does not slow a single host', async () => {
+    const fs = await make({ minHostDelayMs: 200, domainMinGapMs: 5000 });
+    for (let i = 0; i < 3; i++) await fs.onCandidate(cand(`http://solo.test/${i}`), 0);
+    const f1 = (await fs.tick(0)).fetches[0];
+    await fs.onStatus(status(f1, { finished_at: 10 }), 10);
+    expect((await fs.tick(210)).fetches).toHaveLength(1);
   });
 });
 
 describe('FrontierState: per IP cap (learned from fetch statuses)', () => {
-  it('hosts behind one address share ipMaxInflight once the address is known', () => {
-    const fs = make({ ipMaxInflight: 1, ipMinGapMs: 0 });
-    fs.onCandidate(cand('http://one.test/1'), 0);
-    fs.onCandidate(cand('http://one.test/2'), 0);
-    fs.onCandidate(cand('http://two.test/1'), 0);
-    fs.onCandidate(cand('http://two.test/2'), 0);
-    const first = fs.tick(0).fetches; // addresses unknown yet: one each
+  it('hosts behind one address share ipMaxInflight once the address is known', async () => {
+    const fs = await make({ ipMaxInflight: 1, ipMinGapMs: 0 });
+    await fs.onCandidate(cand('http://one.test/1'), 0);
+    await fs.onCandidate(cand('http://one.test/2'), 0);
+    await fs.onCandidate(cand('http://two.test/1'), 0);
+    await fs.onCandidate(cand('http://two.test/2'), 0);
+    const first = (await fs.tick(0)).fetches; // addresses unknown yet: one each
     expect(first).toHaveLength(2);
-    for (const f of first) fs.onStatus(status(f, { finished_at: 0, ip: '127.0.3.9' }), 0);
-    const second = fs.tick(1000).fetches;
+    for (const f of first) await fs.onStatus(status(f, { finished_at: 0, ip: '127.0.3.9' }), 0);
+    const second = (await fs.tick(1000)).fetches;
     expect(second).toHaveLength(1); // both on 127.0.3.9: one at a time
-    fs.onStatus(status(second[0], { finished_at: 1100, ip: '127.0.3.9' }), 1100);
-    expect(fs.tick(1100).fetches.map((f) => f.host)).toEqual([second[0].host === 'one.test' ? 'two.test' : 'one.test']);
+    await fs.onStatus(status(second[0], { finished_at: 1100, ip: '127.0.3.9' }), 1100);
+    expect((await fs.tick(1100)).fetches.map((f) => f.host)).toEqual([second[0].host === 'one.test' ? 'two.test' : 'one.test']);
   });
 });
 
@@ -130,51 +131,52 @@ describe('priority levels (front queues)', () => {
     [7, 5, 4, 0], // out of range: clamped
     [-1, 0, 4, 3],
     [null, 3, 1, 0],
-  ])('priority %p depth %i with %i levels -> level %i', (p, depth, levels, expected) => {
+  ])('priority %p depth %i with %i levels -> level %i', async (p, depth, levels, expected) => {
     expect(priorityLevel(p, depth, levels)).toBe(expected);
   });
 
   /** The paths of a host's URLs in the order the frontier releases them, one a second. */
-  function releaseOrder(fs: ReturnType<typeof make>, n: number): string[] {
+  async function releaseOrder(fs: FrontierState, n: number): Promise<string[]> {
     const order: string[] = [];
     for (let t = 0, i = 0; i < n; i++, t += 1000) {
-      const f = fs.tick(t).fetches[0];
+      const f = (await fs.tick(t)).fetches[0];
       order.push(new URL(f.url).pathname);
-      fs.onStatus(status(f, { finished_at: t }), t);
+      await fs.onStatus(status(f, { finished_at: t }), t);
     }
     return order;
   }
 
-  it("a host's most important URL goes first, FIFO within a level", () => {
-    const fs = make({ domainMinGapMs: 0 });
-    fs.onCandidate(cand('http://a.test/deep', { depth: 2 }), 0);
-    fs.onCandidate(cand('http://a.test/mid1', { depth: 1 }), 0);
-    fs.onCandidate(cand('http://a.test/mid2', { depth: 1 }), 0);
-    fs.onCandidate(cand('http://a.test/scored', { depth: 2, priority: 0.95 }), 0);
-    expect(releaseOrder(fs, 4)).toEqual(['/scored', '/mid1', '/mid2', '/deep']);
+  it("a host's most important URL goes first, FIFO within a level", async () => {
+    const fs = await make({ domainMinGapMs: 0 });
+    await fs.onCandidate(cand('http://a.test/deep', { depth: 2 }), 0);
+    await fs.onCandidate(cand('http://a.test/mid1', { depth: 1 }), 0);
+    await fs.onCandidate(cand('http://a.test/mid2', { depth: 1 }), 0);
+    await fs.onCandidate(cand('http://a.test/scored', { depth: 2, priority: 0.95 }), 0);
+    expect(await releaseOrder(fs, 4)).toEqual(['/scored', '/mid1', '/mid2', '/deep']);
   });
 
-  it('priority classes come before levels: a feed item first, the tail (depth 3) after the head however scored', () => {
-    const fs = make({ domainMinGapMs: 0 });
-    fs.onCandidate(cand('http://a.test/tail', { depth: 3, priority: 0.95 }), 0);
-    fs.onCandidate(cand('http://a.test/mid', { depth: 1, priority: 0.3 }), 0);
-    fs.onCandidate(cand('http://a.test/item', { depth: 4, priority_class: 1 }), 0);
-    fs.onCandidate(cand('http://a.test/dup-link', { depth: 1, priority: 0.03 }), 0);
-    expect(releaseOrder(fs, 4)).toEqual(['/item', '/mid', '/tail', '/dup-link']);
-    expect(['item', 'mid', 'tail', 'dup-link'].map((p) => fs.row(`http://a.test/${p}`)!.priority_class)).toEqual([1, 2, 3, 3]);
+  it('priority classes come before levels: a feed item first, the tail (depth 3) after the head however scored', async () => {
+    const fs = await make({ domainMinGapMs: 0 });
+    await fs.onCandidate(cand('http://a.test/tail', { depth: 3, priority: 0.95 }), 0);
+    await fs.onCandidate(cand('http://a.test/mid', { depth: 1, priority: 0.3 }), 0);
+    await fs.onCandidate(cand('http://a.test/item', { depth: 4, priority_class: 1 }), 0);
+    await fs.onCandidate(cand('http://a.test/dup-link', { depth: 1, priority: 0.03 }), 0);
+    expect(await releaseOrder(fs, 4)).toEqual(['/item', '/mid', '/tail', '/dup-link']);
+    const rows = await Promise.all(['item', 'mid', 'tail', 'dup-link'].map((p) => fs.row(`http://a.test/${p}`)));
+    expect(rows.map((r) => r!.priority_class)).toEqual([1, 2, 3, 3]);
   });
 });
 
 describe('per-host budget per cycle', () => {
-  it('stops a host at hostBudgetPerCycle fetches; the rest does not keep the crawl busy', () => {
-    const fs = make({ hostBudgetPerCycle: 2 });
-    for (let i = 0; i < 5; i++) fs.onCandidate(cand(`http://a.test/${i}`), 0);
-    fs.onCandidate(cand('http://b.test/'), 0);
+  it('stops a host at hostBudgetPerCycle fetches; the rest does not keep the crawl busy', async () => {
+    const fs = await make({ hostBudgetPerCycle: 2 });
+    for (let i = 0; i < 5; i++) await fs.onCandidate(cand(`http://a.test/${i}`), 0);
+    await fs.onCandidate(cand('http://b.test/'), 0);
     let released = 0;
     for (let t = 0; t < 20_000; t += 500) {
-      for (const f of fs.tick(t).fetches) {
+      for (const f of (await fs.tick(t)).fetches) {
         if (f.host === 'a.test') released++;
-        fs.onStatus(status(f, { finished_at: t }), t);
+        await fs.onStatus(status(f, { finished_at: t }), t);
       }
     }
     expect(released).toBe(2);
@@ -193,23 +195,23 @@ describe('recrawl', () => {
     ['304 keeps the hash: doubled', { fetched_at: 0, next_due_at: DAY, sha256: 'a' }, 'a', 2 * DAY],
     ['floor 1 h', { fetched_at: 0, next_due_at: HOUR, sha256: 'a' }, 'b', HOUR],
     ['ceiling 60 d', { fetched_at: 0, next_due_at: 40 * DAY, sha256: 'a' }, 'a', 60 * DAY],
-  ])('%s', (_n, prev, sha, expected) => {
+  ])('%s', async (_n, prev, sha, expected) => {
     expect(recrawlIntervalMs(prev, sha, P)).toBe(expected);
   });
 
-  it('a fetched URL is due again after its interval, with conditional-GET fields, and a change halves the next interval', () => {
-    const fs = make({ recrawlInitialMs: 4 * HOUR, recrawlMinMs: HOUR, recrawlMaxMs: DAY });
-    fs.onCandidate(cand('http://a.test/'), 0);
-    const f1 = fs.tick(0).fetches[0];
-    const e1 = fs.onStatus(status(f1, { finished_at: 100, sha256: 'v1', etag: '"e1"' }), 100);
+  it('a fetched URL is due again after its interval, with conditional-GET fields, and a change halves the next interval', async () => {
+    const fs = await make({ recrawlInitialMs: 4 * HOUR, recrawlMinMs: HOUR, recrawlMaxMs: DAY });
+    await fs.onCandidate(cand('http://a.test/'), 0);
+    const f1 = (await fs.tick(0)).fetches[0];
+    const e1 = await fs.onStatus(status(f1, { finished_at: 100, sha256: 'v1', etag: '"e1"' }), 100);
     expect(e1.rows[0]).toMatchObject({ state: 'FETCHED', next_due_at: 100 + 4 * HOUR });
     expect(fs.stats().recrawls).toBe(1);
     expect(fs.idle()).toBe(true);
-    expect(fs.tick(100 + 4 * HOUR - 1).fetches).toEqual([]);
+    expect((await fs.tick(100 + 4 * HOUR - 1)).fetches).toEqual([]);
     const t2 = 100 + 4 * HOUR;
-    const tick = fs.tick(t2);
+    const tick = await fs.tick(t2);
     expect(tick.fetches[0]).toMatchObject({ url: 'http://a.test/', prev_sha256: 'v1', etag: '"e1"' });
-    const e2 = fs.onStatus(status(tick.fetches[0], { finished_at: t2, sha256: 'v2' }), t2);
+    const e2 = await fs.onStatus(status(tick.fetches[0], { finished_at: t2, sha256: 'v2' }), t2);
     expect(e2.rows[0]).toMatchObject({ state: 'FETCHED', sha256: 'v2', next_due_at: t2 + 2 * HOUR });
   });
 });

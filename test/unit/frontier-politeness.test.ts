@@ -1,12 +1,20 @@
 /**
  * Adaptive politeness (AIMD), operator blocks and crawl-rate ceilings, and durable back-off in
- * the frontier. Pure, with an injected clock (every call takes `now`).
+ * the frontier. An injected clock (every call takes `now`); the frontier's stores are real, in a
+ * temporary folder.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
 import { HostPolicyTable } from '../../lib/host-policy';
 import type { CandidateMsg, FetchRequestMsg, FetchStatusMsg, HostPolicyMsg, UrlStateMsg } from '../../lib/messages';
 import { frontierStage } from '../../processors/frontier';
 import { AIMD_DEFAULTS, NO_BACKOFF, loadSignal, nextBackoff, type HostBackoff, type LoadSignal } from '../../processors/frontier-aimd';
-import { FrontierState, type FrontierPolicy, type FrontierTuning } from '../../processors/frontier-state';
+import type { FrontierState, FrontierPolicy, FrontierTuning } from '../../processors/frontier-state';
+import type { OutRecord } from '../../runtime/stage';
+import { restartedFrontier, testFrontier } from '../support/frontier';
+import { MemoryChangelog } from '../support/memory-changelog';
 
 const POLICY: FrontierPolicy & Partial<FrontierTuning> = {
   minHostDelayMs: 1000, maxCrawlDelayMs: 10_000, responseTimeFactor: 10, leaseMs: 600_000, retryBackoffMs: [5_000, 10_000], maxAttempts: 10,
@@ -31,17 +39,17 @@ function status(f: FetchRequestMsg, fields: Partial<FetchStatusMsg> & { finished
 }
 
 /** The first time in [from, from + limit] (1 ms steps) at which a tick releases a fetch. */
-function firstRelease(fs: FrontierState, from: number, limit: number, step = 1): { at: number; fetch: FetchRequestMsg } | null {
+async function firstRelease(fs: FrontierState, from: number, limit: number, step = 1): Promise<{ at: number; fetch: FetchRequestMsg } | null> {
   for (let t = from; t <= from + limit; t += step) {
-    const e = fs.tick(t);
+    const e = await fs.tick(t);
     if (e.fetches.length > 0) return { at: t, fetch: e.fetches[0] };
   }
   return null;
 }
 
-function withUrls(host: string, n: number, policy = POLICY, table?: HostPolicyTable): FrontierState {
-  const fs = new FrontierState(policy, ids(), table);
-  for (let i = 0; i < n; i++) fs.onCandidate(cand(`http://${host}/${i}`), 0);
+async function withUrls(host: string, n: number, policy = POLICY, table?: HostPolicyTable): Promise<FrontierState> {
+  const fs = await testFrontier(policy, ids(), { table });
+  for (let i = 0; i < n; i++) await fs.onCandidate(cand(`http://${host}/${i}`), 0);
   return fs;
 }
 
@@ -60,7 +68,7 @@ describe('loadSignal', () => {
     ['connect timeout', { outcome: 'FAILED', http_status: null, reason: 'CONNECT_TIMEOUT' }, 'timeout'],
     ['connection reset', { outcome: 'FAILED', http_status: null, reason: 'CONNECTION_RESET' }, 'neutral'],
     ['blocked', { outcome: 'REFUSED', http_status: null, reason: 'blocked' }, 'neutral'],
-  ])('%s -> %s', (_n, fields, kind) => {
+  ])('%s -> %s', async (_n, fields, kind) => {
     expect(loadSignal({ outcome: 'FETCHED', http_status: null, reason: null, retry_after_ms: null, ...fields }).kind).toBe(kind);
   });
 });
@@ -83,11 +91,11 @@ describe('nextBackoff (AIMD)', () => {
     ['success at the normal pace clears', { ...NO_BACKOFF, delayMs: 1010 }, { kind: 'ok' }, 1000, { delayMs: 0, cause: null }],
     ['success resets timeouts', { ...NO_BACKOFF, timeouts: 3 }, { kind: 'ok' }, 1000, { timeouts: 0 }],
     ['neutral changes nothing', { ...NO_BACKOFF, delayMs: 3000, failures: 1 }, { kind: 'neutral' }, 1000, { delayMs: 3000, failures: 1 }],
-  ])('%s', (_n, before, sig, gap, expected) => {
+  ])('%s', async (_n, before, sig, gap, expected) => {
     expect(nextBackoff(before, sig, gap, 10_000, P)).toMatchObject(expected);
   });
 
-  it('recovery is slow: from an 8 s gap back to 1 s takes dozens of good answers, each gap no longer than the last', () => {
+  it('recovery is slow: from an 8 s gap back to 1 s takes dozens of good answers, each gap no longer than the last', async () => {
     let b: HostBackoff = { ...NO_BACKOFF, delayMs: 8000 };
     const gaps: number[] = [];
     for (let i = 0; i < 200 && b.delayMs > 0; i++) {
@@ -101,44 +109,44 @@ describe('nextBackoff (AIMD)', () => {
 });
 
 describe('FrontierState: adaptive politeness', () => {
-  it('429 with Retry-After: no request inside the window, and the gap after it is doubled', () => {
-    const fs = withUrls('a.test', 3);
-    const f1 = fs.tick(0).fetches[0];
-    const e = fs.onStatus(status(f1, { finished_at: 1000, outcome: 'FAILED', http_status: 429, retry_after_ms: 30_000 }), 1000);
+  it('429 with Retry-After: no request inside the window, and the gap after it is doubled', async () => {
+    const fs = await withUrls('a.test', 3);
+    const f1 = (await fs.tick(0)).fetches[0];
+    const e = await fs.onStatus(status(f1, { finished_at: 1000, outcome: 'FAILED', http_status: 429, retry_after_ms: 30_000 }), 1000);
     expect(e.policies).toEqual([expect.objectContaining({ host: 'a.test', field: 'backoff', blocked_until: 31_000, min_delay_ms: 2000, failures: 1 })]);
     expect(e.rows[0]).toMatchObject({ state: 'FAILED', next_due_at: 31_000 });
-    const r2 = firstRelease(fs, 1000, 40_000, 10)!;
+    const r2 = (await firstRelease(fs, 1000, 40_000, 10))!;
     expect(r2.at).toBe(31_000);
-    fs.onStatus(status(r2.fetch, { finished_at: 31_000, http_status: 200 }), 31_000);
+    await fs.onStatus(status(r2.fetch, { finished_at: 31_000, http_status: 200 }), 31_000);
     // Still slowed (recovering): more than the 1 s minimum.
-    expect(firstRelease(fs, 31_000, 10_000)!.at).toBeGreaterThan(32_000);
+    expect((await firstRelease(fs, 31_000, 10_000))!.at).toBeGreaterThan(32_000);
   });
 
-  it('three consecutive 503s pause the host for hostPauseMs', () => {
-    const fs = withUrls('a.test', 5);
+  it('three consecutive 503s pause the host for hostPauseMs', async () => {
+    const fs = await withUrls('a.test', 5);
     let t = 0;
-    let f = fs.tick(t).fetches[0];
+    let f = (await fs.tick(t)).fetches[0];
     for (let i = 0; i < 3; i++) {
-      fs.onStatus(status(f, { finished_at: t, outcome: 'FAILED', http_status: 503 }), t);
+      await fs.onStatus(status(f, { finished_at: t, outcome: 'FAILED', http_status: 503 }), t);
       if (i < 2) {
-        const r = firstRelease(fs, t, 60_000, 10)!;
+        const r = (await firstRelease(fs, t, 60_000, 10))!;
         t = r.at;
         f = r.fetch;
       }
     }
     expect(fs.host('a.test')!.backoff).toMatchObject({ failures: 3, notBefore: t + POLICY.hostPauseMs! });
-    expect(fs.tick(t + POLICY.hostPauseMs! - 1).fetches).toEqual([]);
-    expect(fs.tick(t + POLICY.hostPauseMs!).fetches).toHaveLength(1);
+    expect((await fs.tick(t + POLICY.hostPauseMs! - 1)).fetches).toEqual([]);
+    expect((await fs.tick(t + POLICY.hostPauseMs!)).fetches).toHaveLength(1);
   });
 
-  it('timeouts back off exponentially', () => {
-    const fs = withUrls('a.test', 4);
-    let f = fs.tick(0).fetches[0];
+  it('timeouts back off exponentially', async () => {
+    const fs = await withUrls('a.test', 4);
+    let f = (await fs.tick(0)).fetches[0];
     let t = 0;
     const waits: number[] = [];
     for (let i = 0; i < 3; i++) {
-      fs.onStatus(status(f, { finished_at: t, outcome: 'FAILED', http_status: null, reason: 'DEADLINE_EXCEEDED' }), t);
-      const r = firstRelease(fs, t, 200_000, 100)!;
+      await fs.onStatus(status(f, { finished_at: t, outcome: 'FAILED', http_status: null, reason: 'DEADLINE_EXCEEDED' }), t);
+      const r = (await firstRelease(fs, t, 200_000, 100))!;
       waits.push(r.at - t);
       t = r.at;
       f = r.fetch;
@@ -146,148 +154,163 @@ describe('FrontierState: adaptive politeness', () => {
     expect(waits).toEqual([10_000, 20_000, 40_000]);
   });
 
-  it('an operator crawl-rate ceiling is the least gap', () => {
+  it('an operator crawl-rate ceiling is the least gap', async () => {
     const table = new HostPolicyTable();
     table.apply('a.test|crawl-rate', { host: 'a.test', field: 'crawl-rate', updated_at: 0, blocked_until: null, reason: 'webmaster', min_delay_ms: 5000 });
-    const fs = withUrls('a.test', 2, POLICY, table);
-    const f = fs.tick(0).fetches[0];
-    fs.onStatus(status(f, { finished_at: 100 }), 100);
-    expect(firstRelease(fs, 100, 10_000)!.at).toBe(5100);
+    const fs = await withUrls('a.test', 2, POLICY, table);
+    const f = (await fs.tick(0)).fetches[0];
+    await fs.onStatus(status(f, { finished_at: 100 }), 100);
+    expect((await firstRelease(fs, 100, 10_000))!.at).toBe(5100);
   });
 });
 
 describe('FrontierState: operator blocks', () => {
   const blockRow = (until: number): HostPolicyMsg => ({ host: 'a.test', field: 'block', updated_at: 0, blocked_until: until, reason: 'complaint', min_delay_ms: null });
 
-  it('never releases a blocked host before the block expires', () => {
+  it('never releases a blocked host before the block expires', async () => {
     const table = new HostPolicyTable();
     table.apply('a.test|block', blockRow(50_000));
-    const fs = withUrls('a.test', 1, POLICY, table);
-    fs.onCandidate(cand('http://b.test/'), 0);
-    expect(fs.tick(0).fetches.map((f) => f.host)).toEqual(['b.test']);
-    expect(firstRelease(fs, 0, 60_000, 100)!.at).toBe(50_000);
+    const fs = await withUrls('a.test', 1, POLICY, table);
+    await fs.onCandidate(cand('http://b.test/'), 0);
+    expect((await fs.tick(0)).fetches.map((f) => f.host)).toEqual(['b.test']);
+    expect((await firstRelease(fs, 0, 60_000, 100))!.at).toBe(50_000);
   });
 
-  it('a lifted block (tombstone) releases the host at once', () => {
+  it('a lifted block (tombstone) releases the host at once', async () => {
     const table = new HostPolicyTable();
     table.apply('a.test|block', blockRow(1e12));
-    const fs = withUrls('a.test', 1, POLICY, table);
-    expect(fs.tick(10).fetches).toEqual([]);
+    const fs = await withUrls('a.test', 1, POLICY, table);
+    expect((await fs.tick(10)).fetches).toEqual([]);
     table.apply('a.test|block', null);
     fs.onPolicyChange('a.test', 20);
-    expect(fs.tick(20).fetches).toHaveLength(1);
+    expect((await fs.tick(20)).fetches).toHaveLength(1);
   });
 
-  it("a fetcher's REFUSED 'blocked' re-queues the URL (no attempt spent) until the block ends", () => {
+  it("a fetcher's REFUSED 'blocked' re-queues the URL (no attempt spent) until the block ends", async () => {
     const table = new HostPolicyTable();
-    const fs = withUrls('a.test', 1, POLICY, table);
-    const f = fs.tick(0).fetches[0];
+    const fs = await withUrls('a.test', 1, POLICY, table);
+    const f = (await fs.tick(0)).fetches[0];
     table.apply('a.test|block', blockRow(90_000));
-    const e = fs.onStatus(status(f, { finished_at: 10, outcome: 'REFUSED', http_status: null, reason: 'blocked' }), 10);
+    const e = await fs.onStatus(status(f, { finished_at: 10, outcome: 'REFUSED', http_status: null, reason: 'blocked' }), 10);
     expect(e.rows[0]).toMatchObject({ state: 'QUEUED', attempts: 0, reason: 'blocked' });
-    expect(firstRelease(fs, 0, 100_000, 100)!.at).toBe(90_000);
+    expect((await firstRelease(fs, 0, 100_000, 100))!.at).toBe(90_000);
   });
 
-  it("REFUSED 'opted-out' is final", () => {
-    const fs = withUrls('a.test', 1);
-    const f = fs.tick(0).fetches[0];
-    expect(fs.onStatus(status(f, { finished_at: 10, outcome: 'REFUSED', http_status: null, reason: 'opted-out' }), 10).rows[0].state).toBe('DEAD');
+  it("REFUSED 'opted-out' is final", async () => {
+    const fs = await withUrls('a.test', 1);
+    const f = (await fs.tick(0)).fetches[0];
+    expect((await fs.onStatus(status(f, { finished_at: 10, outcome: 'REFUSED', http_status: null, reason: 'opted-out' }), 10)).rows[0].state).toBe('DEAD');
   });
 });
 
 describe('FrontierState: durable back-off (crash and restart)', () => {
-  it('a restarted frontier restores the Retry-After window and the gap before releasing anything', () => {
-    const fs = withUrls('a.test', 3);
+  it('a restarted frontier restores the Retry-After window and the gap before releasing anything', async () => {
+    const fs = await withUrls('a.test', 3);
     const rows = new Map<string, UrlStateMsg>();
     const keep = (e: { rows: UrlStateMsg[] }): void => e.rows.forEach((r) => rows.set(r.url, r));
-    const f = fs.tick(0).fetches[0];
-    const e = fs.onStatus(status(f, { finished_at: 1000, outcome: 'FAILED', http_status: 429, retry_after_ms: 120_000 }), 1000);
+    const f = (await fs.tick(0)).fetches[0];
+    const e = await fs.onStatus(status(f, { finished_at: 1000, outcome: 'FAILED', http_status: 429, retry_after_ms: 120_000 }), 1000);
     keep(e);
     const policy = e.policies![0];
 
     // kill -9 at t=2000; the new instance replays crawl.urls and crawl.host-policy.
-    const again = new FrontierState(POLICY, ids());
-    for (let i = 0; i < 3; i++) again.restore(rows.get(`http://a.test/${i}`) ?? { ...(e.rows[0]), url: `http://a.test/${i}`, state: 'QUEUED', attempts: 0, next_due_at: null }, 2000);
+    const again = await restartedFrontier(
+      POLICY, ids(), [0, 1, 2].map((i) => rows.get(`http://a.test/${i}`) ?? { ...e.rows[0], url: `http://a.test/${i}`, state: 'QUEUED', attempts: 0, next_due_at: null }), 2000,
+    );
     again.restoreBackoff(policy, 2000);
-    expect(firstRelease(again, 2000, 130_000, 50)!.at).toBe(121_000);
+    expect((await firstRelease(again, 2000, 130_000, 50))!.at).toBe(121_000);
   });
 
-  it('a host with a long gap (slow host) waits that gap after a restart, not just the minimum', () => {
-    const fs = withUrls('a.test', 2);
-    const f = fs.tick(0).fetches[0];
-    const e = fs.onStatus(status(f, { finished_at: 3000, response_ms: 2000 }), 3000);
+  it('a host with a long gap (slow host) waits that gap after a restart, not just the minimum', async () => {
+    const fs = await withUrls('a.test', 2);
+    const f = (await fs.tick(0)).fetches[0];
+    const e = await fs.onStatus(status(f, { finished_at: 3000, response_ms: 2000 }), 3000);
     expect(e.policies).toEqual([expect.objectContaining({ gap_ms: 20_000, failures: 0 })]);
-    const again = new FrontierState(POLICY, ids());
-    again.onCandidate(cand('http://a.test/1'), 4000);
+    const again = await testFrontier(POLICY, ids());
+    await again.onCandidate(cand('http://a.test/1'), 4000);
     again.restoreBackoff(e.policies![0], 4000);
     // 20 s written, so the gap in force is at most 24 s (it is rewritten once it moves by 20%).
-    expect(firstRelease(again, 4000, 40_000, 100)!.at).toBe(28_000);
+    expect((await firstRelease(again, 4000, 40_000, 100))!.at).toBe(28_000);
   });
 
-  it('after a restart the host waits the gap it may have been given since the row was written', () => {
+  it('after a restart the host waits the gap it may have been given since the row was written', async () => {
     // A slow response wrote 2,520 ms; a slightly slower one then called for 2,530 ms, within 20%
     // of the row, so no row was written. The host is handed over just as that response ends.
-    const fs = withUrls('a.test', 3);
-    const f0 = fs.tick(0).fetches[0];
-    const written = fs.onStatus(status(f0, { finished_at: 1000, response_ms: 252 }), 1000).policies![0];
+    const fs = await withUrls('a.test', 3);
+    const f0 = (await fs.tick(0)).fetches[0];
+    const written = (await fs.onStatus(status(f0, { finished_at: 1000, response_ms: 252 }), 1000)).policies![0];
     expect(written).toEqual(expect.objectContaining({ gap_ms: 2520 }));
-    const f1 = firstRelease(fs, 1000, 10_000, 10)!.fetch;
-    expect(fs.onStatus(status(f1, { finished_at: 5000, response_ms: 253 }), 5000).policies).toBeUndefined();
-    const again = new FrontierState(POLICY, ids());
-    again.onCandidate(cand('http://a.test/2'), 5000);
+    const f1 = (await firstRelease(fs, 1000, 10_000, 10))!.fetch;
+    expect((await fs.onStatus(status(f1, { finished_at: 5000, response_ms: 253 }), 5000)).policies).toBeUndefined();
+    const again = await testFrontier(POLICY, ids());
+    await again.onCandidate(cand('http://a.test/2'), 5000);
     again.restoreBackoff(written, 5000);
-    expect(firstRelease(again, 5000, 20_000, 1)!.at).toBeGreaterThanOrEqual(5000 + 2530);
+    expect((await firstRelease(again, 5000, 20_000, 1))!.at).toBeGreaterThanOrEqual(5000 + 2530);
   });
 
-  it('a gap is written when it grows past what the last row allows, not when it shrinks', () => {
+  it('a gap is written when it grows past what the last row allows, not when it shrinks', async () => {
     // 10x the response time: 1,300 ms, then 1,000, 1,300, 1,000 (a busy machine's noise), then 2,000.
-    const fs = withUrls('a.test', 6);
+    const fs = await withUrls('a.test', 6);
     let t = 0;
     const written: Array<number | null> = [];
     for (const ms of [130, 100, 130, 100, 130, 200]) {
-      const f = firstRelease(fs, t, 10_000)!;
+      const f = (await firstRelease(fs, t, 10_000))!;
       t = f.at + 5;
-      written.push(fs.onStatus(status(f.fetch, { finished_at: t, response_ms: ms }), t).policies?.[0]?.gap_ms ?? null);
+      written.push((await fs.onStatus(status(f.fetch, { finished_at: t, response_ms: ms }), t)).policies?.[0]?.gap_ms ?? null);
     }
     // 1,300 > 1.2 x 1,000 (nothing written yet); 2,000 > 1.2 x 1,300. The old rule (a move of
     // more than 20% either way) wrote all six.
     expect(written).toEqual([1300, null, null, null, null, 2000]);
   });
 
-  it('a host whose gap was never written (within 20% of the minimum) still waits it after a hand-over', () => {
-    const fs = withUrls('a.test', 2);
-    const f = fs.tick(0).fetches[0];
+  it('a host whose gap was never written (within 20% of the minimum) still waits it after a hand-over', async () => {
+    const fs = await withUrls('a.test', 2);
+    const f = (await fs.tick(0)).fetches[0];
     const rows = new Map<string, UrlStateMsg>();
     // A 115 ms response calls for 1,150 ms: within 20% of the 1 s minimum, so no row.
-    const e = fs.onStatus(status(f, { finished_at: 3000, response_ms: 115 }), 3000);
+    const e = await fs.onStatus(status(f, { finished_at: 3000, response_ms: 115 }), 3000);
     expect(e.policies).toBeUndefined();
     for (const r of e.rows) rows.set(r.url, r);
     // The host moves to another frontier at once; it has the URL table and no host-policy row.
-    const again = new FrontierState(POLICY, ids());
-    again.restore(rows.get('http://a.test/0')!, 3000);
-    again.restore({ ...rows.get('http://a.test/0')!, url: 'http://a.test/1', state: 'QUEUED', fetched_at: null }, 3000);
-    expect(firstRelease(again, 3000, 5000)!.at).toBeGreaterThanOrEqual(3000 + 1150);
+    const again = await restartedFrontier(POLICY, ids(), [rows.get('http://a.test/0')!, { ...rows.get('http://a.test/0')!, url: 'http://a.test/1', state: 'QUEUED', fetched_at: null }], 3000);
+    expect((await firstRelease(again, 3000, 5000))!.at).toBeGreaterThanOrEqual(3000 + 1150);
   });
 
-  it('the stage writes backoff rows to crawl.host-policy and restores them from it', () => {
+  it('the stage writes backoff rows to crawl.host-policy and restores them from it', async () => {
     let clock = 0;
-    const stage = frontierStage(POLICY, { partitions: 1, now: () => clock });
-    expect(stage.restoreFrom).toEqual(['urls', 'hostPolicy', 'feeds']);
-    expect(stage.globalTables).toEqual(['hostPolicy', 'optout']);
-    stage.handle({ topic: 'frontier', partition: 0, offset: 0, key: 'a.test', value: cand('http://a.test/'), timestamp: 0 }, undefined as never);
-    const out = stage.tick!(undefined as never);
-    const f = out.find((o) => o.topic === 'fetch')!.value as FetchRequestMsg;
-    clock = 500;
-    const res = stage.handle(
-      { topic: 'fetchStatus', partition: 0, offset: 0, key: 'a.test', value: status(f, { finished_at: 500, outcome: 'FAILED', http_status: 503, retry_after_ms: 60_000 }), timestamp: 0 },
-      undefined as never,
-    ) as Array<{ topic: string; key: string; value: unknown }>;
-    const pol = res.find((o) => o.topic === 'hostPolicy')!;
-    expect(pol.key).toBe('a.test|backoff');
+    const dir = mkdtempSync(join(tmpdir(), 'frontier-stage-'));
+    const ctx = { now: () => clock, log: pino({ level: 'silent' }) };
+    const changelog = new MemoryChangelog();
+    const journal = (outs: OutRecord[]): void => outs.filter((o) => o.topic === 'urls').forEach((o) => changelog.append(o.key, o.host, o.value as UrlStateMsg | null));
+    try {
+      const stage = frontierStage(POLICY, { partitions: 1, stateDir: dir, now: () => clock });
+      expect(stage.restoreFrom).toEqual(['hostPolicy', 'feeds']);
+      expect(stage.changelog).toBe('urls');
+      expect(stage.globalTables).toEqual(['hostPolicy', 'optout']);
+      await stage.restoreChangelog!([0], changelog, ctx);
+      journal(await stage.handleBatch!([{ topic: 'frontier', partition: 0, offset: 0, key: 'a.test', value: cand('http://a.test/'), timestamp: 0 }], ctx));
+      const out = await stage.tick!(ctx);
+      journal(out);
+      const f = out.find((o) => o.topic === 'fetch')!.value as FetchRequestMsg;
+      clock = 500;
+      const res = await stage.handleBatch!(
+        [{ topic: 'fetchStatus', partition: 0, offset: 0, key: 'a.test', value: status(f, { finished_at: 500, outcome: 'FAILED', http_status: 503, retry_after_ms: 60_000 }), timestamp: 0 }],
+        ctx,
+      );
+      journal(res);
+      const pol = res.find((o) => o.topic === 'hostPolicy')!;
+      expect(pol.key).toBe('a.test|backoff');
+      await stage.close!();
 
-    const restarted = frontierStage(POLICY, { partitions: 1, now: () => 1000 });
-    restarted.restore!({ partition: 0, key: 'http://a.test/', value: { ...(res.find((o) => o.topic === 'urls')!.value as UrlStateMsg) } }, 'urls');
-    restarted.restore!({ partition: 0, key: pol.key, value: pol.value }, 'hostPolicy');
-    expect(restarted.state.host('a.test')!.nextAt).toBe(60_500);
+      clock = 1000;
+      const restarted = frontierStage(POLICY, { partitions: 1, stateDir: dir, now: () => clock });
+      await restarted.restoreChangelog!([0], changelog, ctx);
+      restarted.restore!({ partition: 0, key: pol.key, value: pol.value }, 'hostPolicy');
+      expect(restarted.state.host('a.test')!.nextAt).toBe(60_500);
+      expect((await restarted.state.row('http://a.test/'))).toMatchObject({ state: 'FAILED', attempts: 1 });
+      await restarted.close!();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -11,7 +11,8 @@ import { expandLink } from '../../lib/link-groups';
 import { DEFAULTS, type CrawlConfig } from '../../lib/config';
 import type { CandidateMsg, FetchRequestMsg, FetchedPageMsg, HandoffEvent, LinkMsg, ParsedPageMsg, UrlStateMsg } from '../../lib/messages';
 import { fetchStage, type Archive } from '../../processors/fetch';
-import { FrontierState, type FrontierPolicy } from '../../processors/frontier-state';
+import type { FrontierState, FrontierPolicy } from '../../processors/frontier-state';
+import { restartedFrontier, testFrontier } from '../support/frontier';
 import { ALLOW_ALL_USAGE, importanceOf, toHandoff } from '../../processors/handoff';
 import { parsePage, parseStage } from '../../processors/parse';
 import { linkShare } from '../../processors/parse-dedup';
@@ -68,13 +69,14 @@ function fakeFetch(pages: Record<string, string>) {
 }
 
 /** seen-test -> frontier (candidate, lease) for one link; returns the lease and the frontier. */
-function lease(link: LinkMsg, frontier = new FrontierState(POLICY, () => 'L1'), now = T0): { req: FetchRequestMsg; cand: CandidateMsg; rows: UrlStateMsg[] } {
+async function lease(link: LinkMsg, frontier?: FrontierState, now = T0): Promise<{ req: FetchRequestMsg; cand: CandidateMsg; rows: UrlStateMsg[] }> {
+  const f = frontier ?? (await testFrontier(POLICY, () => 'L1'));
   const outs = seenTest([link], new ExactSeenSet(), SEEN_OPTS);
   expect(outs).toHaveLength(1);
   const cand = outs[0].value as CandidateMsg;
   expectValid('frontier', cand);
-  const rows = frontier.onCandidate(cand, now).rows;
-  const { fetches } = frontier.tick(now + 10_000);
+  const rows = (await f.onCandidate(cand, now)).rows;
+  const { fetches } = await f.tick(now + 10_000);
   expect(fetches).toHaveLength(1);
   expectValid('fetch', fetches[0]);
   for (const r of rows) expectValid('urls', r);
@@ -96,7 +98,7 @@ describe('importance: Link.priority reaches the handoff event', () => {
   it('a link scored 0.25 is handed off with importance 0.25 (seen-test -> frontier lease -> fetch -> parse -> handoff)', async () => {
     const url = 'http://a.test/scored';
     const link: LinkMsg = { url, source_url: 'http://a.test/', depth: 1, discovered_at: T0, is_seed: false, priority: 0.25 };
-    const { cand, rows, req } = lease(link);
+    const { cand, rows, req } = await lease(link);
     expect(cand.priority).toBe(0.25);
     expect(rows[0].priority).toBe(0.25); // journaled in the URL table
     expect(req.priority).toBe(0.25);
@@ -110,7 +112,7 @@ describe('importance: Link.priority reaches the handoff event', () => {
     const children = ['http://b.test/one', 'http://b.test/two', 'http://b.test/three', 'http://b.test/four'];
     const pages = { [home]: html(children), ...Object.fromEntries(children.map((c) => [c, html([])])) };
     const seed: LinkMsg = { url: home, source_url: null, depth: 0, discovered_at: T0, is_seed: true };
-    const { req } = lease(seed);
+    const { req } = await lease(seed);
     expect(req.priority).toBe(SEED_PRIORITY);
     const { page: seedPage, event: seedEvent } = await handOff(req, pages);
     expect(seedEvent.importance).toBe(1);
@@ -125,22 +127,22 @@ describe('importance: Link.priority reaches the handoff event', () => {
     expect(share).toBe(0.5);
     expect(links.every((l) => l.priority === share)).toBe(true);
     const child = links.find((l) => l.url === 'http://b.test/two')!;
-    const { event } = await handOff(lease(child).req, pages);
+    const { event } = await handOff((await lease(child)).req, pages);
     expect(event.url).toBe('http://b.test/two');
     expect(event.importance).toBe(0.5);
   });
 
   it('an unscored link is handed off with importance null', async () => {
     const url = 'http://c.test/plain';
-    const { req, rows } = lease({ url, source_url: 'http://c.test/', depth: 1, discovered_at: T0, is_seed: false });
+    const { req, rows } = await lease({ url, source_url: 'http://c.test/', depth: 1, discovered_at: T0, is_seed: false });
     expect(req.priority).toBeUndefined();
     expect(rows[0].priority).toBeUndefined();
     const { page, parsed, event } = await handOff(req, { [url]: html([]) });
     expect([page.priority, parsed.priority, event.importance]).toEqual([null, null, null]);
   });
 
-  it('a seed link that already carries a priority keeps it', () => {
-    const { req } = lease({ url: 'http://d.test/', source_url: null, depth: 0, discovered_at: T0, is_seed: true, priority: 0.4 });
+  it('a seed link that already carries a priority keeps it', async () => {
+    const { req } = await lease({ url: 'http://d.test/', source_url: null, depth: 0, discovered_at: T0, is_seed: true, priority: 0.4 });
     expect(req.priority).toBe(0.4);
   });
 });
@@ -148,23 +150,21 @@ describe('importance: Link.priority reaches the handoff event', () => {
 describe('importance: the frontier keeps it in the URL table', () => {
   const url = 'http://e.test/kept';
 
-  it('a restored QUEUED row is leased with its priority, and ranked by it', () => {
-    const first = new FrontierState(POLICY, () => 'L1');
-    const { rows } = lease({ url, source_url: 'http://e.test/', depth: 3, discovered_at: T0, is_seed: false, priority: 0.9 }, first);
+  it('a restored QUEUED row is leased with its priority, and ranked by it', async () => {
+    const first = await testFrontier(POLICY, () => 'L1');
+    const { rows } = await lease({ url, source_url: 'http://e.test/', depth: 3, discovered_at: T0, is_seed: false, priority: 0.9 }, first);
     // A new frontier rebuilt from the journaled rows (the QUEUED one, as written by onCandidate).
-    const restarted = new FrontierState({ ...POLICY, priorityLevels: 4 }, () => 'L2');
     // Restored first, an unscored depth-1 URL (level 1) would go first if the 0.9 were lost (depth 3: level 3).
-    restarted.restore({ ...rows[0], url: 'http://e.test/shallow-unscored', priority: null, depth: 1 }, T0);
-    restarted.restore(rows[0], T0);
-    const { fetches } = restarted.tick(T0 + 10_000);
+    const restarted = await restartedFrontier({ ...POLICY, priorityLevels: 4 }, () => 'L2', [{ ...rows[0], url: 'http://e.test/shallow-unscored', priority: null, depth: 1 }, rows[0]], T0);
+    const { fetches } = await restarted.tick(T0 + 10_000);
     // One per host at a time: the 0.9 URL (level 0) goes first.
     expect(fetches.map((f) => [f.url, f.priority])).toEqual([[url, 0.9]]);
   });
 
-  it('a recrawl of a fetched URL still carries its priority (also after a restart)', () => {
-    const f = new FrontierState({ ...POLICY, recrawlInitialMs: 60_000, recrawlMinMs: 60_000 }, () => 'L1');
-    const { req } = lease({ url, source_url: 'http://e.test/', depth: 1, discovered_at: T0, is_seed: false, priority: 0.6 }, f);
-    const done = f.onStatus({
+  it('a recrawl of a fetched URL still carries its priority (also after a restart)', async () => {
+    const f = await testFrontier({ ...POLICY, recrawlInitialMs: 60_000, recrawlMinMs: 60_000 }, () => 'L1');
+    const { req } = await lease({ url, source_url: 'http://e.test/', depth: 1, discovered_at: T0, is_seed: false, priority: 0.6 }, f);
+    const done = await f.onStatus({
       url, host: req.host, lease_id: req.lease_id, stored: true, outcome: 'FETCHED', http_status: 200, reason: null, started_at: T0 + 10_000,
       finished_at: T0 + 10_000, response_ms: 5, crawl_delay_ms: 0, retry_after_ms: null, sha256: 's1', etag: null, last_modified: null,
       warc_uri: 'file:///w', warc_offset: 1, warc_length: 2,
@@ -173,21 +173,20 @@ describe('importance: the frontier keeps it in the URL table', () => {
     expect(fetchedRow).toMatchObject({ state: 'FETCHED', priority: 0.6 });
     expectValid('urls', fetchedRow);
     const due = fetchedRow.next_due_at!;
-    expect(f.tick(due + 5_000).fetches.map((r) => r.priority)).toEqual([0.6]);
-    const restarted = new FrontierState({ ...POLICY, recrawlInitialMs: 60_000, recrawlMinMs: 60_000 }, () => 'L9');
-    restarted.restore(fetchedRow, T0 + 10_000);
-    expect(restarted.tick(due + 5_000).fetches.map((r) => r.priority)).toEqual([0.6]);
+    expect((await f.tick(due + 5_000)).fetches.map((r) => r.priority)).toEqual([0.6]);
+    const restarted = await restartedFrontier({ ...POLICY, recrawlInitialMs: 60_000, recrawlMinMs: 60_000 }, () => 'L9', [fetchedRow], T0 + 10_000);
+    expect((await restarted.tick(due + 5_000)).fetches.map((r) => r.priority)).toEqual([0.6]);
   });
 });
 
 describe('importanceOf (the event field)', () => {
   it.each<[number | null | undefined, number | null]>([
     [0.3, 0.3], [0, 0], [1, 1], [1.7, 1], [-0.2, 0], [Number.NaN, null], [Number.POSITIVE_INFINITY, null], [null, null], [undefined, null],
-  ])('priority %p -> importance %p', (p, expected) => {
+  ])('priority %p -> importance %p', async (p, expected) => {
     expect(importanceOf(p)).toBe(expected);
   });
 
-  it('toHandoff clamps an out-of-range priority and the event stays schema-valid', () => {
+  it('toHandoff clamps an out-of-range priority and the event stays schema-valid', async () => {
     const parsed: ParsedPageMsg = {
       url: 'http://f.test/', canonical_url: null, host: 'f.test', fetched_at: T0, change: 'NEW', sha256: 's', simhash64: null, language: null,
       title: null, text_length: 1, outlinks: 0, noindex: false, warc: { uri: 'u', offset: 0, length: 1 }, text: null, priority: 2.5,

@@ -1,17 +1,10 @@
 /**
- * The frontier's URL table: one row per URL it knows, the exact "seen" truth. Most rows of a
- * growing crawl are URLs discovered and not yet fetched (25 links a page, one fetch), and such a
- * row says little beyond its URL: QUEUED, never tried, every fetch field null. Those rows are
- * kept in typed-array columns (CompactRows below), with the host's name stored once, and become
- * a full UrlStateMsg again when read; every other row is kept as it is.
- *
- * `node --expose-gc dist/bench/frontier-memory.js` measured 182 heap bytes and 47 typed-array
- * bytes per queued URL, its URL string and map entry included, against 270 heap bytes for the
- * small object per row kept before (and 459 for a whole row plus an importance Map). What
- * matters more is what is left for a full garbage collection to mark: the URL string and its
- * map entry, where there were also the row object and its priority's heap number.
+ * The frontier's URL table as it was kept in memory before the table moved to disk
+ * (processors/frontier-store.ts): one row per URL, queued rows in typed-array columns. Kept as
+ * the reference model of the store's property test (test/unit/frontier-store.test.ts): the
+ * same operations must read back the same rows from both.
  */
-import type { UrlStateMsg } from '../lib/messages';
+import type { UrlStateMsg } from '../../lib/messages';
 
 /** Bits of a compact row's `flags`. */
 const HAS_PRIORITY = 1;

@@ -1,0 +1,108 @@
+/**
+ * The frontier process of bench/frontier-scale.ts: seen-test and the frontier over the embedded
+ * journal in `dir`, one partition, its store under `dir/state/frontier`; and a stand-in fetcher
+ * that answers every lease at once (stored, 200), so the frontier's own work is what is
+ * measured. Prints one JSON line per event on stdout:
+ *   {"event":"restored","ms":…}            the store is current (after a tail replay or a rebuild)
+ *   {"event":"intake","urls":…,"secs":…}   every 5 s while URLs are fed
+ *   {"event":"intake-done","urls":…,"secs":…}
+ *   {"event":"first-lease","msSinceStart":…}
+ *   {"event":"leases","perSec":…}          every second of the lease phase
+ *
+ *   node dist/bench/frontier-scale-child.js <dir> <urls to feed (0: none)> <lease secs>
+ */
+import { join } from 'node:path';
+import pino from 'pino';
+import { loadConfig } from '../lib/config';
+import { MemoryBloom } from '../lib/bloom/memory';
+import { bloomParams } from '../lib/bloom/sizing';
+import type { FetchRequestMsg, FetchStatusMsg, LinkMsg } from '../lib/messages';
+import { frontierRecords, frontierStage } from '../processors/frontier';
+import { seenTestStage } from '../processors/seen-test';
+import { EmbeddedRunner } from '../runtime/embedded-runner';
+import { FileLog } from '../runtime/file-log';
+import type { OutRecord, Stage } from '../runtime/stage';
+import { ScaleWeb } from './frontier-scale-web';
+
+const started = Date.now();
+const [dir, feedArg, leaseArg] = process.argv.slice(2);
+const FEED = Number(feedArg ?? 0);
+const LEASE_SECS = Number(leaseArg ?? 30);
+/** Links records waiting for seen-test before the feeder waits. */
+const FEED_AHEAD = 4000;
+
+const say = (o: Record<string, unknown>): void => void process.stdout.write(`${JSON.stringify(o)}\n`);
+
+async function main(): Promise<void> {
+  const log = pino({ level: process.env.CRAWL_LOG_LEVEL ?? 'info' }, pino.destination(2));
+  const config = loadConfig(process.env, { partitions: 1, allowPrivateNetwork: true, minHostDelayMs: 1000 });
+  const fileLog = new FileLog({ dir: join(dir, 'state'), partitions: 1 });
+  const web = new ScaleWeb(Math.max(FEED, 1));
+  let leasing = FEED === 0;
+  const frontier = frontierStage(config, { partitions: 1, stateDir: join(dir, 'state', 'frontier') });
+  // While URLs are fed, ticks release nothing (intake is measured alone); then they do.
+  const gated: Stage = {
+    ...frontier,
+    tick: async () => (leasing ? frontier.tick!({ now: Date.now, log }) : frontierRecords(await frontier.state.tick(Date.now(), 0))),
+  };
+  const seen = seenTestStage(new MemoryBloom(bloomParams(Math.max(FEED, 1_000_000) * 1.2, 0.01, config.bloomMaxShardBytes)), { maxDepth: 16, scope: new Set() });
+  let fetched = 0;
+  let firstLease = false;
+  const fetcher: Stage = {
+    id: 'null-fetch',
+    inputs: ['fetch'],
+    outputs: ['fetchStatus'],
+    concurrency: 4096,
+    handle(rec) {
+      const f = rec.value as FetchRequestMsg;
+      fetched++;
+      if (!firstLease) {
+        firstLease = true;
+        say({ event: 'first-lease', msSinceStart: Date.now() - started });
+      }
+      const now = Date.now();
+      const s: FetchStatusMsg = {
+        url: f.url, host: f.host, lease_id: f.lease_id, stored: true, outcome: 'FETCHED', http_status: 200, reason: null, started_at: now, finished_at: now,
+        response_ms: 0, crawl_delay_ms: 0, retry_after_ms: null, sha256: null, etag: null, last_modified: null, warc_uri: null, warc_offset: null, warc_length: null,
+      };
+      return [{ topic: 'fetchStatus', key: f.host, host: f.host, value: s }] as OutRecord[];
+    },
+  };
+  const runner = new EmbeddedRunner(fileLog, [seen, gated, fetcher], log, {
+    holdWhile: { 'seen-test': () => fileLog.lag('crawl.frontier', 'frontier') > 2000 },
+  });
+  await runner.start();
+  say({ event: 'restored', ms: Date.now() - started, urls: frontier.state.stats().urls });
+
+  if (FEED > 0) {
+    const t0 = Date.now();
+    let lastSay = t0;
+    for (const group of web.links()) {
+      while (fileLog.lag('crawl.seen-test', 'links') > FEED_AHEAD) await new Promise((r) => setTimeout(r, 5));
+      fileLog.append([{ topic: 'links', key: group.host, host: group.host, value: group.link as LinkMsg }]);
+      if (Date.now() - lastSay >= 5000) {
+        lastSay = Date.now();
+        say({ event: 'intake', urls: frontier.state.stats().urls, secs: (lastSay - t0) / 1000 });
+        await new Promise((r) => setImmediate(r));
+      }
+    }
+    // Done when seen-test and the frontier have taken every record (a Bloom false positive drops a URL as seen).
+    while (fileLog.lag('crawl.seen-test', 'links') > 0 || fileLog.lag('crawl.frontier', 'frontier') > 0) await new Promise((r) => setTimeout(r, 100));
+    say({ event: 'intake-done', urls: frontier.state.stats().urls, fed: FEED, secs: (Date.now() - t0) / 1000, hosts: frontier.state.stats().hosts });
+    leasing = true;
+  }
+  let last = fetched;
+  for (let s = 0; s < LEASE_SECS; s++) {
+    await new Promise((r) => setTimeout(r, 1000));
+    say({ event: 'leases', perSec: fetched - last, urls: frontier.state.stats().urls });
+    last = fetched;
+  }
+  await runner.stop();
+  fileLog.close();
+  say({ event: 'stopped' });
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`frontier-scale child: ${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});

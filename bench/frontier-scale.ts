@@ -1,0 +1,157 @@
+/**
+ * `npm run bench -- --only frontier-scale --urls N`: the frontier at scale (docs/frontier-store.md).
+ * N distinct URLs of 60-120 characters over min(1M, N/50) hosts of Zipf sizes, the largest a
+ * tenth of N (bench/frontier-scale-web.ts), go through seen-test into one frontier process (one
+ * partition; bench/frontier-scale-child.ts). Measured, one after another:
+ *   1. intake: URLs/s into the table, leases held back; peak RSS of the whole run;
+ *   2. lease throughput with the N rows in the table (a stand-in fetcher answers each lease at
+ *      once; the politeness code is the crawl's own), then kill -9;
+ *   3. restart after kill -9: time from the process's start to its first lease;
+ *   4. store deleted: rebuilt from the changelog (the journal's crawl.urls), rows/s, and the
+ *      first lease after it.
+ * Disk bytes per URL: the store's folder and the changelog's, after the intake.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { parsePeakRssBytes } from './proc-stat';
+
+export interface FrontierScaleArgs {
+  urls: number;
+  /** Seconds of the lease phase before the kill -9. */
+  leaseSecs: number;
+  /** Keep the run's folder (default: removed). */
+  dir?: string;
+}
+
+interface Event {
+  event: string;
+  at: number;
+  [k: string]: unknown;
+}
+
+interface ChildRun {
+  child: ChildProcess;
+  events: Event[];
+  logs: Array<Record<string, unknown>>;
+  peakRss: number;
+  exited: Promise<void>;
+  wait(pred: (e: Event) => boolean, ms: number): Promise<Event | null>;
+}
+
+const du = (path: string): number => {
+  if (!existsSync(path)) return 0;
+  const s = statSync(path);
+  if (!s.isDirectory()) return s.size;
+  return readdirSync(path).reduce((n, f) => n + du(join(path, f)), 0);
+};
+
+function startChild(dir: string, feed: number, leaseSecs: number): ChildRun {
+  const child = spawn(process.execPath, ['--max-old-space-size=768', join(__dirname, 'frontier-scale-child.js'), dir, String(feed), String(leaseSecs)], {
+    env: { ...process.env, CRAWL_LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const run: ChildRun = {
+    child, events: [], logs: [], peakRss: 0,
+    exited: new Promise((r) => child.on('close', () => r())),
+    async wait(pred, ms) {
+      const until = Date.now() + ms;
+      while (Date.now() < until) {
+        const e = run.events.find(pred);
+        if (e) return e;
+        if (child.exitCode !== null || child.signalCode !== null) return null;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      return null;
+    },
+  };
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    try {
+      run.events.push({ ...(JSON.parse(line) as Event), at: Date.now() });
+      process.stderr.write(`  ${line}\n`);
+    } catch {
+      // not an event
+    }
+  });
+  createInterface({ input: child.stderr! }).on('line', (line) => {
+    try {
+      const o = JSON.parse(line) as Record<string, unknown>;
+      if (typeof o.msg === 'string' && o.msg.startsWith('frontier store')) {
+        run.logs.push(o);
+        process.stderr.write(`  ${o.msg} ${JSON.stringify({ rows: o.rows, rowsPerSec: o.rowsPerSec, seconds: o.seconds })}\n`);
+      }
+    } catch {
+      process.stderr.write(`  child: ${line}\n`);
+    }
+  });
+  const poll = setInterval(() => {
+    try {
+      run.peakRss = Math.max(run.peakRss, parsePeakRssBytes(readFileSync(`/proc/${child.pid}/status`, 'utf8')));
+    } catch {
+      // exited
+    }
+  }, 500);
+  void run.exited.then(() => clearInterval(poll));
+  return run;
+}
+
+async function kill9(run: ChildRun): Promise<void> {
+  run.child.kill('SIGKILL');
+  await run.exited;
+}
+
+const mib = (b: number): string => `${(b / 1048576).toFixed(0)} MiB`;
+
+export async function runFrontierScale(a: FrontierScaleArgs): Promise<string> {
+  const dir = a.dir ?? join(tmpdir(), `kcrawl-frontier-scale-${process.pid}`);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const rows: Array<[string, string]> = [];
+  try {
+    // 1-2: intake, then leases with the table full, then kill -9.
+    process.stderr.write(`frontier-scale: ${a.urls} URLs into one frontier process (${dir})…\n`);
+    const first = startChild(dir, a.urls, 1e6);
+    const done = await first.wait((e) => e.event === 'intake-done', 24 * 3600_000);
+    if (!done) throw new Error('the frontier process stopped before taking every URL');
+    const intakeSecs = Number(done.secs);
+    const taken = Number(done.urls);
+    rows.push(['URLs, hosts', `${taken.toLocaleString('en')} in the table of ${a.urls.toLocaleString('en')} fed (the rest dropped by the Bloom filter as seen), ${Number(done.hosts).toLocaleString('en')} hosts with work`]);
+    rows.push(['intake', `${Math.round(taken / intakeSecs).toLocaleString('en')} URLs/s (${intakeSecs.toFixed(0)} s)`]);
+    await first.wait((e) => e.event === 'leases' && first.events.filter((x) => x.event === 'leases').length >= a.leaseSecs, (a.leaseSecs + 60) * 1000);
+    const perSec = first.events.filter((e) => e.event === 'leases').map((e) => Number(e.perSec));
+    const window = perSec.slice(2);
+    const mean = window.reduce((x, y) => x + y, 0) / Math.max(1, window.length);
+    rows.push(['leases with the table full', `${Math.round(mean).toLocaleString('en')}/s mean over ${window.length} s (min ${Math.min(...window)}, max ${Math.max(...window)})`]);
+    const storeBytes = du(join(dir, 'state', 'frontier'));
+    const journalBytes = du(join(dir, 'state', 'topics', 'crawl.urls'));
+    rows.push(['disk per URL', `store ${(storeBytes / taken).toFixed(1)} B (${mib(storeBytes)}), changelog ${(journalBytes / taken).toFixed(1)} B (${mib(journalBytes)})`]);
+    await kill9(first);
+    rows.push(['peak RSS, intake and leases', mib(first.peakRss)]);
+
+    // 3: restart after kill -9.
+    const t1 = Date.now();
+    const second = startChild(dir, 0, 10);
+    const lease2 = await second.wait((e) => e.event === 'first-lease', 120_000);
+    const restored2 = second.events.find((e) => e.event === 'restored');
+    rows.push(['restart after kill -9: first lease', lease2 ? `${((lease2.at - t1) / 1000).toFixed(1)} s after start (store current after ${(Number(restored2?.ms ?? NaN) / 1000).toFixed(1)} s)` : 'none within 120 s']);
+    await kill9(second);
+    rows.push(['peak RSS, restart', mib(second.peakRss)]);
+
+    // 4: store deleted, rebuilt from the changelog.
+    rmSync(join(dir, 'state', 'frontier'), { recursive: true, force: true });
+    const t2 = Date.now();
+    const third = startChild(dir, 0, 5);
+    const lease3 = await third.wait((e) => e.event === 'first-lease', 6 * 3600_000);
+    const rebuilt = third.logs.find((l) => l.msg === 'frontier store restored');
+    const secs = Number(rebuilt?.seconds ?? NaN);
+    rows.push(['store deleted: rebuild from the changelog', `${Math.round(Number(rebuilt?.rowsPerSec ?? NaN)).toLocaleString('en')} rows/s (${secs.toFixed(1)} s); first lease ${lease3 ? `${((lease3.at - t2) / 1000).toFixed(1)} s after start` : 'none'}`]);
+    await kill9(third);
+    rows.push(['peak RSS, rebuild', mib(third.peakRss)]);
+  } finally {
+    if (!a.dir) rmSync(dir, { recursive: true, force: true });
+  }
+  const table = `| frontier-scale | ${a.urls.toLocaleString('en')} URLs |\n|---|---|\n${rows.map(([k, v]) => `| ${k} | ${v} |`).join('\n')}\n`;
+  process.stdout.write(`\n${table}\nnode ${process.version}; reproduce: \`npm run bench -- --only frontier-scale --urls ${a.urls}\`\n`);
+  return table;
+}

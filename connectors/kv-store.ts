@@ -1,0 +1,158 @@
+/**
+ * The local key-value store behind the frontier's URL table (docs/frontier-store.md): one
+ * LevelDB database per owned partition, through classic-level (the Level project's binding;
+ * prebuilt binaries ship inside its npm package). Keys and values are bytes; everything the
+ * frontier knows about keys and rows lives in processors/frontier-store.ts, so this file is the
+ * only one that names the library.
+ *
+ * Writes are asynchronous (LevelDB's log goes to the OS, not to the disk); `write(batch, true)`
+ * is a synchronous write that makes every earlier write durable too, which is what a checkpoint
+ * needs before it claims the store holds a changelog offset.
+ */
+import { mkdirSync, rmSync } from 'node:fs';
+import { ClassicLevel } from 'classic-level';
+
+export interface KvRange {
+  /** Inclusive lower bound. */
+  gte: Buffer;
+  /** Exclusive upper bound. */
+  lt: Buffer;
+  limit?: number;
+}
+
+/**
+ * Puts and deletes applied together (atomically) by KvStore.write. Each goes to the native
+ * batch as it is added: LevelDB's array form of batch() cost 13-16 µs an operation here in
+ * abstract-level's checks and copies, the chained form 3-5 µs (2,000 puts of 80-byte keys).
+ */
+export class KvBatch {
+  private n = 0;
+
+  constructor(private readonly batch: ReturnType<ClassicLevel<Buffer, Buffer>['batch']>) {}
+
+  put(key: Buffer, value: Buffer): void {
+    this.batch.put(key, value);
+    this.n++;
+  }
+
+  del(key: Buffer): void {
+    this.batch.del(key);
+    this.n++;
+  }
+
+  get size(): number {
+    return this.n;
+  }
+
+  /** @internal KvStore.write */
+  commit(sync: boolean): Promise<void> {
+    return this.batch.write({ sync });
+  }
+}
+
+export interface KvStoreOptions {
+  /** LevelDB block cache (bytes). */
+  cacheBytes?: number;
+  /** LevelDB memtable (bytes); two may exist at once while one is written out. */
+  writeBufferBytes?: number;
+  /** How long to keep retrying while another process still holds the database's lock. */
+  lockWaitMs?: number;
+}
+
+/** Whether an open failed because another process (or handle) holds the database's LOCK. */
+function isLockError(err: unknown): boolean {
+  const e = err as { code?: string; cause?: { message?: string }; message?: string };
+  const text = `${e.message ?? ''} ${e.cause?.message ?? ''}`;
+  return /lock/i.test(text) && (e.code === 'LEVEL_DATABASE_NOT_OPEN' || /LOCK|lock hold|Resource temporarily unavailable/.test(text));
+}
+
+/** A key written by a synchronous write that has nothing else to write (it sorts before every frontier key). */
+const SYNC_KEY = Buffer.from([0]);
+
+export class KvStore {
+  private constructor(readonly dir: string, private readonly db: ClassicLevel<Buffer, Buffer>) {}
+
+  /**
+   * Open (creating) the database in `dir`. A database another process still has open (a
+   * partition being handed over) is retried until `lockWaitMs`; a damaged one fails with the
+   * library's error (the caller rebuilds it from the changelog).
+   */
+  static async open(dir: string, o: KvStoreOptions = {}): Promise<KvStore> {
+    mkdirSync(dir, { recursive: true });
+    const deadline = Date.now() + (o.lockWaitMs ?? 0);
+    for (let wait = 50; ; wait = Math.min(wait * 2, 1000)) {
+      const db = new ClassicLevel<Buffer, Buffer>(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
+      try {
+        await db.open({ createIfMissing: true, cacheSize: o.cacheBytes ?? 16 << 20, writeBufferSize: o.writeBufferBytes ?? 16 << 20, maxFileSize: 32 << 20 });
+        return new KvStore(dir, db);
+      } catch (err) {
+        if (!isLockError(err) || Date.now() >= deadline) throw err;
+        await new Promise((r) => setTimeout(r, wait));
+      }
+    }
+  }
+
+  /** Remove a database's files (it must be closed). */
+  static destroy(dir: string): void {
+    rmSync(dir, { recursive: true, force: true });
+  }
+
+  async getMany(keys: readonly Buffer[]): Promise<Array<Buffer | undefined>> {
+    if (keys.length === 0) return [];
+    return this.db.getMany(keys as Buffer[]);
+  }
+
+  async get(key: Buffer): Promise<Buffer | undefined> {
+    return this.db.get(key);
+  }
+
+  /** A new, empty batch. */
+  batch(): KvBatch {
+    return new KvBatch(this.db.batch());
+  }
+
+  /** Apply a batch atomically; `durable` also waits until it (and all before it) is on disk. */
+  async write(batch: KvBatch, durable = false): Promise<void> {
+    if (batch.size === 0 && !durable) return;
+    if (batch.size === 0) batch.put(SYNC_KEY, Buffer.alloc(0));
+    await batch.commit(durable);
+  }
+
+  /** Entries of a range, in key order, at most `limit` (a bounded read: heads, due entries). */
+  async entries(range: KvRange): Promise<Array<[Buffer, Buffer]>> {
+    return this.db.iterator({ gte: range.gte, lt: range.lt, limit: range.limit ?? -1 }).all();
+  }
+
+  async keys(range: KvRange): Promise<Buffer[]> {
+    return this.db.keys({ gte: range.gte, lt: range.lt, limit: range.limit ?? -1 }).all();
+  }
+
+  /**
+   * Every entry of a range in chunks of up to `chunk`, handed to `onChunk` one chunk at a time
+   * (rebuilds and sweeps over millions of rows: never the whole range in memory).
+   */
+  async scan(range: KvRange, chunk: number, onChunk: (entries: Array<[Buffer, Buffer]>) => Promise<void> | void): Promise<number> {
+    const it = this.db.iterator({ gte: range.gte, lt: range.lt, limit: range.limit ?? -1 });
+    let n = 0;
+    try {
+      for (;;) {
+        const entries = await it.nextv(chunk);
+        if (entries.length === 0) break;
+        n += entries.length;
+        await onChunk(entries);
+      }
+    } finally {
+      await it.close();
+    }
+    return n;
+  }
+
+  /** Bytes on disk LevelDB reports for a key range. */
+  async approximateBytes(range: KvRange): Promise<number> {
+    return this.db.approximateSize(range.gte, range.lt);
+  }
+
+  async close(): Promise<void> {
+    await this.db.close();
+  }
+}

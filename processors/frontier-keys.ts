@@ -1,0 +1,174 @@
+/**
+ * How the frontier's URL table and its indexes are laid out as keys of one partition's store
+ * (pure; docs/frontier-store.md). Every index entry is derived from a row alone, so a store
+ * rebuilt from the changelog (crawl.urls, or the embedded journal) has exactly the index
+ * entries the live frontier wrote:
+ *
+ *   u <url>                                          the row (crawl.UrlState.v1 Avro bytes)
+ *   q <host> 00 <level u8> <order u8> <time u64> <url>   a QUEUED row in its host's queue
+ *   t <due u64> <url>                  -> host       a FAILED or FETCHED row waiting for next_due_at
+ *   l <url>                            -> host       a LEASED row (leases are few: one per host at most)
+ *   h <host>                                         the host's summary (queued count, fetches this cycle)
+ *   s <sha256(url), 32 bytes>          -> url        only in `crawl serve`'s copy: GET /urls/{sha256}
+ *   m <name>                                         the store's own facts (its id)
+ *
+ * A host's queue reads in key order: priority level first (0 most important), then URLs put
+ * back at the front of their level (a lost lease, an operator block), then the rest by the time
+ * they were queued, oldest first.
+ */
+import { createHash } from 'node:crypto';
+import type { UrlStateMsg } from '../lib/messages';
+
+export const KEY_ROW = 0x75; // u
+export const KEY_QUEUE = 0x71; // q
+export const KEY_DUE = 0x74; // t
+export const KEY_LEASE = 0x6c; // l
+export const KEY_HOST = 0x68; // h
+export const KEY_META = 0x6d; // m
+export const KEY_HASH = 0x73; // s
+
+/** [gte, lt) of every key starting with `prefix`. */
+export function prefixRange(prefix: Buffer): { gte: Buffer; lt: Buffer } {
+  const lt = Buffer.from(prefix);
+  let i = lt.length - 1;
+  while (i >= 0 && lt[i] === 0xff) i--;
+  if (i < 0) throw new Error('prefix of 0xff bytes only');
+  lt[i]++;
+  return { gte: prefix, lt: lt.subarray(0, i + 1) };
+}
+
+function tagged(tag: number, text: string): Buffer {
+  const n = Buffer.byteLength(text, 'utf8');
+  const b = Buffer.allocUnsafe(1 + n);
+  b[0] = tag;
+  b.write(text, 1, 'utf8');
+  return b;
+}
+
+/** A time (ms since the epoch, >= 0) as 8 big-endian bytes, so keys sort by time. */
+function writeTime(b: Buffer, at: number, ms: number): void {
+  b.writeBigUInt64BE(BigInt(Math.max(0, Math.floor(ms))), at);
+}
+
+export const rowKey = (url: string): Buffer => tagged(KEY_ROW, url);
+export const leaseKey = (url: string): Buffer => tagged(KEY_LEASE, url);
+export const hostKey = (host: string): Buffer => tagged(KEY_HOST, host);
+export const metaKey = (name: string): Buffer => tagged(KEY_META, name);
+
+export const urlOfRowKey = (key: Buffer): string => key.toString('utf8', 1);
+
+/** The hash index's key of a URL (its SHA-256, as GET /urls/{sha256} names it). */
+export function hashKey(url: string): Buffer {
+  return Buffer.concat([Buffer.from([KEY_HASH]), createHash('sha256').update(url).digest()]);
+}
+
+export function hashKeyOfHex(hex: string): Buffer {
+  return Buffer.concat([Buffer.from([KEY_HASH]), Buffer.from(hex, 'hex')]);
+}
+export const urlOfLeaseKey = urlOfRowKey;
+export const hostOfHostKey = urlOfRowKey;
+
+/** Every queue key of a host: [gte, lt). */
+export function hostQueueRange(host: string): { gte: Buffer; lt: Buffer } {
+  const b = tagged(KEY_QUEUE, `${host}\u0000`);
+  return prefixRange(b);
+}
+
+/** A host's queue keys from slot `from` (inclusive) to slot `to` (exclusive): [gte, lt). */
+export function hostSlotRange(host: string, from: number, to: number): { gte: Buffer; lt: Buffer } {
+  const at = (slot: number): Buffer => Buffer.concat([tagged(KEY_QUEUE, `${host}\u0000`), Buffer.from([Math.max(0, Math.min(255, slot))])]);
+  return { gte: at(from), lt: to > 255 ? hostQueueRange(host).lt : at(to) };
+}
+
+/** The reason a feed's row is queued with when its poll is due (frontier-state.ts requeueDue). */
+export const FEED_DUE = 'feed-due';
+
+/** Front-of-level entries (a lost lease, an operator block, a due feed poll) sort before the rest of their level. */
+export function queuedAtFront(row: UrlStateMsg): boolean {
+  return row.reason === 'lease-expired' || row.reason === 'blocked' || row.reason === FEED_DUE;
+}
+
+export function queueKey(host: string, level: number, front: boolean, queuedAt: number, url: string): Buffer {
+  const h = Buffer.byteLength(host, 'utf8');
+  const u = Buffer.byteLength(url, 'utf8');
+  const b = Buffer.allocUnsafe(1 + h + 1 + 2 + 8 + u);
+  b[0] = KEY_QUEUE;
+  b.write(host, 1, 'utf8');
+  let at = 1 + h;
+  b[at++] = 0;
+  b[at++] = Math.max(0, Math.min(255, level));
+  b[at++] = front ? 0 : 1;
+  writeTime(b, at, queuedAt);
+  b.write(url, at + 8, 'utf8');
+  return b;
+}
+
+/** A URL with its host, and the index key it was found under. */
+export interface IndexRef {
+  url: string;
+  host: string;
+  key: Buffer;
+}
+
+/** The URL at the end of a queue key. */
+export function urlOfQueueKey(key: Buffer): string {
+  const zero = key.indexOf(0, 1);
+  return key.toString('utf8', zero + 1 + 2 + 8);
+}
+
+export function dueKey(due: number, url: string): Buffer {
+  const u = Buffer.byteLength(url, 'utf8');
+  const b = Buffer.allocUnsafe(1 + 8 + u);
+  b[0] = KEY_DUE;
+  writeTime(b, 1, due);
+  b.write(url, 9, 'utf8');
+  return b;
+}
+
+export function dueOfKey(key: Buffer): { due: number; url: string } {
+  return { due: Number(key.readBigUInt64BE(1)), url: key.toString('utf8', 9) };
+}
+
+/** Due keys up to and including `now`. */
+export function dueRange(now: number): { gte: Buffer; lt: Buffer } {
+  const lt = Buffer.alloc(9);
+  lt[0] = KEY_DUE;
+  writeTime(lt, 1, now + 1);
+  return { gte: Buffer.from([KEY_DUE]), lt };
+}
+
+/** The index entry a row has (besides itself), derived from the row alone; null when none. */
+export function indexEntry(row: UrlStateMsg, levelOf: (row: UrlStateMsg) => number): [key: Buffer, value: Buffer] | null {
+  switch (row.state) {
+    case 'QUEUED':
+      return [queueKey(row.host, levelOf(row), queuedAtFront(row), row.updated_at, row.url), EMPTY];
+    case 'LEASED':
+      return [leaseKey(row.url), Buffer.from(row.host)];
+    case 'FAILED':
+    case 'FETCHED':
+      return row.next_due_at === null ? null : [dueKey(row.next_due_at, row.url), Buffer.from(row.host)];
+    default:
+      return null;
+  }
+}
+
+const EMPTY = Buffer.alloc(0);
+
+/** A host's summary: URLs queued, and fetches released in the cycle `cycle` (a frontier process's start). */
+export interface HostSummary {
+  queued: number;
+  fetches: number;
+  cycle: number;
+}
+
+export function encodeHostSummary(s: HostSummary): Buffer {
+  const b = Buffer.allocUnsafe(16);
+  b.writeUInt32BE(Math.max(0, s.queued), 0);
+  b.writeUInt32BE(Math.max(0, s.fetches), 4);
+  b.writeDoubleBE(s.cycle, 8);
+  return b;
+}
+
+export function decodeHostSummary(b: Buffer): HostSummary {
+  return { queued: b.readUInt32BE(0), fetches: b.readUInt32BE(4), cycle: b.readDoubleBE(8) };
+}

@@ -1,0 +1,258 @@
+/**
+ * A partition's store made current before its hosts are leased (docs/frontier-store.md), the
+ * Kafka Streams way: the store is a materialised copy of the changelog (crawl.urls, or the
+ * embedded journal), and a checkpoint beside it names the changelog offset the store holds.
+ *
+ * - Store and checkpoint agree: replay only the changelog's tail, from the checkpoint.
+ * - Store missing, damaged, replaced, or made with other priority levels; checkpoint missing
+ *   or past the changelog's end (a recreated topic): the store is deleted and rebuilt from the
+ *   whole changelog, in two passes: rows are copied as stored bytes (no decoding), then the
+ *   indexes and host summaries are built from the rows, in key order. Progress is logged.
+ *
+ * A checkpoint is written only after the store is durable (`sync`), and claims the end offset
+ * read *before* the sync: the frontier writes its store before the runtime appends the same rows
+ * to the changelog, so every row below that offset is in the store.
+ */
+import { existsSync, readFileSync, renameSync, writeFileSync, openSync, fsyncSync, closeSync } from 'node:fs';
+import type { Logger } from 'pino';
+import { KvStore, type KvStoreOptions } from '../connectors/kv-store';
+import type { ChangelogRecord, ChangelogSource } from '../runtime/changelog';
+import type { UrlStateMsg, UrlStatus } from '../lib/messages';
+import { hashKey, indexEntry } from './frontier-keys';
+import { decodeRow, UrlStore, type StateCounts } from './frontier-store';
+
+export interface Checkpoint {
+  /** The store this describes (UrlStore.id). */
+  store: string;
+  /** Every changelog record below this offset is in the store. */
+  offset: number;
+  /** The queue layout the store's keys were derived with (classes x levels: frontier-schedule queueLayout). */
+  levels: number;
+  writtenAt: number;
+}
+
+export function checkpointPath(dir: string): string {
+  return `${dir}.checkpoint.json`;
+}
+
+export function readCheckpoint(dir: string): Checkpoint | null {
+  const path = checkpointPath(dir);
+  if (!existsSync(path)) return null;
+  try {
+    const c = JSON.parse(readFileSync(path, 'utf8')) as Checkpoint;
+    return typeof c.store === 'string' && Number.isInteger(c.offset) && c.offset >= 0 ? c : null;
+  } catch {
+    return null; // torn or damaged: as if missing
+  }
+}
+
+/** Replace the checkpoint atomically (write, fsync, rename). */
+export function writeCheckpoint(dir: string, c: Checkpoint): void {
+  const path = checkpointPath(dir);
+  const tmp = `${path}.tmp`;
+  writeFileSync(tmp, JSON.stringify(c));
+  const fd = openSync(tmp, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, path);
+}
+
+/** Make the store durable and record that it holds the changelog up to `offset`. */
+export async function checkpoint(dir: string, store: UrlStore, offset: number, levels: number, now = Date.now()): Promise<void> {
+  await store.sync();
+  writeCheckpoint(dir, { store: store.id, offset, levels, writtenAt: now });
+}
+
+export interface RestoreOptions {
+  /** Store folder per partition. */
+  dirOf: (partition: number) => string;
+  levelOf: (row: UrlStateMsg) => number;
+  levels: number;
+  log: Logger;
+  /** How long to wait for another process (the partition's previous owner) to close the store. */
+  lockWaitMs?: number;
+  /** Progress lines at most this often. */
+  progressMs?: number;
+  /** Keep the SHA-256 index (`crawl serve`'s copy). */
+  hashIndex?: boolean;
+  /** Key-value store tuning (per partition). */
+  kv?: KvStoreOptions;
+}
+
+export interface Restored {
+  partition: number;
+  store: UrlStore;
+  /** The changelog offset the store now holds (its end when restored). */
+  offset: number;
+  rebuilt: boolean;
+  rows: number;
+}
+
+interface Plan {
+  partition: number;
+  dir: string;
+  store: UrlStore;
+  from: number;
+  rebuild: boolean;
+  rows: number;
+}
+
+async function openOrReset(dir: string, o: RestoreOptions): Promise<{ store: UrlStore; fresh: boolean }> {
+  try {
+    return { store: await UrlStore.open(dir, o.levelOf, { ...o.kv, lockWaitMs: o.lockWaitMs }), fresh: false };
+  } catch (err) {
+    if (/lock/i.test(String((err as Error).message) + String((err as { cause?: Error }).cause?.message ?? ''))) throw err;
+    o.log.warn({ err, dir }, 'frontier store unreadable: rebuilding it from the changelog');
+    KvStore.destroy(dir);
+    return { store: await UrlStore.open(dir, o.levelOf, o.kv), fresh: true };
+  }
+}
+
+/**
+ * Bring the stores of `partitions` up to the changelog's end: tail replay where the checkpoint
+ * holds, a rebuild elsewhere. All partitions are read in one pass over the changelog.
+ */
+export async function restoreStores(partitions: readonly number[], source: ChangelogSource, o: RestoreOptions): Promise<Restored[]> {
+  const started = Date.now();
+  const ends = await source.ends(partitions);
+  const plans = new Map<number, Plan>();
+  for (const p of partitions) {
+    const dir = o.dirOf(p);
+    let { store } = await openOrReset(dir, o);
+    const cp = readCheckpoint(dir);
+    const end = ends.get(p) ?? 0;
+    const why =
+      cp === null ? 'no checkpoint' : cp.store !== store.id ? 'the checkpoint names another store' : cp.offset > end ? 'the checkpoint is past the changelog end' :
+      cp.levels !== o.levels || store.levels !== o.levels ? 'priority levels changed' : null;
+    if (why !== null && (store.size > 0 || cp !== null)) {
+      o.log.info({ partition: p, reason: why }, 'frontier store out of date: rebuilding it from the changelog');
+      await store.close();
+      KvStore.destroy(dir);
+      store = await UrlStore.open(dir, o.levelOf, o.kv);
+    }
+    plans.set(p, { partition: p, dir, store, from: why === null ? cp!.offset : 0, rebuild: why !== null, rows: 0 });
+  }
+  const from = new Map([...plans.values()].map((pl) => [pl.partition, pl.from]));
+  let copied = 0;
+  let lastLog = Date.now();
+  const total = [...plans.values()].reduce((n, pl) => n + (ends.get(pl.partition) ?? 0) - pl.from, 0);
+  await source.read(from, ends, async (partition, recs) => {
+    const pl = plans.get(partition);
+    if (!pl) return;
+    if (pl.rebuild) await copyRows(pl.store, recs, o.hashIndex);
+    else await applyChangelog(pl.store, recs, { hashIndex: o.hashIndex });
+    pl.rows += recs.length;
+    copied += recs.length;
+    if (Date.now() - lastLog >= (o.progressMs ?? 2000)) {
+      lastLog = Date.now();
+      const secs = (lastLog - started) / 1000;
+      o.log.info({ rows: copied, of: total, rowsPerSec: Math.round(copied / Math.max(secs, 0.001)) }, 'frontier store: reading the changelog');
+    }
+  });
+  const out: Restored[] = [];
+  for (const pl of plans.values()) {
+    if (pl.rebuild) await buildIndexes(pl.store, o);
+    const end = ends.get(pl.partition) ?? 0;
+    await checkpoint(pl.dir, pl.store, end, o.levels);
+    out.push({ partition: pl.partition, store: pl.store, offset: end, rebuilt: pl.rebuild, rows: pl.rows });
+  }
+  const secs = (Date.now() - started) / 1000;
+  o.log.info(
+    { partitions: out.map((r) => ({ partition: r.partition, rows: r.rows, rebuilt: r.rebuilt, urls: r.store.size })), seconds: secs, rowsPerSec: Math.round(copied / Math.max(secs, 0.001)) },
+    'frontier store restored',
+  );
+  return out;
+}
+
+/** A rebuild's first pass: the latest row of every URL, copied as it is in the changelog. */
+async function copyRows(store: UrlStore, recs: readonly ChangelogRecord[], hashIndex = false): Promise<void> {
+  const b = store.newBatch();
+  for (const r of recs) {
+    if (r.value === null) b.del(rowKeyOf(r.key));
+    else store.stageRaw(b, r.key, r.value);
+    // A URL's hash does not change with its row: an entry for a URL deleted later is checked against the rows when read.
+    if (hashIndex && r.value !== null) b.put(hashKey(r.key), Buffer.from(r.key));
+  }
+  await store.write(b);
+}
+
+function rowKeyOf(url: string): Buffer {
+  return Buffer.concat([Buffer.from([0x75]), Buffer.from(url, 'utf8')]);
+}
+
+/**
+ * Changelog records applied to a store in order (the tail after a checkpoint, or `crawl serve`'s
+ * copy following the topic): each replaces its row, with its index entry and its host's queued
+ * count kept right. `hashIndex` also keeps the SHA-256 index `crawl serve` answers by. Returns
+ * how many hosts gained or lost all their queued URLs (net).
+ */
+export async function applyChangelog(store: UrlStore, recs: readonly ChangelogRecord[], o: { hashIndex?: boolean } = {}): Promise<number> {
+  const cur = new Map<string, UrlStateMsg | undefined>();
+  const unread = [...new Set(recs.map((r) => r.key))];
+  const rows = await store.rows(unread);
+  unread.forEach((u, i) => cur.set(u, rows[i]));
+  const queuedDelta = new Map<string, number>();
+  const b = store.newBatch();
+  for (const r of recs) {
+    const prev = cur.get(r.key);
+    const next = r.value === null ? null : decodeRow(r.value);
+    store.stage(b, prev, next, r.value ?? undefined);
+    if (o.hashIndex) {
+      if (next && !prev) b.put(hashKey(r.key), Buffer.from(r.key));
+      else if (!next && prev) b.del(hashKey(r.key));
+    }
+    cur.set(r.key, next ?? undefined);
+    const host = next?.host ?? prev?.host;
+    const d = (next?.state === 'QUEUED' ? 1 : 0) - (prev?.state === 'QUEUED' ? 1 : 0);
+    if (host !== undefined && d !== 0) queuedDelta.set(host, (queuedDelta.get(host) ?? 0) + d);
+  }
+  const hosts = [...queuedDelta.keys()];
+  const summaries = await store.hostSummaries(hosts);
+  let withWork = 0;
+  hosts.forEach((h, i) => {
+    const s = summaries[i] ?? { queued: 0, fetches: 0, cycle: 0 };
+    const queued = Math.max(0, s.queued + queuedDelta.get(h)!);
+    withWork += (queued > 0 ? 1 : 0) - (s.queued > 0 ? 1 : 0);
+    store.stageHost(b, h, { ...s, queued });
+  });
+  await store.write(b);
+  return withWork;
+}
+
+/** A rebuild's second pass: index entries, host summaries and state counts from the rows. */
+async function buildIndexes(store: UrlStore, o: RestoreOptions): Promise<void> {
+  const started = Date.now();
+  let lastLog = started;
+  const queued = new Map<string, number>();
+  const counts: StateCounts = {};
+  let n = 0;
+  await store.eachRawRow(async (entries) => {
+    const b = store.newBatch();
+    for (const [, v] of entries) {
+      const row = decodeRow(v);
+      counts[row.state as UrlStatus] = (counts[row.state as UrlStatus] ?? 0) + 1;
+      const e = indexEntry(row, o.levelOf);
+      if (e) b.put(e[0], e[1]);
+      if (row.state === 'QUEUED') queued.set(row.host, (queued.get(row.host) ?? 0) + 1);
+    }
+    await store.write(b);
+    n += entries.length;
+    if (Date.now() - lastLog >= (o.progressMs ?? 2000)) {
+      lastLog = Date.now();
+      o.log.info({ rows: n, rowsPerSec: Math.round(n / ((lastLog - started) / 1000)) }, 'frontier store: indexing rows');
+    }
+  });
+  let b = store.newBatch();
+  for (const [host, q] of queued) {
+    store.stageHost(b, host, { queued: q, fetches: 0, cycle: 0 });
+    if (b.size >= 4096) {
+      await store.write(b);
+      b = store.newBatch();
+    }
+  }
+  await store.write(b);
+  await store.setFacts(counts, o.levels);
+}

@@ -1,0 +1,254 @@
+/**
+ * One partition's URL table on disk (docs/frontier-store.md): the rows (one per URL, the exact
+ * truth) and the indexes the scheduler reads, in a local key-value store (connectors/kv-store).
+ * Keys are laid out in processors/frontier-keys.ts; every index entry follows from its row, so
+ * `stage(batch, prev, next)` keeps them right from the old and new row alone. The store also
+ * keeps how many rows it holds in each state (for /stats and progress lines), updated with
+ * every batch.
+ *
+ * Rows are stored as the changelog's own value bytes (crawl.UrlState.v1 in Avro), so a rebuild
+ * copies a changelog record into the store without decoding it.
+ */
+import { randomUUID } from 'node:crypto';
+import { KvStore, type KvBatch, type KvStoreOptions } from '../connectors/kv-store';
+import { avroReader, avroType } from '../lib/avro';
+import type { UrlStateMsg, UrlStatus } from '../lib/messages';
+import {
+  decodeHostSummary, dueOfKey, hashKeyOfHex, dueRange, encodeHostSummary, hostKey, hostOfHostKey, hostQueueRange, hostSlotRange, indexEntry, KEY_DUE, KEY_HOST, KEY_LEASE,
+  KEY_QUEUE, KEY_ROW, metaKey, prefixRange, rowKey, urlOfQueueKey, urlOfRowKey, type HostSummary, type IndexRef,
+} from './frontier-keys';
+
+const ROW_SCHEMA = 'crawl.UrlState.v1';
+const rowType = avroType(ROW_SCHEMA);
+const readRow = avroReader(ROW_SCHEMA);
+
+export function encodeRow(row: UrlStateMsg): Buffer {
+  return rowType.toBuffer(row);
+}
+
+export function decodeRow(b: Buffer): UrlStateMsg {
+  return readRow(b) as UrlStateMsg;
+}
+
+/** A queued URL as its host's queue holds it. */
+export interface QueuedRef {
+  url: string;
+  key: Buffer;
+}
+
+export type StateCounts = Partial<Record<UrlStatus, number>>;
+
+const ID_KEY = metaKey('id');
+const COUNTS_KEY = metaKey('counts');
+const LEVELS_KEY = metaKey('levels');
+
+/** The change each batch makes to the state counts. */
+const deltas = new WeakMap<KvBatch, StateCounts>();
+const deltaOf = (b: KvBatch): StateCounts => {
+  let d = deltas.get(b);
+  if (!d) deltas.set(b, (d = {}));
+  return d;
+};
+
+export class UrlStore {
+  /** Rows by state, as written. */
+  readonly counts: StateCounts;
+
+  private constructor(
+    private readonly kv: KvStore,
+    /** A random id written when the store was created: a checkpoint names the store it describes. */
+    readonly id: string,
+    private readonly levelOf: (row: UrlStateMsg) => number,
+    counts: StateCounts,
+    /** The priority levels its queue keys were derived with (null: a new store). */
+    readonly levels: number | null,
+  ) {
+    this.counts = counts;
+  }
+
+  static async open(dir: string, levelOf: (row: UrlStateMsg) => number, o: KvStoreOptions = {}): Promise<UrlStore> {
+    const kv = await KvStore.open(dir, o);
+    const [id, counts, levels] = await kv.getMany([ID_KEY, COUNTS_KEY, LEVELS_KEY]);
+    let storeId = id?.toString('utf8');
+    if (!storeId) {
+      storeId = randomUUID();
+      const b = kv.batch();
+      b.put(ID_KEY, Buffer.from(storeId));
+      await kv.write(b, true);
+    }
+    return new UrlStore(kv, storeId, levelOf, counts ? (JSON.parse(counts.toString('utf8')) as StateCounts) : {}, levels ? Number(levels.toString('utf8')) : null);
+  }
+
+  get dir(): string {
+    return this.kv.dir;
+  }
+
+  /** Rows in the table. */
+  get size(): number {
+    let n = 0;
+    for (const v of Object.values(this.counts)) n += v ?? 0;
+    return n;
+  }
+
+  newBatch(): KvBatch {
+    return this.kv.batch();
+  }
+
+  async rows(urls: readonly string[]): Promise<Array<UrlStateMsg | undefined>> {
+    const got = await this.kv.getMany(urls.map(rowKey));
+    return got.map((b) => (b === undefined ? undefined : decodeRow(b)));
+  }
+
+  async hostSummaries(hosts: readonly string[]): Promise<Array<HostSummary | undefined>> {
+    const got = await this.kv.getMany(hosts.map(hostKey));
+    return got.map((b) => (b === undefined ? undefined : decodeHostSummary(b)));
+  }
+
+  /** The first `limit` URLs of a host's queue, most important first (-1: all). */
+  async head(host: string, limit: number): Promise<QueuedRef[]> {
+    const keys = await this.kv.keys({ ...hostQueueRange(host), limit });
+    return keys.map((key) => ({ url: urlOfQueueKey(key), key }));
+  }
+
+  /** The first `limit` URLs of a host's queue in priority class `cls` (its slots: processors/priority-class.ts queueSlot). */
+  async classHead(host: string, cls: number, levels: number, limit: number): Promise<QueuedRef[]> {
+    const n = Math.max(1, Math.floor(levels));
+    const keys = await this.kv.keys({ ...hostSlotRange(host, (cls - 1) * n, cls * n), limit });
+    return keys.map((key) => ({ url: urlOfQueueKey(key), key }));
+  }
+
+  /** Whether the table holds any row of a host (its URLs sort together under each scheme and port). */
+  async hasHost(host: string): Promise<boolean> {
+    for (const start of [`http://${host}/`, `http://${host}:`, `https://${host}/`, `https://${host}:`]) {
+      if ((await this.kv.keys({ ...prefixRange(rowKey(start)), limit: 1 })).length) return true;
+    }
+    return false;
+  }
+
+  /** The URL whose SHA-256 (hex) this is, from the hash index (`crawl serve`'s copy only). */
+  async urlOfHash(hex: string): Promise<string | undefined> {
+    return (await this.kv.get(hashKeyOfHex(hex)))?.toString('utf8');
+  }
+
+  /** A host's whole queue, in order (`crawl explain`, tests). */
+  async queue(host: string): Promise<string[]> {
+    return (await this.head(host, -1)).map((r) => r.url);
+  }
+
+  /** Rows whose retry or recrawl time is at or before `now`, earliest first. */
+  async due(now: number, limit: number): Promise<IndexRef[]> {
+    const entries = await this.kv.entries({ ...dueRange(now), limit });
+    return entries.map(([key, host]) => ({ url: dueOfKey(key).url, host: host.toString('utf8'), key }));
+  }
+
+  /** The earliest retry or recrawl time, or null when none is waiting. */
+  async nextDue(): Promise<number | null> {
+    const keys = await this.kv.keys({ ...prefixRange(Buffer.from([KEY_DUE])), limit: 1 });
+    return keys.length ? dueOfKey(keys[0]).due : null;
+  }
+
+  /** Every LEASED row's URL and host. */
+  async leased(): Promise<IndexRef[]> {
+    const refs: IndexRef[] = [];
+    await this.kv.scan(prefixRange(Buffer.from([KEY_LEASE])), 1024, (entries) => {
+      for (const [key, host] of entries) refs.push({ url: urlOfRowKey(key), host: host.toString('utf8'), key });
+    });
+    return refs;
+  }
+
+  /** Every host summary, chunk by chunk. */
+  async eachHost(onChunk: (hosts: Array<[host: string, summary: HostSummary]>) => void | Promise<void>): Promise<number> {
+    return this.kv.scan(prefixRange(Buffer.from([KEY_HOST])), 4096, (entries) => onChunk(entries.map(([k, v]) => [hostOfHostKey(k), decodeHostSummary(v)])));
+  }
+
+  /** Rows in URL order after `after` (exclusive; '' = from the first), at most `limit`: a sweep's next step. */
+  async rowsAfter(after: string, limit: number): Promise<UrlStateMsg[]> {
+    const all = prefixRange(Buffer.from([KEY_ROW]));
+    const gte = after ? Buffer.concat([rowKey(after), Buffer.from([0])]) : all.gte;
+    const entries = await this.kv.entries({ gte, lt: all.lt, limit });
+    return entries.map(([, v]) => decodeRow(v));
+  }
+
+  /** Every row as stored bytes, chunk by chunk (a rebuild's index pass). */
+  async eachRawRow(onChunk: (entries: Array<[key: Buffer, value: Buffer]>) => void | Promise<void>): Promise<number> {
+    return this.kv.scan(prefixRange(Buffer.from([KEY_ROW])), 2048, onChunk);
+  }
+
+  /**
+   * Stage a row change in `batch`: the new row (or its removal, `next` null) and its index
+   * entry, given the row as the store holds it now (`prev`, undefined when absent).
+   */
+  stage(batch: KvBatch, prev: UrlStateMsg | undefined, next: UrlStateMsg | null, nextBytes?: Buffer): void {
+    const url = next?.url ?? prev?.url;
+    if (url === undefined) return;
+    const before = prev ? indexEntry(prev, this.levelOf) : null;
+    const after = next ? indexEntry(next, this.levelOf) : null;
+    if (before && !(after && after[0].equals(before[0]))) batch.del(before[0]);
+    if (after) batch.put(after[0], after[1]);
+    if (next) batch.put(rowKey(url), nextBytes ?? encodeRow(next));
+    else batch.del(rowKey(url));
+    const delta = deltaOf(batch);
+    if (prev) delta[prev.state] = (delta[prev.state] ?? 0) - 1;
+    if (next) delta[next.state] = (delta[next.state] ?? 0) + 1;
+  }
+
+  stageHost(batch: KvBatch, host: string, s: HostSummary): void {
+    if (s.queued === 0 && s.fetches === 0) batch.del(hostKey(host));
+    else batch.put(hostKey(host), encodeHostSummary(s));
+  }
+
+  /** Stage a row as stored bytes with no index entry (a rebuild's copy pass), counted as `state`. */
+  stageRaw(batch: KvBatch, url: string, value: Buffer): void {
+    batch.put(rowKey(url), value);
+  }
+
+  /**
+   * Write a batch (atomically, with the state counts it changes). `durable`: also wait until it
+   * and every write before it are on disk.
+   */
+  async write(batch: KvBatch, durable = false): Promise<void> {
+    const delta = deltas.get(batch) ?? {};
+    const keys = Object.keys(delta) as UrlStatus[];
+    const next: StateCounts = { ...this.counts };
+    for (const k of keys) next[k] = (next[k] ?? 0) + delta[k]!;
+    if (keys.length) batch.put(COUNTS_KEY, Buffer.from(JSON.stringify(next)));
+    await this.kv.write(batch, durable);
+    for (const k of keys) this.counts[k] = next[k];
+  }
+
+  /** Set the state counts and the levels the queue keys were derived with (after a rebuild). */
+  async setFacts(counts: StateCounts, levels: number): Promise<void> {
+    const b = this.kv.batch();
+    b.put(COUNTS_KEY, Buffer.from(JSON.stringify(counts)));
+    b.put(LEVELS_KEY, Buffer.from(String(levels)));
+    await this.kv.write(b, true);
+    for (const k of Object.keys(this.counts) as UrlStatus[]) delete this.counts[k];
+    Object.assign(this.counts, counts);
+    (this as { levels: number | null }).levels = levels;
+  }
+
+  /** Remove every index entry and host summary (before rebuilding them from the rows). */
+  async clearIndexes(): Promise<void> {
+    for (const tag of [KEY_QUEUE, KEY_DUE, KEY_LEASE, KEY_HOST]) {
+      await this.kv.scan(prefixRange(Buffer.from([tag])), 4096, async (entries) => {
+        const b = this.kv.batch();
+        for (const [k] of entries) b.del(k);
+        await this.kv.write(b);
+      });
+    }
+  }
+
+  /** Make every write so far durable. */
+  async sync(): Promise<void> {
+    await this.kv.write(this.kv.batch(), true);
+  }
+
+  /** Bytes on disk (LevelDB's estimate), for the benchmark's bytes per URL. */
+  async diskBytes(): Promise<number> {
+    return this.kv.approximateBytes({ gte: Buffer.from([0]), lt: Buffer.from([0xff]) });
+  }
+
+  async close(): Promise<void> {
+    await this.kv.close();
+  }
+}
