@@ -237,6 +237,9 @@ describe('faults without side effects (#37)', () => {
   }, 900_000);
 
   afterAll(async () => {
+    // The reader retries without end: left connected, it outlives the private broker and
+    // keeps jest (--runInBand) from exiting.
+    await c?.handoff.stop().catch(() => undefined);
     for (const p of c?.all ?? []) await p.stop(5000);
     for (const p of c?.all ?? []) writeFileSync(join(artifacts(), `${p.label}-${p.pid}.log`), p.stderr);
     await c?.web.stop();
