@@ -1,6 +1,7 @@
 /** The benchmark's flags, parsed and checked (pure), and the Node flags `crawl` runs with. */
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import type { WebKind } from './web-server';
 
 export type Part = 'embedded' | 'kafka' | 'peer' | 'frontier-scale' | 'crawl-run-scale';
 const PARTS: readonly Part[] = ['embedded', 'kafka', 'peer', 'frontier-scale', 'crawl-run-scale'];
@@ -31,7 +32,7 @@ export interface BenchArgs {
   /** crawl-run-scale: seed URLs in the seeds file (over --hosts hosts; crawls --secs before its kill -9). */
   seeds: number;
   /** The web served: real pages (bench/real-web.ts, every headline figure) or lorem ipsum (a micro-benchmark). */
-  web: 'real' | 'lorem';
+  web: WebKind;
   /** Hosts the per-stage CPU pass (bench/stage-cpu.ts) starts from; 0 skips it. */
   stageHosts: number;
 }

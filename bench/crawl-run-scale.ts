@@ -10,10 +10,10 @@
  * retries later. Seeds are `http://127.x.y.z:<port>/s/<n>-<filler>`, 60-90 characters.
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { createWriteStream, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parsePeakRssBytes } from './proc-stat';
+import { sample } from './proc-stat';
 import { hostAddress } from './synthetic-web';
 import { exited } from './web-process';
 
@@ -70,14 +70,8 @@ function crawl(seeds: string, out: string): { child: ChildProcess; peak: () => n
     env: { ...process.env, CRAWL_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'ignore', 'ignore'],
   });
   let peak = 0;
-  const poll = setInterval(() => {
-    try {
-      // The launcher execs node, so the pid is the crawler's own.
-      peak = Math.max(peak, parsePeakRssBytes(readFileSync(`/proc/${child.pid}/status`, 'utf8')));
-    } catch {
-      // exited
-    }
-  }, 250);
+  // The launcher execs node, so the pid is the crawler's own (null once it has exited).
+  const poll = setInterval(() => (peak = Math.max(peak, sample(child.pid!)?.peakRssBytes ?? 0)), 250);
   void exited(child).then(() => clearInterval(poll));
   return { child, peak: () => peak, startedAt: Date.now() };
 }

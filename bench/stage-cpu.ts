@@ -171,9 +171,12 @@ export async function stageCpu(port: number, hosts: number, rounds = 4): Promise
 
   // The parts, over the same pages.
   const bodies = measuredPages.map((p) => fetchedBody(p));
-  const htmls = measuredPages.map((p, i) => decodeBody(bodies[i], p.content_type).text);
+  const htmls: string[] = [];
   const parts = new Map<string, number>();
-  const texts = await timed(parts, 'extraction', () => measuredPages.map((p, i) => extract(decodeBody(bodies[i], p.content_type).text, p.final_url).text));
+  const texts = await timed(parts, 'extraction', () => measuredPages.map((p, i) => {
+    htmls[i] = decodeBody(bodies[i], p.content_type).text;
+    return extract(htmls[i], p.final_url).text;
+  }));
   const utf8 = texts.map((t) => Buffer.from(t, 'utf8'));
   await timed(parts, 'SimHash', () => utf8.forEach((u) => simhashWithCount(u)));
   await timed(parts, 'SHA-256', () => bodies.forEach((b) => {

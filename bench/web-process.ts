@@ -7,6 +7,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { hostAddress, hostName, type PolitenessSummary } from './synthetic-web';
+import type { WebKind } from './web-server';
 
 export interface Web {
   child: ChildProcess;
@@ -16,7 +17,7 @@ export interface Web {
 }
 
 /** `script`: the compiled web server (tests running from sources pass dist's); `kind`: real pages or lorem ipsum. */
-export async function startWeb(hosts: number, latencyMs: number, script = join(__dirname, 'web-server.js'), kind: 'real' | 'lorem' = 'real'): Promise<Web> {
+export async function startWeb(hosts: number, latencyMs: number, script = join(__dirname, 'web-server.js'), kind: WebKind = 'real'): Promise<Web> {
   const child = fork(script, [String(hosts), String(latencyMs), kind], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const port = await new Promise<number>((resolve, reject) => {
     child.once('message', (m: { ready?: boolean; port?: number }) => (m.ready ? resolve(m.port!) : reject(new Error('web server failed'))));

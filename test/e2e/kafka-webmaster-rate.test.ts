@@ -9,14 +9,14 @@
  * Last, an opt-out from crawling through the same API stops requests within 60 s, the frontier
  * holding the host (at most the one lease already out meets fetch's refusal).
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { join } from 'node:path';
 import { distinctWords, FixtureWeb, page } from '../fixtures/web';
 import { startTestDns, type TestDns } from '../support/dns-server';
 import { callJson, eventually } from '../support/http-json';
 
-const CLI = join(__dirname, '..', '..', 'bin', 'crawl.js');
+import { CLI, sleep } from '../support/cli';
+import { cliSync } from '../support/kafka-stack';
 const prefix = `e2e-wm-${randomBytes(4).toString('hex')}.`;
 const IP = '127.0.10.41';
 const PAGES = 200;
@@ -27,7 +27,6 @@ const GRACE_MS = 3000;
 const STOP_WITHIN_MS = 60_000;
 const QUIET_MS = 8000;
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 describe('webmaster crawl rate and opt-out on a live crawl (Kafka mode)', () => {
   let web: FixtureWeb;
@@ -39,11 +38,7 @@ describe('webmaster crawl rate and opt-out on a live crawl (Kafka mode)', () => 
   let base = '';
   let token = '';
 
-  const cli = (args: string[]): string => {
-    const r = spawnSync(process.execPath, [CLI, ...args], { env, encoding: 'utf8' });
-    if (r.status !== 0) throw new Error(`crawl ${args.join(' ')} failed: ${r.stderr}`);
-    return r.stdout;
-  };
+  const cli = (args: string[]): string => cliSync(args, env);
   const call = (method: string, path: string, body?: unknown) => callJson(base, method, path, body, { token });
   const pageRequests = (after = 0): number[] => web.requestsTo(web.origin(IP)).filter((e) => e.path.startsWith('/p/') && e.at >= after).map((e) => e.at);
   const gaps = (ts: number[]): number[] => ts.slice(1).map((t, i) => t - ts[i]);

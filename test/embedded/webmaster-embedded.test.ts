@@ -15,12 +15,11 @@ import { readJournaledTable } from '../../cli/explain-state';
 import type { WebmasterAccountMsg, WebmasterAuditMsg, WebmasterSiteMsg } from '../../lib/messages';
 import { FixtureWeb, page } from '../fixtures/web';
 import { startTestDns, type TestDns } from '../support/dns-server';
+import { CLI, sleep } from '../support/cli';
 import { callJson, eventually } from '../support/http-json';
 
-const CLI = join(__dirname, '..', '..', 'bin', 'crawl.js');
 const IP = '127.0.10.51';
 const PAGES = 150;
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 describe('the webmaster API on crawl run --status-port (embedded default)', () => {
   let web: FixtureWeb;

@@ -5,9 +5,8 @@
  * API wrote to the topics. Bad inputs: invalid URL, unknown host, missing/wrong token,
  * oversized body, wrong content type.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { join } from 'node:path';
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { Kafka, logLevel } from 'kafkajs';
 // crawl.links and crawl.host-policy are LZ4 batches (topologies/crawl.ts), and kafkajs has no LZ4
@@ -17,9 +16,10 @@ import '../../connectors/kafka-lz4';
 import type { HostPolicyMsg, LinkMsg, OptOutMsg } from '../../lib/messages';
 import { partitionForHost } from '../../lib/partitioner';
 import { FixtureWeb, page } from '../fixtures/web';
-import { callJson, type JsonAnswer } from '../support/http-json';
+import { callJson, eventually as until, type JsonAnswer } from '../support/http-json';
 
-const CLI = join(__dirname, '..', '..', 'bin', 'crawl.js');
+import { CLI } from '../support/cli';
+import { cliSync } from '../support/kafka-stack';
 const prefix = `api-${randomBytes(4).toString('hex')}.`;
 const token = randomBytes(24).toString('hex');
 const env = {
@@ -30,20 +30,7 @@ const IP = '127.0.8.10';
 
 interface Sent { topic: string; partition: number; key: string; value: unknown }
 
-function cli(args: string[]): string {
-  const r = spawnSync(process.execPath, [CLI, ...args], { env, encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`crawl ${args.join(' ')} failed: ${r.stderr}`);
-  return r.stdout;
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, tries = 300): Promise<T> {
-  for (let i = 0; i < tries; i++) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+const cli = (args: string[]): string => cliSync(args, env);
 
 describe('crawl serve: the control API on the Kafka stack', () => {
   let web: FixtureWeb;

@@ -7,9 +7,8 @@
  * oversized body, wrong TXT record, a rate without verification): clear errors, nothing written.
  * Then the opt-out registry's lag as crawl serve shows it, with a `crawl process handoff` reporting.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { join } from 'node:path';
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { Kafka, logLevel } from 'kafkajs';
 import '../../connectors/kafka-lz4';
@@ -17,7 +16,8 @@ import type { HostPolicyMsg, OptOutAppliedMsg, OptOutMsg, WebmasterAuditMsg, Web
 import { startTestDns, type TestDns } from '../support/dns-server';
 import { callJson, eventually } from '../support/http-json';
 
-const CLI = join(__dirname, '..', '..', 'bin', 'crawl.js');
+import { CLI } from '../support/cli';
+import { cliSync } from '../support/kafka-stack';
 const prefix = `wm-${randomBytes(4).toString('hex')}.`;
 const operatorToken = randomBytes(24).toString('hex');
 const HOST = 'shop.example.test';
@@ -41,11 +41,7 @@ describe('the webmaster API on crawl serve (Kafka mode)', () => {
   const sentTo = (topic: string): Sent[] => sent.filter((s) => s.topic === prefix + topic);
   const call = (method: string, path: string, body?: unknown, token: string | null = owner.token, type?: string) => callJson(base, method, path, body, { token, type });
 
-  function cli(args: string[]): string {
-    const r = spawnSync(process.execPath, [CLI, ...args], { env, encoding: 'utf8' });
-    if (r.status !== 0) throw new Error(`crawl ${args.join(' ')} failed: ${r.stderr}`);
-    return r.stdout;
-  }
+  const cli = (args: string[]): string => cliSync(args, env);
 
   function account(name: string): { id: string; token: string } {
     const out = cli(['webmaster', 'add-account', name]);
