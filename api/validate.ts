@@ -4,7 +4,7 @@
  * `{ error: code, message, details? }`. Nothing here logs: bodies are untrusted.
  */
 import type { OptOutDecision, OptOutPurpose, OptOutPurposes, OptOutScope } from '../lib/messages';
-import { isRegisteredDomain } from '../lib/optout-registry';
+import { isRegisteredDomain, PURPOSES } from '../lib/optout-registry';
 import { normalizeUrl } from '../lib/url-normalize';
 
 export class ApiError extends Error {
@@ -19,7 +19,6 @@ export const MAX_SEEDS_PER_REQUEST = 10_000;
 /** Longest block or crawl-rate rule we accept: a year, after which an operator must renew it. */
 export const MAX_BLOCK_MS = 366 * 24 * 3600_000;
 export const MAX_MIN_DELAY_MS = 24 * 3600_000;
-const PURPOSES: readonly OptOutPurpose[] = ['crawl', 'search_index', 'ai_training'];
 
 function object(body: unknown): Record<string, unknown> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ApiError(400, 'invalid_body', 'expected a JSON object');

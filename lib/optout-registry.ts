@@ -50,7 +50,7 @@ interface SubjectEntry {
 
 /** The scope a version 1 row had: its registered domain's hosts when the subject is one. */
 function legacyScope(subject: string): OptOutScope {
-  return registeredDomain(subject) === subject ? 'registered_domain' : 'host';
+  return isRegisteredDomain(subject) ? 'registered_domain' : 'host';
 }
 
 /** Changes kept for lag measurement (behindSince): the most recent ones are all it needs. */

@@ -42,7 +42,6 @@ export const MAX_SIMHASH_BYTES = 256 * 1024;
 const SEPARATOR = 0;
 const WORD = 1;
 const UNSPACED = 2;
-/** A low surrogate: the second half of a character that its first half (a high surrogate) classes. */
 
 interface Tables {
   cls: Uint8Array;

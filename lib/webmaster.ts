@@ -76,10 +76,6 @@ export class WebmasterState {
     return this.accounts.get(id);
   }
 
-  allAccounts(): WebmasterAccountMsg[] {
-    return [...this.accounts.values()];
-  }
-
   site(host: string, account: string): WebmasterSiteMsg | undefined {
     return this.sites.get(siteKey(host, account));
   }

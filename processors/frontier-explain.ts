@@ -15,7 +15,7 @@ import { isAllowed, type RobotsFromFetch } from '../lib/robots';
 import { repeatedSegment, trapRulePrefix, underPrefix } from '../lib/traps';
 import { normalizeUrl } from '../lib/url-normalize';
 import { backoffFromRecord } from './frontier-aimd';
-import { givenClass, priorityClassOf, type ClassPolicy, type PriorityClass } from './priority-class';
+import { priorityClassOf, type ClassPolicy, type PriorityClass } from './priority-class';
 
 export type Verdict = 'fetch-now' | 'fetch-later' | 'never' | 'fetched';
 
@@ -65,7 +65,7 @@ export function explain(i: ExplainInput): Explanation {
   if (!n.ok) {
     return { url: i.url, host: null, verdict: 'never', at: null, findings: [{ code: n.reason, detail: n.detail }], robots: null, state: null, priority_class: null, feed: null };
   }
-  const priorityClass = i.row ? givenClass(i.row.priority_class) ?? priorityClassOf(i.row, i.classPolicy ?? DEFAULTS) : null;
+  const priorityClass = i.row ? priorityClassOf(i.row, i.classPolicy ?? DEFAULTS) : null;
   const out: Explanation = {
     url: n.url, host: n.host, verdict: 'fetch-now', at: i.now, findings: [], robots: null, state: i.row, priority_class: priorityClass, feed: i.feed ?? null,
   };

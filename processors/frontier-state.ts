@@ -51,7 +51,7 @@ import { FrontierOp } from './frontier-op';
 import { queueSlotOf, recrawlIntervalMs, type RecrawlPolicy } from './frontier-schedule';
 import { FEED_DUE, indexEntry, queueKey, queuedAtFront } from './frontier-keys';
 import type { QueuedRef, UrlStore } from './frontier-store';
-import { givenClass, PRIORITY_CLASSES, priorityClassOf, type ClassPolicy, type PriorityClass } from './priority-class';
+import { PRIORITY_CLASSES, priorityClassOf, type ClassPolicy, type PriorityClass } from './priority-class';
 
 /** The settings the frontier needs (documented in lib/config.ts). */
 export type FrontierPolicy = Pick<CrawlConfig, 'minHostDelayMs' | 'maxCrawlDelayMs' | 'responseTimeFactor' | 'leaseMs' | 'retryBackoffMs' | 'maxAttempts'>;
@@ -229,7 +229,7 @@ export class FrontierState {
 
   /** [class] A row's class: as written, or derived for rows written before classes existed. */
   classOf(row: UrlStateMsg): PriorityClass {
-    return givenClass(row.priority_class) ?? priorityClassOf(row, this.tuning);
+    return priorityClassOf(row, this.tuning);
   }
 
   /** [feeds] Rebuild a feed from its crawl.feeds row (null: a tombstone). */
