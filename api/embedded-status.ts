@@ -20,7 +20,12 @@ import { webmasterBackend } from './webmaster-backend';
 export interface EmbeddedStatus {
   /** Add to the embedded runner's stages. */
   stage: Stage;
-  port: number;
+  /**
+   * Listen, and say where on stderr. Call it once the runner has started: the stage has then
+   * replayed the tables the API reads, so a webmaster's token made before the run is known by
+   * the first request (before, it was answered invalid_token while the journal was replayed).
+   */
+  listen(): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -68,11 +73,11 @@ function waitingByTopic(lags: readonly GroupLag[]): Record<string, number> {
 const LAG_METRIC_MS = 1000;
 
 /**
- * Listen on 127.0.0.1:port (0 = a free port) and say where on stderr. `lags`, when given,
+ * The status server for 127.0.0.1:port (0 = a free port), listening once `listen()` is called. `lags`, when given,
  * feeds the consumer lag gauge and the page's "waiting in" rows, as the Kafka lag poll does
  * for `crawl serve`.
  */
-export async function startEmbeddedStatus(
+export function embeddedStatus(
   port: number,
   log: Logger,
   warcStats?: () => { bytes: number; files: number },
@@ -81,7 +86,7 @@ export async function startEmbeddedStatus(
   webmaster?: { config: CrawlConfig; append: (outs: OutRecord[]) => void },
   /** The frontier's URL table (api/url-table.ts frontierTable). */
   urls: UrlTableView | null = null,
-): Promise<EmbeddedStatus> {
+): EmbeddedStatus {
   const view = new CrawlView({ ...(webmaster ? { registryLagAlarmMs: webmaster.config.optoutLagAlarmMs, registryReportMs: webmaster.config.optoutReportMs } : {}), urls });
   const lagTimer = lags
     ? setInterval(() => {
@@ -96,15 +101,18 @@ export async function startEmbeddedStatus(
     },
     { token: null, log: log.child({ component: 'status' }), title: 'kcrawl run' },
   );
-  const bound = await listen(server, port, '127.0.0.1');
   setMetricSources({ frontier: () => view.frontierNumbers(Date.now()), warc: warcStats, registryLag: () => view.registryLag(Date.now()) });
-  process.stderr.write(`status page: http://127.0.0.1:${bound}/\n`);
-  log.info({ port: bound }, 'status page listening');
   return {
     stage: statusViewStage(view),
-    port: bound,
+    async listen() {
+      const bound = await listen(server, port, '127.0.0.1');
+      process.stderr.write(`status page: http://127.0.0.1:${bound}/\n`);
+      log.info({ port: bound }, 'status page listening');
+      return bound;
+    },
     async stop() {
       if (lagTimer) clearInterval(lagTimer);
+      if (!server.listening) return;
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));
     },

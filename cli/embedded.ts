@@ -170,7 +170,7 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   const lags = (): GroupLag[] =>
     [...stages, sinkStage].flatMap((s) => s.inputs.map((t) => ({ group: `crawl.${s.id}`, topic: topics[t].name, records: fileLog.lag(`crawl.${s.id}`, t) })));
   const frontier = stages.find((s) => s.id === 'frontier') as FrontierStage;
-  const status = opts.statusPort === undefined ? null : await (await import('../api/embedded-status')).startEmbeddedStatus(
+  const status = opts.statusPort === undefined ? null : (await import('../api/embedded-status')).embeddedStatus(
     opts.statusPort, log, () => warc.stats, lags, { config, append: (outs) => fileLog.append(outs) }, (await import('../api/url-table')).frontierTable(frontier.state),
   );
   // Fetch may run ahead of parse by CRAWL_PARSE_BACKLOG_MAX stored pages (4,096; each waits as its
@@ -182,6 +182,7 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
     holdWhile: holdWhileOf(embeddedHoldRules(config), (group, topic) => fileLog.lag(group, topic)),
   });
   await runner.start();
+  await status?.listen();
   const appendSeeds = (links: LinkMsg[]): void => {
     fileLog.append(links.map((l) => {
       const host = new URL(l.url).hostname;

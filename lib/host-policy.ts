@@ -45,6 +45,15 @@ export class HostPolicyTable {
     return { until: b.blocked_until, reason: b.reason };
   }
 
+  /**
+   * The end of the no-request window the host's frontier wrote (field `backoff`: a Retry-After,
+   * a 503 pause, a timeout back-off) while it lasts at `now`, else null.
+   */
+  backoffUntil(host: string, now: number): number | null {
+    const until = this.get(host, 'backoff')?.blocked_until ?? null;
+    return until !== null && until > now ? until : null;
+  }
+
   /** The operator's ceiling on this host's rate (field `crawl-rate`), as a least gap in ms. */
   minDelayMs(host: string): number | null {
     return this.get(host, 'crawl-rate')?.min_delay_ms ?? null;

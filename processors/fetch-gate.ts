@@ -10,6 +10,23 @@ import { handOverWaitMs } from './frontier-aimd';
 
 export type GateRefusal = 'blocked' | 'opted-out';
 
+/** The longest a fetch waits out a host's back-off window before handing its lease back. */
+export const BACKOFF_WAIT_MAX_MS = 10_000;
+
+/**
+ * When a request may go to a host inside the back-off window its frontier wrote (a Retry-After,
+ * a 503 pause): the window's end, if the lease lasts that long and the wait is short; 'backoff'
+ * (hand the lease back: the frontier queues the URL again) if not; null when there is no window.
+ * The frontier never leases inside its own window, so what meets one is a lease replayed after
+ * a rebalance or a restart, which the process that read the 429 may have answered moments ago
+ * (test/e2e/kafka-faults.test.ts: a request 2.8 s into a 3 s Retry-After after a rebalance).
+ */
+export function backoffWait(host: string, now: number, leaseExpiresAt: number, policy: HostPolicyTable): number | 'backoff' | null {
+  const until = policy.backoffUntil(host, now);
+  if (until === null) return null;
+  return until - now <= BACKOFF_WAIT_MAX_MS && until < leaseExpiresAt ? until : 'backoff';
+}
+
 export function gate(host: string, now: number, policy: HostPolicyTable, optout: OptOutRegistry): GateRefusal | null {
   if (policy.block(host, now)) return 'blocked';
   if (!optout.allows(host, 'crawl')) return 'opted-out';

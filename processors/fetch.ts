@@ -20,7 +20,7 @@ import { crawlDelayMs, isAllowed, sitemaps, type RobotsFetchResult } from '../li
 import type { WarcEntry, WarcPointer } from '../lib/warc/writer';
 import type { FollowsOptOuts } from '../runtime/registry-report';
 import type { HandleResult, OutRecord, Stage, StageContext } from '../runtime/stage';
-import { firstContactAt, gate, HostPacer, PartitionGains, type HostSlot } from './fetch-gate';
+import { backoffWait, firstContactAt, gate, HostPacer, PartitionGains, type HostSlot } from './fetch-gate';
 import { RobotsCache, type RobotsEntry } from './robots-cache';
 import { feedLinks, feedOf, feedStatusFields } from './feeds';
 import { newsEntries, sitemapLinks, sitemapOf, sitemapSeeds } from './sitemaps';
@@ -221,6 +221,10 @@ export function fetchStage(deps: FetchDeps): Stage & FollowsOptOuts {
     if (before) return refuse(req, before, started, ctx);
     const firstAt = firstContactAt(req.host, gains.since(partitionForHost(req.host, cfg.partitions)), cfg.minHostDelayMs, policy);
     if (now() < firstAt) await sleep(firstAt - now());
+    // No request at all (robots.txt included) inside the host's back-off window.
+    const windowEnd = backoffWait(req.host, now(), req.lease_expires_at, policy);
+    if (windowEnd === 'backoff') return refuse(req, 'backoff', started, ctx);
+    if (windowEnd !== null) await sleep(windowEnd - now());
     const r = await robots.get(origin);
     if (r.fresh) slot.contacted = true;
     if (r.error?.startsWith('SSRF_BLOCKED')) {

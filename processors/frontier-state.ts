@@ -672,9 +672,9 @@ export class FrontierState {
         next.state = 'DISALLOWED';
         break;
       case 'REFUSED':
-        // Refused because of an operator block: not the URL's fault, and the block expires.
-        // Queued again at the front of its level; the host waits for the block's end.
-        next.state = s.reason === 'blocked' ? 'QUEUED' : 'DEAD';
+        // Refused because of an operator block or the host's back-off window: not the URL's
+        // fault, and both end. Queued again at the front of its level; the host waits.
+        next.state = s.reason === 'blocked' || s.reason === 'backoff' ? 'QUEUED' : 'DEAD';
         break;
       case 'FAILED':
       case 'ROBOTS_UNAVAILABLE':

@@ -8,7 +8,7 @@ import type { HttpCapture, HttpClient, HttpFetchOptions } from '../../connectors
 import { DEFAULTS, type CrawlConfig } from '../../lib/config';
 import type { FetchRequestMsg, FetchStatusMsg, HostPolicyMsg, OptOutMsg } from '../../lib/messages';
 import { fetchStage, type Archive } from '../../processors/fetch';
-import { firstContactAt, gate, HostPacer, PartitionGains } from '../../processors/fetch-gate';
+import { BACKOFF_WAIT_MAX_MS, backoffWait, firstContactAt, gate, HostPacer, PartitionGains } from '../../processors/fetch-gate';
 import { HostPolicyTable } from '../../lib/host-policy';
 import { OptOutRegistry } from '../../lib/optout-registry';
 import type { HandleResult, InRecord, OutRecord, StageContext, TableRecord } from '../../runtime/stage';
@@ -122,6 +122,24 @@ describe('gate (pure)', () => {
     // The gap in force may be up to 20% above the one written (rows are rewritten past 20%).
     expect(firstContactAt('a.test', 1000, 1000, policy)).toBe(37_000);
     expect(firstContactAt('b.test', 1000, 1000, policy)).toBe(2200);
+  });
+});
+
+describe('backoffWait (pure)', () => {
+  const table = (until: number | null): HostPolicyTable => {
+    const policy = new HostPolicyTable();
+    policy.apply('a.test|backoff', policyRow('a.test', 'backoff', { blocked_until: until, reason: 'http-429 retry-after', gap_ms: 1000 }).value);
+    return policy;
+  };
+  it.each<[string, number | null, number, number, number | 'backoff' | null]>([
+    ['no window written', null, 100, FAR, null],
+    ['a window already over', 100, 100, FAR, null],
+    ['inside a short window: wait for its end', 3100, 100, FAR, 3100],
+    ['a window longer than the most a fetch waits: hand the lease back', 100 + BACKOFF_WAIT_MAX_MS + 1, 100, FAR, 'backoff'],
+    ['a window that outlasts the lease: hand it back', 3100, 100, 3000, 'backoff'],
+  ])('%s', (_n, until, now, leaseEnd, expected) => {
+    expect(backoffWait('a.test', now, leaseEnd, table(until))).toBe(expected);
+    expect(backoffWait('b.test', now, leaseEnd, table(until))).toBeNull();
   });
 });
 
@@ -242,6 +260,25 @@ describe('fetch stage: global tables', () => {
     expect(gets).toEqual([`GET ${ORIGIN}/robots.txt`, `GET ${ORIGIN}/page`, `GET ${ORIGIN}/other`]);
     // As the server would see it: the second request a full host gap after the first.
     expect(sentAt.get(`${ORIGIN}/other`)! - sentAt.get(`${ORIGIN}/page`)!).toBeGreaterThanOrEqual(CFG.minHostDelayMs);
+  });
+
+  it("a replayed lease inside the host's Retry-After window (read by another fetcher) waits for its end, robots.txt included", async () => {
+    const { stage, run, events, sentAt } = setup(okRoutes());
+    const until = 1_000_000 + 5_000;
+    stage.onGlobal!(policyRow('a.test', 'backoff', { blocked_until: until, reason: 'http-429 retry-after', gap_ms: 1000 }), 'hostPolicy');
+    // First contact after start waits the host's gap first; the window outlasts it.
+    const { final } = await run(request());
+    expect(final[0].outcome).toBe('FETCHED');
+    expect(sentAt.get(`${ORIGIN}/robots.txt`)!).toBeGreaterThanOrEqual(until);
+    expect(events.filter((e) => e.startsWith('GET'))).toEqual([`GET ${ORIGIN}/robots.txt`, `GET ${ORIGIN}/page`]);
+  });
+
+  it('a window longer than a fetch waits hands the lease back unfetched (REFUSED backoff), nothing sent', async () => {
+    const { stage, run, events } = setup(okRoutes());
+    stage.onGlobal!(policyRow('a.test', 'backoff', { blocked_until: 1_000_000 + 600_000, reason: 'paused: 3 consecutive 503', gap_ms: 1000 }), 'hostPolicy');
+    const { final } = await run(request());
+    expect([final[0].outcome, final[0].reason, final[0].stored]).toEqual(['REFUSED', 'backoff', true]);
+    expect(events.filter((e) => e.startsWith('GET'))).toEqual([]);
   });
 
   it('a crawl-rate ceiling is the least wait between robots.txt and the page', async () => {

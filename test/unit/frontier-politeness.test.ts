@@ -196,6 +196,13 @@ describe('FrontierState: operator blocks', () => {
     expect((await firstRelease(fs, 0, 100_000, 100))!.at).toBe(90_000);
   });
 
+  it("a fetcher's REFUSED 'backoff' (a replayed lease inside the host's window) re-queues the URL, no attempt spent", async () => {
+    const fs = await withUrls('a.test', 1);
+    const f = (await fs.tick(0)).fetches[0];
+    const e = await fs.onStatus(status(f, { finished_at: 10, outcome: 'REFUSED', http_status: null, reason: 'backoff' }), 10);
+    expect(e.rows[0]).toMatchObject({ state: 'QUEUED', attempts: 0, reason: 'backoff' });
+  });
+
   it("REFUSED 'opted-out' is final", async () => {
     const fs = await withUrls('a.test', 1);
     const f = (await fs.tick(0)).fetches[0];
