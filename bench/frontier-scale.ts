@@ -3,7 +3,8 @@
  * N distinct URLs of 60-120 characters over min(1M, N/50) hosts of Zipf sizes, the largest a
  * tenth of N (bench/frontier-scale-web.ts), go through seen-test into one frontier process (one
  * partition; bench/frontier-scale-child.ts). Measured, one after another:
- *   1. intake: URLs/s into the table, leases held back; peak RSS of the whole run;
+ *   1. intake: URLs/s into the table, leases held back; peak RSS of the whole run, and the
+ *      resident set by kind (file-backed; V8 heap, Buffers, C heap) as the table grows;
  *   2. lease throughput with the N rows in the table (a stand-in fetcher answers each lease at
  *      once; the politeness code is the crawl's own), then kill -9;
  *   3. restart after kill -9: time from the process's start to its first lease;

@@ -26,7 +26,7 @@ import type { ChangelogSource } from './changelog';
 import { cleanSegments, fileFrames, frames, parseSegmentName, scanFrames, type RawFrame, type SegmentFile } from './log-segments';
 
 const SEGMENT_BYTES = 64 * 1024 * 1024;
-/** Keys the cleaner maps per pass (24 bytes each, 1.5x slots): about 72 MiB. */
+/** Keys the cleaner maps per pass (24 bytes a slot, the power of two at or above 1.5x the keys): 96 MiB. */
 const CLEANER_MAP_KEYS = 2_000_000;
 /** A tombstone stays in a cleaned segment this long after it was written (Kafka's delete.retention.ms default). */
 const TOMBSTONE_RETENTION_MS = 24 * 3600_000;
