@@ -20,8 +20,8 @@ export interface HostState {
   /** The one request in flight to this host, if any (politeness: never two at once). */
   inflight: { id: string; url: string; domain: string; ip: string | null } | null;
   nextAt: number;
-  /** When the last request this frontier saw an answer to ended (its finished_at); 0 = none seen. */
-  lastContactAt: number;
+  /** When the last request this frontier saw an answer to ended (its finished_at); null = none seen. */
+  lastContactAt: number | null;
   /** Whether the host is in the ready heap (it is at most once, but for wake-ups). */
   scheduled: boolean;
   /** Crawl-delay last reported by the fetcher. */
@@ -37,7 +37,7 @@ export interface HostState {
 
 export function newHost(host: string, domain: string, now: number, minHostDelayMs: number): HostState {
   return {
-    host, domain, ip: null, size: 0, head: null, inflight: null, nextAt: now, lastContactAt: 0, scheduled: false, crawlDelayMs: 0, backoff: NO_BACKOFF,
+    host, domain, ip: null, size: 0, head: null, inflight: null, nextAt: now, lastContactAt: null, scheduled: false, crawlDelayMs: 0, backoff: NO_BACKOFF,
     persistedGap: minHostDelayMs, fetches: 0, dirty: false,
   };
 }
@@ -72,9 +72,9 @@ export function applyAnswer(
   const backoff = nextBackoff(h.backoff, loadSignal(s), base, s.finished_at, p);
   // The gap is the host's steady pace; a Retry-After is a one-off window on top of it.
   const gap = Math.max(base, backoff.delayMs);
-  if (s.contacted !== false) h.lastContactAt = Math.max(h.lastContactAt, s.finished_at);
+  if (s.contacted !== false) h.lastContactAt = Math.max(h.lastContactAt ?? s.finished_at, s.finished_at);
   const gapFrom = s.contacted !== false ? s.finished_at : h.lastContactAt;
-  h.nextAt = Math.max(h.nextAt, gapFrom > 0 ? gapFrom + gap : 0, s.finished_at + (s.retry_after_ms ?? 0), backoff.notBefore, blockUntil ?? 0, now);
+  h.nextAt = Math.max(h.nextAt, gapFrom !== null ? gapFrom + gap : 0, s.finished_at + (s.retry_after_ms ?? 0), backoff.notBefore, blockUntil ?? 0, now);
   const changed = !sameBackoff(backoff, h.backoff) || gap > gapInForceAtMost(h.persistedGap);
   h.backoff = backoff;
   if (!changed) return null;
