@@ -10,7 +10,7 @@
  */
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
-import { createProducer, produce, readTable } from '../connectors/kafka';
+import { createProducer, produce } from '../connectors/kafka';
 import { loadConfig } from '../lib/config';
 import { createLogger } from '../lib/logger';
 import type { WebmasterAccountMsg } from '../lib/messages';
@@ -18,9 +18,8 @@ import { auditRow, newAccountId, newAccountToken, tokenHash } from '../lib/webma
 import { FileLog } from '../runtime/file-log';
 import { encodeRecords } from '../runtime/kafka-runner';
 import type { OutRecord } from '../runtime/stage';
-import { topics } from '../topologies/crawl';
 import { readJournaledTable } from './explain-state';
-import { kafkaEnv, runtimeFor } from './kafka-commands';
+import { kafkaEnv, latestRows, runtimeFor } from './kafka-commands';
 
 export interface Where {
   /** An embedded crawl's folder (`crawl run --out`); absent = Kafka mode. */
@@ -66,12 +65,8 @@ export async function readAccounts(where: Where): Promise<Map<string, WebmasterA
   if (where.out) return readJournaledTable<WebmasterAccountMsg>(join(where.out, 'state'), 'webmasterAccounts');
   const config = loadConfig();
   const rt = await runtimeFor(kafkaEnv(), config, createLogger());
-  const raw = await readTable(rt.kafka, rt.prefix + topics.webmasterAccounts.name, Array.from({ length: rt.partitions }, (_, p) => p));
   const rows = new Map<string, WebmasterAccountMsg>();
-  for (const r of raw) {
-    if (r.value === null) rows.delete(r.key);
-    else rows.set(r.key, (await rt.registry.decode(r.value)) as WebmasterAccountMsg);
-  }
+  for (const [key, value] of await latestRows<WebmasterAccountMsg>(rt, 'webmasterAccounts')) if (value) rows.set(key, value);
   return rows;
 }
 
