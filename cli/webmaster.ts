@@ -16,7 +16,7 @@ import { createLogger } from '../lib/logger';
 import type { WebmasterAccountMsg } from '../lib/messages';
 import { auditRow, newAccountId, newAccountToken, tokenHash } from '../lib/webmaster';
 import { FileLog } from '../runtime/file-log';
-import { encodeRecords } from '../runtime/kafka-runner';
+import { encodeRecords, type KafkaRuntime } from '../runtime/kafka-runner';
 import type { OutRecord } from '../runtime/stage';
 import { readJournaledTable } from './explain-state';
 import { kafkaEnv, latestRows, runtimeFor } from './kafka-commands';
@@ -41,6 +41,10 @@ function accountRows(account: WebmasterAccountMsg, action: string, at: number): 
   ];
 }
 
+/** The Kafka runtime, made once per command (disable-account reads the accounts, then writes). */
+let kafkaRuntime: Promise<KafkaRuntime> | null = null;
+const runtime = (): Promise<KafkaRuntime> => (kafkaRuntime ??= runtimeFor(kafkaEnv(), loadConfig(), createLogger()));
+
 async function write(outs: OutRecord[], where: Where): Promise<void> {
   const config = loadConfig();
   if (where.out) {
@@ -52,7 +56,7 @@ async function write(outs: OutRecord[], where: Where): Promise<void> {
     }
     return;
   }
-  const rt = await runtimeFor(kafkaEnv(), config, createLogger());
+  const rt = await runtime();
   const producer = await createProducer(rt.kafka);
   try {
     await produce(producer, await encodeRecords(rt, outs));
@@ -63,8 +67,7 @@ async function write(outs: OutRecord[], where: Where): Promise<void> {
 
 export async function readAccounts(where: Where): Promise<Map<string, WebmasterAccountMsg>> {
   if (where.out) return readJournaledTable<WebmasterAccountMsg>(join(where.out, 'state'), 'webmasterAccounts');
-  const config = loadConfig();
-  const rt = await runtimeFor(kafkaEnv(), config, createLogger());
+  const rt = await runtime();
   const rows = new Map<string, WebmasterAccountMsg>();
   for (const [key, value] of await latestRows<WebmasterAccountMsg>(rt, 'webmasterAccounts')) if (value) rows.set(key, value);
   return rows;
