@@ -12,6 +12,7 @@ import type { FeedStateMsg, FetchStatusMsg, HostPolicyMsg, OptOutAppliedMsg, Opt
 import { OptOutRegistry } from '../lib/optout-registry';
 import { WebmasterState } from '../lib/webmaster';
 import type { OutRecord } from '../runtime/stage';
+import type { TopicId } from '../topologies/crawl';
 import { HostDays } from './host-day';
 import { AppliedReports, type RegistryLag } from './registry-lag';
 import type { FrontierNumbers, UrlTableView } from './url-table';
@@ -150,14 +151,23 @@ export class CrawlView {
    * request sees them (a site added, then verified at once). Applying them again later is harmless.
    */
   applyOwn(outs: readonly OutRecord[]): void {
-    for (const o of outs) {
-      switch (o.topic) {
-        case 'hostPolicy': this.applyPolicy(o.key, o.value as HostPolicyMsg | null); break;
-        case 'optout': this.applyOptOut(o.key, o.value as OptOutMsg | null); break;
-        case 'webmasterAccounts': this.applyWebmasterAccount(o.key, o.value as WebmasterAccountMsg | null); break;
-        case 'webmasterSites': this.applyWebmasterSite(o.key, o.value as WebmasterSiteMsg | null); break;
-        default: break;
-      }
+    for (const o of outs) this.applyRow(o.topic, o.key, o.value);
+  }
+
+  /**
+   * One record of a topic the view follows (a table row, or a fetch status), however it was
+   * read: the embedded log, a Kafka follower, or this server's own writes. Other topics are ignored.
+   */
+  applyRow(topic: TopicId, key: string, value: unknown): void {
+    switch (topic) {
+      case 'hostPolicy': return this.applyPolicy(key, value as HostPolicyMsg | null);
+      case 'optout': return this.applyOptOut(key, value as OptOutMsg | null);
+      case 'optoutApplied': return this.applyOptOutApplied(key, value as OptOutAppliedMsg | null);
+      case 'webmasterAccounts': return this.applyWebmasterAccount(key, value as WebmasterAccountMsg | null);
+      case 'webmasterSites': return this.applyWebmasterSite(key, value as WebmasterSiteMsg | null);
+      case 'feeds': return this.applyFeed(key, value as FeedStateMsg | null);
+      case 'fetchStatus': if (value) this.applyStatus(value as FetchStatusMsg); return;
+      default: return;
     }
   }
 

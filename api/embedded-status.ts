@@ -9,7 +9,6 @@
  */
 import type { Logger } from 'pino';
 import type { CrawlConfig } from '../lib/config';
-import type { FeedStateMsg, FetchStatusMsg, HostPolicyMsg, OptOutAppliedMsg, OptOutMsg, WebmasterAccountMsg, WebmasterSiteMsg } from '../lib/messages';
 import { metrics, setMetricSources } from '../lib/metrics';
 import type { OutRecord, Stage } from '../runtime/stage';
 import { CrawlView } from './crawl-view';
@@ -36,19 +35,9 @@ export function statusViewStage(view: CrawlView): Stage {
     outputs: [],
     // Compacted tables the API reads (small ones: the URL table is read from the frontier's stores).
     globalTables: ['feeds', 'hostPolicy', 'optout', 'optoutApplied', 'webmasterAccounts', 'webmasterSites'],
-    onGlobal: (rec, topic) => {
-      switch (topic) {
-        case 'feeds': return view.applyFeed(rec.key, rec.value as FeedStateMsg | null);
-        case 'hostPolicy': return view.applyPolicy(rec.key, rec.value as HostPolicyMsg | null);
-        case 'optout': return view.applyOptOut(rec.key, rec.value as OptOutMsg | null);
-        case 'optoutApplied': return view.applyOptOutApplied(rec.key, rec.value as OptOutAppliedMsg | null);
-        case 'webmasterAccounts': return view.applyWebmasterAccount(rec.key, rec.value as WebmasterAccountMsg | null);
-        case 'webmasterSites': return view.applyWebmasterSite(rec.key, rec.value as WebmasterSiteMsg | null);
-        default: return undefined;
-      }
-    },
+    onGlobal: (rec, topic) => view.applyRow(topic, rec.key, rec.value),
     handle: (rec) => {
-      if (rec.value) view.applyStatus(rec.value as FetchStatusMsg);
+      view.applyRow('fetchStatus', rec.key, rec.value);
       return [] as OutRecord[];
     },
   };

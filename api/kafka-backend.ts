@@ -11,7 +11,6 @@ import { createPageStore, pageStoreConfigFromEnv } from '../connectors/page-stor
 import type { PageStore } from '../connectors/types';
 import type { CrawlConfig } from '../lib/config';
 import type { Logger } from '../lib/logger';
-import type { FeedStateMsg, FetchStatusMsg, HostPolicyMsg, OptOutAppliedMsg, OptOutMsg, WebmasterAccountMsg, WebmasterSiteMsg } from '../lib/messages';
 import { metrics, setMetricSources, trackRegistryVersion } from '../lib/metrics';
 import type { StageName } from '../runtime/build-stages';
 import { encodeRecords, type KafkaRuntime } from '../runtime/kafka-runner';
@@ -46,16 +45,8 @@ export async function startKafkaBackend(rt: KafkaRuntime, config: CrawlConfig, l
   const followed: TopicId[] = ['hostPolicy', 'optout', 'optoutApplied', 'webmasterAccounts', 'webmasterSites', 'fetchStatus', 'feeds'];
   const byName = new Map(followed.map((id) => [rt.prefix + topics[id].name, id]));
   const follower: Follower = await followTopics(rt.kafka, `${rt.prefix}crawl.serve`, [...byName.keys()], async (topic, _p, key, raw) => {
-    const value = raw === null ? null : await rt.registry.decode(raw);
-    switch (byName.get(topic)) {
-      case 'hostPolicy': return view.applyPolicy(key, value as HostPolicyMsg | null);
-      case 'optout': return view.applyOptOut(key, value as OptOutMsg | null);
-      case 'optoutApplied': return view.applyOptOutApplied(key, value as OptOutAppliedMsg | null);
-      case 'webmasterAccounts': return view.applyWebmasterAccount(key, value as WebmasterAccountMsg | null);
-      case 'webmasterSites': return view.applyWebmasterSite(key, value as WebmasterSiteMsg | null);
-      case 'fetchStatus': if (value) view.applyStatus(value as FetchStatusMsg); return;
-      case 'feeds': return view.applyFeed(key, value as FeedStateMsg | null);
-    }
+    const id = byName.get(topic);
+    if (id) view.applyRow(id, key, raw === null ? null : await rt.registry.decode(raw));
   });
 
   const lag: Record<string, number> = {};

@@ -6,8 +6,9 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { hostPolicyKey } from '../lib/host-policy';
-import type { HostPolicyMsg, LinkMsg } from '../lib/messages';
+import type { HostPolicyMsg } from '../lib/messages';
 import { optOutWrite } from '../lib/optout-registry';
+import { seedLink } from '../lib/seed-source';
 import { auditRow } from '../lib/webmaster';
 import type { OutRecord } from '../runtime/stage';
 import type { CrawlView } from './crawl-view';
@@ -23,10 +24,9 @@ export interface OperatorDeps {
 
 /** Normalised URLs as crawl.links seed records (they pass the seen filter again); `priorityClass` 1 for feeds. */
 export function seedRecords(urls: readonly string[], now: number, priorityClass?: 1): OutRecord[] {
-  const cls = priorityClass ? { priority_class: priorityClass } : {};
   return urls.map((url): OutRecord => {
     const host = new URL(url).hostname;
-    return { topic: 'links', key: host, host, value: { url, source_url: null, depth: 0, discovered_at: now, is_seed: true, ...cls } satisfies LinkMsg };
+    return { topic: 'links', key: host, host, value: seedLink({ url }, now, priorityClass) };
   });
 }
 

@@ -1,33 +1,23 @@
 /** `crawl explain --kafka`: the crawl's state as the Kafka topics hold it (loaded lazily: kafkajs). */
-import { readTable } from '../connectors/kafka';
 import type { CrawlConfig } from '../lib/config';
 import { HostPolicyTable } from '../lib/host-policy';
 import { createLogger } from '../lib/logger';
 import type { FeedStateMsg, HostPolicyMsg, OptOutMsg, UrlStateMsg } from '../lib/messages';
 import { OptOutRegistry } from '../lib/optout-registry';
 import { partitionForHost } from '../lib/partitioner';
-import type { KafkaRuntime } from '../runtime/kafka-runner';
-import { topics, type TopicId } from '../topologies/crawl';
+import { topics } from '../topologies/crawl';
 import { avroReader } from '../lib/avro';
 import { kafkaChangelog } from '../runtime/kafka-changelog';
 import type { CrawlState } from './explain';
-import { kafkaEnv, runtimeFor } from './kafka-commands';
-
-async function latest(rt: KafkaRuntime, topic: TopicId, partitions: number[]): Promise<Map<string, unknown>> {
-  const rows = new Map<string, unknown>();
-  for (const r of await readTable(rt.kafka, rt.prefix + topics[topic].name, partitions)) {
-    rows.set(r.key, r.value === null ? null : await rt.registry.decode(r.value));
-  }
-  return rows;
-}
+import { kafkaEnv, latestRows, runtimeFor } from './kafka-commands';
 
 export async function stateFromKafka(url: string, config: CrawlConfig): Promise<CrawlState> {
   const rt = await runtimeFor(kafkaEnv(), config, createLogger({ level: 'warn' }));
   const all = Array.from({ length: rt.partitions }, (_, p) => p);
   const policy = new HostPolicyTable();
-  for (const [k, v] of await latest(rt, 'hostPolicy', all)) policy.apply(k, v as HostPolicyMsg | null);
+  for (const [k, v] of await latestRows<HostPolicyMsg>(rt, 'hostPolicy', all)) policy.apply(k, v);
   const optout = new OptOutRegistry();
-  for (const [k, v] of await latest(rt, 'optout', all)) optout.apply(k, v as OptOutMsg | null);
+  for (const [k, v] of await latestRows<OptOutMsg>(rt, 'optout', all)) optout.apply(k, v);
   // The URL's partition of crawl.urls, read through keeping only that URL's latest record (the
   // table itself lives in the frontiers' stores; a partition may hold millions of rows).
   const host = new URL(url).hostname;
@@ -39,6 +29,6 @@ export async function stateFromKafka(url: string, config: CrawlConfig): Promise<
   });
   const row = latestRow === null ? null : (avroReader(topics.urls.valueSchema)(latestRow) as UrlStateMsg);
   // crawl.feeds is a small table (feedMaxPerHost feeds a host at most): read whole.
-  const feed = ((await latest(rt, 'feeds', [p])).get(url) as FeedStateMsg | null | undefined) ?? null;
+  const feed = (await latestRows<FeedStateMsg>(rt, 'feeds', [p])).get(url) ?? null;
   return { policy, optout, row, feed };
 }

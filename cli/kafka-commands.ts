@@ -10,7 +10,7 @@
  */
 import { join } from 'node:path';
 import { createHttpClient } from '../connectors/http-undici';
-import { connectKafka, createProducer, ensureTopics, partitionCounts, produce, watchGroupLag, type GroupLag, type Kafka } from '../connectors/kafka';
+import { connectKafka, createProducer, ensureTopics, partitionCounts, produce, readTable, watchGroupLag, type GroupLag, type Kafka } from '../connectors/kafka';
 import { KafkaHealth } from '../connectors/kafka-health';
 import { createPageStore, pageStoreConfigFromEnv } from '../connectors/page-store';
 import { AvroRegistry, subjectFor } from '../connectors/registry';
@@ -48,6 +48,18 @@ export async function registerSchemas(registry: AvroRegistry, prefix: string): P
     ids.set(id, await registry.register(subjectFor(prefix + spec.name), loadSchema(spec.valueSchema), 'BACKWARD'));
   }
   return ids;
+}
+
+/**
+ * A compacted topic as a table: the newest value per key, decoded (null for a tombstone), read
+ * from the given partitions (all by default). Only the newest record of a key is decoded.
+ */
+export async function latestRows<T>(rt: KafkaRuntime, topic: TopicId, partitions = Array.from({ length: rt.partitions }, (_, p) => p)): Promise<Map<string, T | null>> {
+  const newest = new Map<string, Buffer | null>();
+  for (const r of await readTable(rt.kafka, rt.prefix + topics[topic].name, partitions)) newest.set(r.key, r.value);
+  const rows = new Map<string, T | null>();
+  for (const [key, raw] of newest) rows.set(key, raw === null ? null : ((await rt.registry.decode(raw)) as T));
+  return rows;
 }
 
 /** `retryForever` for long-running processes (connectKafka); one-shot commands fail when the brokers stay away. */

@@ -9,14 +9,13 @@
  * Two operators writing at the same instant could both take the same next version; the
  * records still apply, only the version numbers then coincide.
  */
-import { createProducer, produce, readTable } from '../connectors/kafka';
+import { createProducer, produce } from '../connectors/kafka';
 import { loadConfig, type CrawlConfig } from '../lib/config';
 import { createLogger } from '../lib/logger';
 import type { OptOutMsg, OptOutPurpose, OptOutScope } from '../lib/messages';
 import { isRegisteredDomain, OptOutRegistry, optOutWrite, PURPOSES, type OptOutRecord } from '../lib/optout-registry';
 import { encodeRecords, type KafkaRuntime } from '../runtime/kafka-runner';
-import { topics } from '../topologies/crawl';
-import { kafkaEnv, runtimeFor, type KafkaEnv } from './kafka-commands';
+import { kafkaEnv, latestRows, runtimeFor, type KafkaEnv } from './kafka-commands';
 
 /** A subject is a bare host or registered domain, lower-case: no scheme, port or path. */
 export function parseSubject(s: string): string {
@@ -46,12 +45,8 @@ export function parseScope(subject: string, scope: string | undefined): OptOutSc
 
 /** The whole registry as it stands in crawl.optout (latest record per key). */
 export async function readRegistry(rt: KafkaRuntime): Promise<OptOutRegistry> {
-  const all = Array.from({ length: rt.partitions }, (_, p) => p);
-  const raw = await readTable(rt.kafka, rt.prefix + topics.optout.name, all);
-  const latest = new Map<string, (typeof raw)[number]>();
-  for (const r of raw) latest.set(r.key, r);
   const registry = new OptOutRegistry();
-  for (const r of latest.values()) registry.apply(r.key, r.value === null ? null : ((await rt.registry.decode(r.value)) as OptOutMsg));
+  for (const [key, value] of await latestRows<OptOutMsg>(rt, 'optout')) registry.apply(key, value);
   return registry;
 }
 

@@ -10,17 +10,16 @@
  */
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
-import { createProducer, produce, readTable } from '../connectors/kafka';
+import { createProducer, produce } from '../connectors/kafka';
 import { loadConfig } from '../lib/config';
 import { createLogger } from '../lib/logger';
 import type { WebmasterAccountMsg } from '../lib/messages';
 import { auditRow, newAccountId, newAccountToken, tokenHash } from '../lib/webmaster';
 import { FileLog } from '../runtime/file-log';
-import { encodeRecords } from '../runtime/kafka-runner';
+import { encodeRecords, type KafkaRuntime } from '../runtime/kafka-runner';
 import type { OutRecord } from '../runtime/stage';
-import { topics } from '../topologies/crawl';
 import { readJournaledTable } from './explain-state';
-import { kafkaEnv, runtimeFor } from './kafka-commands';
+import { kafkaEnv, latestRows, runtimeFor } from './kafka-commands';
 
 export interface Where {
   /** An embedded crawl's folder (`crawl run --out`); absent = Kafka mode. */
@@ -42,6 +41,10 @@ function accountRows(account: WebmasterAccountMsg, action: string, at: number): 
   ];
 }
 
+/** The Kafka runtime, made once per command (disable-account reads the accounts, then writes). */
+let kafkaRuntime: Promise<KafkaRuntime> | null = null;
+const runtime = (): Promise<KafkaRuntime> => (kafkaRuntime ??= runtimeFor(kafkaEnv(), loadConfig(), createLogger()));
+
 async function write(outs: OutRecord[], where: Where): Promise<void> {
   const config = loadConfig();
   if (where.out) {
@@ -53,7 +56,7 @@ async function write(outs: OutRecord[], where: Where): Promise<void> {
     }
     return;
   }
-  const rt = await runtimeFor(kafkaEnv(), config, createLogger());
+  const rt = await runtime();
   const producer = await createProducer(rt.kafka);
   try {
     await produce(producer, await encodeRecords(rt, outs));
@@ -64,14 +67,9 @@ async function write(outs: OutRecord[], where: Where): Promise<void> {
 
 export async function readAccounts(where: Where): Promise<Map<string, WebmasterAccountMsg>> {
   if (where.out) return readJournaledTable<WebmasterAccountMsg>(join(where.out, 'state'), 'webmasterAccounts');
-  const config = loadConfig();
-  const rt = await runtimeFor(kafkaEnv(), config, createLogger());
-  const raw = await readTable(rt.kafka, rt.prefix + topics.webmasterAccounts.name, Array.from({ length: rt.partitions }, (_, p) => p));
+  const rt = await runtime();
   const rows = new Map<string, WebmasterAccountMsg>();
-  for (const r of raw) {
-    if (r.value === null) rows.delete(r.key);
-    else rows.set(r.key, (await rt.registry.decode(r.value)) as WebmasterAccountMsg);
-  }
+  for (const [key, value] of await latestRows<WebmasterAccountMsg>(rt, 'webmasterAccounts')) if (value) rows.set(key, value);
   return rows;
 }
 

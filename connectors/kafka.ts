@@ -22,6 +22,7 @@ import {
   type PartitionAssigner,
   type Producer,
 } from 'kafkajs';
+import { DEFAULTS } from '../lib/config';
 import { createLogger } from '../lib/logger';
 import type { Compression, TopicSpec } from '../topologies/crawl';
 import { KafkaHealth } from './kafka-health';
@@ -310,7 +311,8 @@ export interface GroupTiming {
   heartbeatMs: number;
 }
 
-export const GROUP_TIMING: GroupTiming = { sessionTimeoutMs: 6000, heartbeatMs: 1000 };
+/** The configuration's defaults (CRAWL_KAFKA_SESSION_TIMEOUT_MS, CRAWL_KAFKA_HEARTBEAT_MS). */
+export const GROUP_TIMING: GroupTiming = { sessionTimeoutMs: DEFAULTS.kafkaSessionTimeoutMs, heartbeatMs: DEFAULTS.kafkaHeartbeatMs };
 
 /**
  * How long a group's first commit waits for others to join it. Offsets are committed in one

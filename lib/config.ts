@@ -298,7 +298,7 @@ function parseValue(key: keyof CrawlConfig, raw: string): CrawlConfig[keyof Craw
   }
   if (Array.isArray(def)) {
     const parts = raw.split(',').map((s) => s.trim()).filter(Boolean);
-    if (typeof def[0] === 'number' || key === 'retryBackoffMs') {
+    if (typeof def[0] === 'number') {
       const nums = parts.map(Number);
       if (nums.length === 0 || nums.some((n) => !Number.isFinite(n) || n < 0)) throw new ConfigError(`${envName(key)}=${raw}: expected comma-separated numbers`);
       return nums as never;
@@ -317,7 +317,9 @@ export function loadConfig(
   overrides: Partial<CrawlConfig> = {},
   defaults: Partial<CrawlConfig> = {},
 ): CrawlConfig {
-  const cfg: CrawlConfig = { ...DEFAULTS, retryBackoffMs: [...DEFAULTS.retryBackoffMs], allowCidrs: [], webmasterDnsServers: [], ...defaults };
+  // Every array default copied (whatever its name), so no caller can change DEFAULTS through its config.
+  const copies = Object.fromEntries(Object.entries(DEFAULTS).filter(([, v]) => Array.isArray(v)).map(([k, v]) => [k, [...(v as unknown[])]]));
+  const cfg: CrawlConfig = { ...DEFAULTS, ...copies, ...defaults };
   for (const key of Object.keys(DEFAULTS) as Array<keyof CrawlConfig>) {
     const raw = env[envName(key)];
     if (raw !== undefined && raw !== '') (cfg as unknown as Record<string, unknown>)[key] = parseValue(key, raw);

@@ -104,6 +104,12 @@ export interface FetchStatusMsg {
   feed_kind?: string | null;
   /** For a feed: its items' keys in feed order (processors/feeds.ts itemKey), bounded; absent/[] otherwise. */
   feed_items?: string[];
+  /**
+   * Whether the lease sent any request to the host (robots.txt or the page); absent = true.
+   * false (a robots.txt verdict from the cached answer, a refusal before any request): no gap
+   * starts, the host's next-allowed time stays what the last request's end gave it.
+   */
+  contacted?: boolean;
 }
 
 /** A pointer to one record in a stored file: read `length` bytes at `offset` of `uri`. */

@@ -109,8 +109,9 @@ export function argLines(urls: readonly string[]): SeedLine[] {
   return urls.map((text) => ({ line: 0, text }));
 }
 
-export function seedLink(s: Extract<Seed, { ok: true }>, now: number): LinkMsg {
-  return { url: s.url, source_url: null, depth: 0, discovered_at: now, is_seed: true };
+/** A seed's crawl.links record value (a normalised URL); `priorityClass` 1 for feeds. */
+export function seedLink(s: { url: string }, now: number, priorityClass?: 1): LinkMsg {
+  return { url: s.url, source_url: null, depth: 0, discovered_at: now, is_seed: true, ...(priorityClass ? { priority_class: priorityClass } : {}) };
 }
 
 /**
@@ -122,7 +123,7 @@ export function feedSeeds(urls: readonly string[], tally: SeedTally, now: number
   for (const l of argLines(urls)) {
     const s = parseSeed(l.text, l.line);
     tally.add(s);
-    if (s.ok) out.push({ host: s.host, link: { ...seedLink(s, now), priority_class: 1 } });
+    if (s.ok) out.push({ host: s.host, link: seedLink(s, now, 1) });
   }
   return out;
 }

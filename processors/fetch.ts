@@ -149,7 +149,7 @@ function status(req: FetchRequestMsg, fields: Partial<FetchStatusMsg> & Pick<Fet
   return {
     url: req.url, host: req.host, lease_id: req.lease_id, stored: true, http_status: null, reason: null, response_ms: 0,
     crawl_delay_ms: 0, retry_after_ms: null, sha256: null, etag: null, last_modified: null, warc_uri: null, warc_offset: null,
-    warc_length: null, ip: null, ...fields,
+    warc_length: null, ip: null, contacted: true, ...fields,
   };
 }
 
@@ -184,8 +184,8 @@ export function fetchStage(deps: FetchDeps): Stage & FollowsOptOuts {
   const report = (s: FetchStatusMsg): void => deps.onOutcome?.(s.outcome, s.http_status, s.reason);
   const gains = new PartitionGains(now());
   const pacer = new HostPacer();
-  const refuse = (req: FetchRequestMsg, reason: string, started: number, ctx: StageContext): OutRecord[] => {
-    const s = status(req, { outcome: 'REFUSED', reason, started_at: started, finished_at: now() });
+  const refuse = (req: FetchRequestMsg, reason: string, started: number, ctx: StageContext, contacted: boolean): OutRecord[] => {
+    const s = status(req, { outcome: 'REFUSED', reason, started_at: started, finished_at: now(), contacted });
     ctx.log.info({ url: req.url, reason }, 'refused');
     report(s);
     return [statusRecord(s)];
@@ -213,23 +213,23 @@ export function fetchStage(deps: FetchDeps): Stage & FollowsOptOuts {
     try {
       origin = new URL(req.url).origin;
     } catch {
-      const s = status(req, { outcome: 'REFUSED', reason: 'bad-url', started_at: started, finished_at: now() });
+      const s = status(req, { outcome: 'REFUSED', reason: 'bad-url', started_at: started, finished_at: now(), contacted: false });
       report(s);
       return [statusRecord(s)];
     }
     const before = gate(req.host, now(), policy, optout);
-    if (before) return refuse(req, before, started, ctx);
+    if (before) return refuse(req, before, started, ctx, false);
     const firstAt = firstContactAt(req.host, gains.since(partitionForHost(req.host, cfg.partitions)), cfg.minHostDelayMs, policy);
     if (now() < firstAt) await sleep(firstAt - now());
     // No request at all (robots.txt included) inside the host's back-off window.
     const windowEnd = backoffWait(req.host, now(), req.lease_expires_at, policy);
-    if (windowEnd === 'backoff') return refuse(req, 'backoff', started, ctx);
+    if (windowEnd === 'backoff') return refuse(req, 'backoff', started, ctx, false);
     if (windowEnd !== null) await sleep(windowEnd - now());
     const r = await robots.get(origin);
     if (r.fresh) slot.contacted = true;
     if (r.error?.startsWith('SSRF_BLOCKED')) {
       // A target we must never contact (private network without the opt-in): final, no retry.
-      const s = status(req, { outcome: 'REFUSED', reason: 'SSRF_BLOCKED', started_at: started, finished_at: now() });
+      const s = status(req, { outcome: 'REFUSED', reason: 'SSRF_BLOCKED', started_at: started, finished_at: now(), contacted: slot.contacted });
       ctx.log.warn({ url: req.url, err: r.error }, 'refused target');
       report(s);
       return [statusRecord(s)];
@@ -247,7 +247,8 @@ export function fetchStage(deps: FetchDeps): Stage & FollowsOptOuts {
     if (r.fresh) robotsRecs.push(robotsRecord(req.host, origin, r, delay));
     const verdict = r.retryLater ? 'ROBOTS_UNAVAILABLE' : isAllowed(r.rules, req.url, cfg.userAgent).allowed ? null : 'ROBOTS_DISALLOWED';
     if (verdict) {
-      const s = status(req, { outcome: verdict, reason: r.kind, started_at: started, finished_at: now(), crawl_delay_ms: delay });
+      // A verdict from the cached answer sent no request: the frontier starts no gap for it.
+      const s = status(req, { outcome: verdict, reason: r.kind, started_at: started, finished_at: now(), crawl_delay_ms: delay, contacted: slot.contacted });
       ctx.log.info({ url: req.url, outcome: verdict, robots: r.kind }, 'not fetched: robots.txt');
       report(s);
       return [statusRecord(s), ...robotsRecs];
@@ -256,7 +257,7 @@ export function fetchStage(deps: FetchDeps): Stage & FollowsOptOuts {
     if (r.fresh) await sleep(Math.max(policy.leastGapMs(req.host, now(), cfg.minHostDelayMs), delay));
     // A block or opt-out may have arrived while robots.txt was fetched or while waiting.
     const after = gate(req.host, now(), policy, optout);
-    if (after) return refuse(req, after, started, ctx);
+    if (after) return refuse(req, after, started, ctx, slot.contacted);
     const conditional: Record<string, string> = {};
     if (req.prev_sha256 && req.etag) conditional['If-None-Match'] = req.etag;
     if (req.prev_sha256 && req.last_modified) conditional['If-Modified-Since'] = req.last_modified;

@@ -20,6 +20,8 @@ export interface HostState {
   /** The one request in flight to this host, if any (politeness: never two at once). */
   inflight: { id: string; url: string; domain: string; ip: string | null } | null;
   nextAt: number;
+  /** When the last request this frontier saw an answer to ended (its finished_at); null = none seen. */
+  lastContactAt: number | null;
   /** Whether the host is in the ready heap (it is at most once, but for wake-ups). */
   scheduled: boolean;
   /** Crawl-delay last reported by the fetcher. */
@@ -35,7 +37,7 @@ export interface HostState {
 
 export function newHost(host: string, domain: string, now: number, minHostDelayMs: number): HostState {
   return {
-    host, domain, ip: null, size: 0, head: null, inflight: null, nextAt: now, scheduled: false, crawlDelayMs: 0, backoff: NO_BACKOFF,
+    host, domain, ip: null, size: 0, head: null, inflight: null, nextAt: now, lastContactAt: null, scheduled: false, crawlDelayMs: 0, backoff: NO_BACKOFF,
     persistedGap: minHostDelayMs, fetches: 0, dirty: false,
   };
 }
@@ -47,9 +49,13 @@ export interface PacePolicy extends AimdPolicy {
 }
 
 /**
- * Apply a fetch answer to the host's pace: the next allowed time is finish + gap, gap =
- * max(least gap, Crawl-delay, factor x response time, the adapted AIMD gap), and never inside a
- * Retry-After/pause window or an operator block. The least gap is the host's
+ * Apply a fetch answer to the host's pace: the next allowed time is the last request's end +
+ * gap, gap = max(least gap, Crawl-delay, factor x response time, the adapted AIMD gap), and
+ * never inside a Retry-After/pause window or an operator block. An answer whose lease sent no
+ * request (`contacted` false: a robots.txt verdict from the cached answer, a refusal) does not
+ * start a gap of its own: the host stays due when the last request's end allows. Counting one
+ * from such an answer's finish asked Crawl-delay 2 hosts every 4 s in a crawl whose pages each
+ * link a disallowed path (a lease for it came between two pages; bench/politeness-gaps.ts). The least gap is the host's
  * (HostPolicyTable.leastGapMs): minHostDelayMs, or a webmaster's rate in its place, and at least
  * an operator's ceiling. Returns the crawl.host-policy `backoff` row to write when the back-off changed or the gap grew past what
  * the last row written allows (gapInForceAtMost: a frontier or fetcher taking the host over
@@ -66,7 +72,9 @@ export function applyAnswer(
   const backoff = nextBackoff(h.backoff, loadSignal(s), base, s.finished_at, p);
   // The gap is the host's steady pace; a Retry-After is a one-off window on top of it.
   const gap = Math.max(base, backoff.delayMs);
-  h.nextAt = Math.max(h.nextAt, s.finished_at + gap, s.finished_at + (s.retry_after_ms ?? 0), backoff.notBefore, blockUntil ?? 0, now);
+  if (s.contacted !== false) h.lastContactAt = Math.max(h.lastContactAt ?? s.finished_at, s.finished_at);
+  const gapFrom = s.contacted !== false ? s.finished_at : h.lastContactAt;
+  h.nextAt = Math.max(h.nextAt, gapFrom !== null ? gapFrom + gap : 0, s.finished_at + (s.retry_after_ms ?? 0), backoff.notBefore, blockUntil ?? 0, now);
   const changed = !sameBackoff(backoff, h.backoff) || gap > gapInForceAtMost(h.persistedGap);
   h.backoff = backoff;
   if (!changed) return null;

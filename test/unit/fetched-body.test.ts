@@ -205,7 +205,8 @@ describe('fetch sends a stored page as its response record; parse reads it', () 
     await flushed;
     const page = (await pending).find((o) => o.topic === 'fetched')!.value as FetchedPageMsg;
     expect(fetchedBody(page).toString()).toBe(HTML);
-  });
+    // Three full collections of the test process's heap: slow with --runInBand late in the suite.
+  }, 30_000);
 
   test('an archive that hands back no record: the message carries the body itself', async () => {
     const http: HttpClient = {

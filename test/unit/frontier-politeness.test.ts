@@ -164,6 +164,48 @@ describe('FrontierState: adaptive politeness', () => {
   });
 });
 
+describe('FrontierState: a lease that sent no request starts no gap', () => {
+  const DELAY = 2000;
+
+  it('a robots.txt verdict from the cached answer leaves the host due when the last request allows', async () => {
+    const fs = await withUrls('a.test', 4);
+    const f1 = (await fs.tick(0)).fetches[0];
+    await fs.onStatus(status(f1, { finished_at: 100, crawl_delay_ms: DELAY }), 100);
+    const r2 = (await firstRelease(fs, 100, 10_000))!;
+    expect(r2.at).toBe(100 + DELAY);
+    // A disallowed URL: the fetcher answered from its cached robots.txt and sent nothing.
+    await fs.onStatus(status(r2.fetch, { finished_at: 2150, outcome: 'ROBOTS_DISALLOWED', http_status: null, reason: 'rules', crawl_delay_ms: DELAY, contacted: false }), 2150);
+    // The next URL goes at once, not a whole Crawl-delay after the verdict (4150: what the crawl saw).
+    const r3 = (await firstRelease(fs, 2150, 10_000))!;
+    expect(r3.at).toBe(2150);
+    // A request again: the gap runs from its end.
+    await fs.onStatus(status(r3.fetch, { finished_at: 2200, crawl_delay_ms: DELAY }), 2200);
+    expect((await firstRelease(fs, 2200, 10_000))!.at).toBe(2200 + DELAY);
+  });
+
+  it("the gap still runs from the last request's end, with the host's gap as it is now", async () => {
+    const table = new HostPolicyTable();
+    const fs = await withUrls('a.test', 3, POLICY, table);
+    const f1 = (await fs.tick(0)).fetches[0];
+    await fs.onStatus(status(f1, { finished_at: 100 }), 100);
+    const r2 = (await firstRelease(fs, 100, 10_000))!;
+    expect(r2.at).toBe(1100);
+    // An operator's ceiling of 5 s arrives while the next lease is out; that lease sends nothing.
+    table.apply('a.test|crawl-rate', { host: 'a.test', field: 'crawl-rate', updated_at: 0, blocked_until: null, reason: 'operator', min_delay_ms: 5000 });
+    await fs.onStatus(status(r2.fetch, { finished_at: 1150, outcome: 'REFUSED', http_status: null, reason: 'backoff', contacted: false }), 1150);
+    expect((await firstRelease(fs, 1150, 10_000))!.at).toBe(100 + 5000);
+  });
+
+  it('a status from a fetcher before `contacted` existed counts as a request (the old, safe reading)', async () => {
+    const fs = await withUrls('a.test', 3);
+    const f1 = (await fs.tick(0)).fetches[0];
+    await fs.onStatus(status(f1, { finished_at: 100, crawl_delay_ms: DELAY }), 100);
+    const r2 = (await firstRelease(fs, 100, 10_000))!;
+    await fs.onStatus(status(r2.fetch, { finished_at: 2150, outcome: 'ROBOTS_DISALLOWED', http_status: null, reason: 'rules', crawl_delay_ms: DELAY }), 2150);
+    expect((await firstRelease(fs, 2150, 10_000))!.at).toBe(2150 + DELAY);
+  });
+});
+
 describe('FrontierState: operator blocks', () => {
   const blockRow = (until: number): HostPolicyMsg => ({ host: 'a.test', field: 'block', updated_at: 0, blocked_until: until, reason: 'complaint', min_delay_ms: null });
 

@@ -569,7 +569,7 @@ describe('message types match their Avro schemas', () => {
   const status: FetchStatusMsg = {
     url, host: 'a.test', lease_id: 'l', stored: true, outcome: 'FETCHED', http_status: 200, reason: null, started_at: 1, finished_at: 2,
     response_ms: 3, crawl_delay_ms: 0, retry_after_ms: 1000, sha256: 's', etag: null, last_modified: null, warc_uri: 'u', warc_offset: 1,
-    warc_length: 2, ip: '127.0.3.1', feed_kind: null, feed_items: [],
+    warc_length: 2, ip: '127.0.3.1', feed_kind: null, feed_items: [], contacted: true,
   };
   const samples: Array<[TopicId, unknown]> = [
     ['links', link(url, { redirects: 2, priority: 0.25, lastmod: 1_700_000_000_000, more_urls: ['http://a.test/b', 'http://a.test/c'], priority_class: 1 })],
@@ -582,6 +582,7 @@ describe('message types match their Avro schemas', () => {
       (outcome): [TopicId, unknown] => ['fetchStatus', { ...status, outcome }],
     ),
     ['fetchStatus', { ...status, feed_kind: 'rss', feed_items: ['0123456789abcdef', 'fedcba9876543210'] }],
+    ['fetchStatus', { ...status, outcome: 'ROBOTS_DISALLOWED', http_status: null, contacted: false }],
     ['fetched', fetchedPage('<html>', { record_id: '<urn:uuid:0b5c8a3e-6c1f-4d5e-9a51-1f0c2a7d9e11>', priority: 0.5, record_gz: null })],
     ['fetched', fetchedPage('<html>', { content_type: null, prev_sha256: 'p', x_robots_tag: 'noindex', truncated: true, record_id: null, priority: null, record_gz: null })],
     ['fetched', fetchedPage('', { body: Buffer.alloc(0), record_gz: Buffer.from([0x1f, 0x8b, 8, 0]), record_id: null, priority: null })],

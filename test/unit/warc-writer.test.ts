@@ -71,7 +71,9 @@ describe('WarcWriter', () => {
     expect(body.deref()).toBeUndefined();
     await w.flush();
     expect((await pointer).uri).toMatch(/^file:/);
-  });
+    // Two full collections of the test process's heap: with --runInBand, after a hundred suites,
+    // on a loaded machine, they took longer than jest's default 5 s once.
+  }, 30_000);
 
   test('rotates by record count; pointers resolve once the file is on disk', async () => {
     const w = writer({ maxRecords: 4, maxAgeMs: 60_000 });
