@@ -12,6 +12,7 @@ import type { UrlStateMsg, UrlStatus } from '../lib/messages';
 import { partitionForHost } from '../lib/partitioner';
 import { queueLayout, queueSlotOf } from '../processors/frontier-schedule';
 import { applyChangelog, checkpoint, restoreStores } from '../processors/frontier-restore';
+import { storeBudget } from '../processors/frontier';
 import type { UrlStore } from '../processors/frontier-store';
 import type { ChangelogRecord } from '../runtime/changelog';
 import type { KafkaRuntime } from '../runtime/kafka-runner';
@@ -42,7 +43,7 @@ export class ServeUrlTable implements UrlTableView {
     const levelOf = (r: UrlStateMsg): number => queueSlotOf(r, config);
     const levels = queueLayout(config.priorityLevels);
     const source = kafkaChangelog(rt, 'urls');
-    const restored = await restoreStores(all, source, { dirOf, levelOf, levels, log, hashIndex: true, lockWaitMs: 30_000 });
+    const restored = await restoreStores(all, source, { dirOf, levelOf, levels, log, hashIndex: true, lockWaitMs: 30_000, kv: storeBudget(all.length) });
     const t = new ServeUrlTable(new Map(restored.map((r) => [r.partition, r.store])), rt.partitions, dirOf, levels);
     for (const r of restored) {
       t.applied.set(r.partition, r.offset);

@@ -125,6 +125,20 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
   return a;
 }
 
+/** A launcher line's shell part before `exec node`, and the flags after it (null: no launcher line). */
+function launcherLine(script: string): { shell: string; flags: string } | null {
+  const [first, second] = readFileSync(script, 'utf8').split('\n', 2);
+  if (first !== '#!/bin/sh') return null;
+  const m = /^':' \/\/;(.*?)\bexec node\b(.*?)"\$0" "\$@"$/.exec(second ?? '');
+  return m ? { shell: m[1], flags: m[2] } : null;
+}
+
+function runInSh(script: string, command: string, env: NodeJS.ProcessEnv = process.env): string[] {
+  const r = spawnSync('/bin/sh', ['-c', command], { encoding: 'utf8', env });
+  if (r.status !== 0) throw new Error(`${script}: its launcher line failed in sh (${r.status}): ${r.stderr.trim()}`);
+  return r.stdout.split('\n');
+}
+
 /**
  * The Node flags a script's launcher line gives node: what `npx crawl` runs with. bin/crawl.js
  * starts `#!/bin/sh` and then `':' //; <shell> exec node <flags> "$0" "$@"`, where the flags may
@@ -133,11 +147,20 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
  * `node <flags> bin/crawl.js` with the flags users get on this machine.
  */
 export function launcherNodeFlags(script: string): string[] {
-  const [first, second] = readFileSync(script, 'utf8').split('\n', 2);
-  if (first !== '#!/bin/sh') return [];
-  const m = /^':' \/\/;(.*?)\bexec node\b(.*?)"\$0" "\$@"$/.exec(second ?? '');
-  if (!m) return [];
-  const r = spawnSync('/bin/sh', ['-c', `${m[1]} printf '%s\\n' ${m[2]}`], { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`${script}: its launcher line failed in sh (${r.status}): ${r.stderr.trim()}`);
-  return r.stdout.split('\n').filter(Boolean);
+  const l = launcherLine(script);
+  if (!l) return [];
+  return runInSh(script, `${l.shell} printf '%s\\n' ${l.flags}`).filter(Boolean);
+}
+
+/**
+ * The variables a script's launcher line exports (`export NAME=...`) as they come out in this
+ * environment, `env` (a default the user's own value overrides: MALLOC_ARENA_MAX), for a bench that
+ * starts node itself.
+ */
+export function launcherEnv(script: string, env: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const l = launcherLine(script);
+  const names = l ? [...l.shell.matchAll(/\bexport (\w+)=/g)].map((m) => m[1]) : [];
+  if (!l || names.length === 0) return {};
+  const values = runInSh(script, `${l.shell} printf '%s\\n' ${names.map((n) => `"$${n}"`).join(' ')}`, env);
+  return Object.fromEntries(names.map((n, i) => [n, values[i]]));
 }

@@ -13,6 +13,7 @@ import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { launcherEnv } from './args';
 import { sample } from './proc-stat';
 import { hostAddress } from './synthetic-web';
 import { exited } from './web-process';
@@ -67,7 +68,7 @@ async function writeSeeds(file: string, n: number, hosts: number, port: number):
 
 function crawl(seeds: string, out: string): { child: ChildProcess; peak: () => number; startedAt: number } {
   const child = spawn(process.execPath, [CLI, 'run', '--seeds-file', seeds, '--out', out, '--scope', 'any', '--allow-private-network'], {
-    env: { ...process.env, CRAWL_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'ignore', 'ignore'],
+    env: { ...process.env, ...launcherEnv(CLI), CRAWL_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'ignore', 'ignore'],
   });
   let peak = 0;
   // The launcher execs node, so the pid is the crawler's own (null once it has exited).

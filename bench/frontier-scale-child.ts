@@ -4,7 +4,7 @@
  * that answers every lease at once (stored, 200), so the frontier's own work is what is
  * measured. Prints one JSON line per event on stdout:
  *   {"event":"restored","ms":…}            the store is current (after a tail replay or a rebuild)
- *   {"event":"intake","urls":…,"secs":…}   every 5 s while URLs are fed
+ *   {"event":"intake","urls":…,"secs":…,"heapBytes":…,"bufferBytes":…}   every 5 s while URLs are fed
  *   {"event":"intake-done","urls":…,"secs":…}
  *   {"event":"first-lease","msSinceStart":…}
  *   {"event":"leases","perSec":…}          every second of the lease phase
@@ -32,6 +32,11 @@ const LEASE_SECS = Number(leaseArg ?? 30);
 const FEED_AHEAD = 4000;
 
 const say = (o: Record<string, unknown>): void => void process.stdout.write(`${JSON.stringify(o)}\n`);
+/** V8's share of the process's memory: its heap, and the bytes of Buffers and ArrayBuffers it tracks (malloc'd outside the heap). */
+const heap = (): { heapBytes: number; bufferBytes: number } => {
+  const m = process.memoryUsage();
+  return { heapBytes: m.heapTotal, bufferBytes: m.arrayBuffers };
+};
 
 async function main(): Promise<void> {
   const log = pino({ level: process.env.CRAWL_LOG_LEVEL ?? 'info' }, pino.destination(2));
@@ -82,7 +87,7 @@ async function main(): Promise<void> {
       fileLog.append([{ topic: 'links', key: group.host, host: group.host, value: group.link as LinkMsg }]);
       if (Date.now() - lastSay >= 5000) {
         lastSay = Date.now();
-        say({ event: 'intake', urls: frontier.state.stats().urls, secs: (lastSay - t0) / 1000 });
+        say({ event: 'intake', urls: frontier.state.stats().urls, secs: (lastSay - t0) / 1000, ...heap() });
         await new Promise((r) => setImmediate(r));
       }
     }
@@ -94,7 +99,7 @@ async function main(): Promise<void> {
   let last = fetched;
   for (let s = 0; s < LEASE_SECS; s++) {
     await new Promise((r) => setTimeout(r, 1000));
-    say({ event: 'leases', perSec: fetched - last, urls: frontier.state.stats().urls });
+    say({ event: 'leases', perSec: fetched - last, urls: frontier.state.stats().urls, ...heap() });
     last = fetched;
   }
   await runner.stop();

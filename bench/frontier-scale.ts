@@ -3,7 +3,8 @@
  * N distinct URLs of 60-120 characters over min(1M, N/50) hosts of Zipf sizes, the largest a
  * tenth of N (bench/frontier-scale-web.ts), go through seen-test into one frontier process (one
  * partition; bench/frontier-scale-child.ts). Measured, one after another:
- *   1. intake: URLs/s into the table, leases held back; peak RSS of the whole run;
+ *   1. intake: URLs/s into the table, leases held back; peak RSS of the whole run, and the
+ *      resident set by kind (file-backed; V8 heap, Buffers, C heap) as the table grows;
  *   2. lease throughput with the N rows in the table (a stand-in fetcher answers each lease at
  *      once; the politeness code is the crawl's own), then kill -9;
  *   3. restart after kill -9: time from the process's start to its first lease;
@@ -13,10 +14,11 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { parsePeakRssBytes } from './proc-stat';
+import { launcherEnv } from './args';
+import { parsePeakRssBytes, parseRssParts, type RssParts } from './proc-stat';
 
 export interface FrontierScaleArgs {
   urls: number;
@@ -32,14 +34,30 @@ interface Event {
   [k: string]: unknown;
 }
 
+/** The child's resident set by kind when it reported `urls` in the table. */
+interface MemPoint extends RssParts {
+  urls: number;
+  /** V8's heap (heapTotal) and the Buffers it tracks (arrayBuffers), from the child. */
+  heap: number;
+  buffers: number;
+}
+
 interface ChildRun {
   child: ChildProcess;
   events: Event[];
   logs: Array<Record<string, unknown>>;
   peakRss: number;
+  /** At every intake and lease event of the child. */
+  mem: MemPoint[];
+  /** The largest file-backed and anonymous parts seen in the polls. */
+  peakParts: { file: number; anon: number };
   exited: Promise<void>;
   wait(pred: (e: Event) => boolean, ms: number): Promise<Event | null>;
 }
+
+const CLI = join(__dirname, '..', '..', 'bin', 'crawl.js');
+
+const mib = (b: number): string => `${(b / 1048576).toFixed(0)} MiB`;
 
 const du = (path: string): number => {
   if (!existsSync(path)) return 0;
@@ -48,12 +66,42 @@ const du = (path: string): number => {
   return readdirSync(path).reduce((n, f) => n + du(join(path, f)), 0);
 };
 
+function readParts(pid: number): RssParts | null {
+  try {
+    return parseRssParts(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Where the resident set went as the table grew: the samples nearest a quarter, half and all
+ * of the intake, and the largest of the lease phase. "C heap and other" is the anonymous part
+ * less V8's heap and the Buffers V8 tracks: LevelDB's memtables and caches, the binding's
+ * allocations, malloc's free lists.
+ */
+function memRows(run: ChildRun, fed: number): Array<[string, string]> {
+  const intake = run.mem.filter((m, i) => i === 0 || m.urls >= run.mem[i - 1].urls);
+  const picks: MemPoint[] = [];
+  for (const q of [0.25, 0.5, 1]) {
+    const m = intake.find((x) => x.urls >= q * fed * 0.99) ?? intake[intake.length - 1];
+    if (m && !picks.includes(m)) picks.push(m);
+  }
+  const last = run.mem[run.mem.length - 1];
+  if (last && !picks.includes(last)) picks.push(run.mem.reduce((a, b) => (b.rss > a.rss ? b : a), last));
+  return picks.map((m) => [
+    `RSS at ${m.urls.toLocaleString('en')} rows`,
+    `${mib(m.rss)}: file-backed ${mib(m.file)}, anonymous ${mib(m.anon)} (V8 heap ${mib(m.heap)}, Buffers ${mib(m.buffers)}, C heap and other ${mib(Math.max(0, m.anon - m.heap - m.buffers))})`,
+  ]);
+}
+
 function startChild(dir: string, feed: number, leaseSecs: number): ChildRun {
   const child = spawn(process.execPath, ['--max-old-space-size=768', join(__dirname, 'frontier-scale-child.js'), dir, String(feed), String(leaseSecs)], {
-    env: { ...process.env, CRAWL_LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'],
+    // As a frontier process started by bin/crawl.js (`crawl process frontier`) runs: its launcher's environment.
+    env: { ...process.env, ...launcherEnv(CLI), CRAWL_LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   const run: ChildRun = {
-    child, events: [], logs: [], peakRss: 0,
+    child, events: [], logs: [], peakRss: 0, mem: [], peakParts: { file: 0, anon: 0 },
     exited: new Promise((r) => child.on('close', () => r())),
     async wait(pred, ms) {
       const until = Date.now() + ms;
@@ -68,7 +116,12 @@ function startChild(dir: string, feed: number, leaseSecs: number): ChildRun {
   };
   createInterface({ input: child.stdout! }).on('line', (line) => {
     try {
-      run.events.push({ ...(JSON.parse(line) as Event), at: Date.now() });
+      const e: Event = { ...(JSON.parse(line) as Event), at: Date.now(), load: loadavg()[0] };
+      run.events.push(e);
+      if (typeof e.heapBytes === 'number') {
+        const parts = readParts(child.pid!);
+        if (parts) run.mem.push({ ...parts, urls: Number(e.urls), heap: e.heapBytes, buffers: Number(e.bufferBytes) });
+      }
       process.stderr.write(`  ${line}\n`);
     } catch {
       // not an event
@@ -87,7 +140,11 @@ function startChild(dir: string, feed: number, leaseSecs: number): ChildRun {
   });
   const poll = setInterval(() => {
     try {
-      run.peakRss = Math.max(run.peakRss, parsePeakRssBytes(readFileSync(`/proc/${child.pid}/status`, 'utf8')));
+      const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
+      run.peakRss = Math.max(run.peakRss, parsePeakRssBytes(status));
+      const parts = parseRssParts(status);
+      run.peakParts.file = Math.max(run.peakParts.file, parts.file);
+      run.peakParts.anon = Math.max(run.peakParts.anon, parts.anon);
     } catch {
       // exited
     }
@@ -100,8 +157,6 @@ async function kill9(run: ChildRun): Promise<void> {
   run.child.kill('SIGKILL');
   await run.exited;
 }
-
-const mib = (b: number): string => `${(b / 1048576).toFixed(0)} MiB`;
 
 export async function runFrontierScale(a: FrontierScaleArgs): Promise<string> {
   const dir = a.dir ?? join(tmpdir(), `kcrawl-frontier-scale-${process.pid}`);
@@ -127,7 +182,10 @@ export async function runFrontierScale(a: FrontierScaleArgs): Promise<string> {
     const journalBytes = du(join(dir, 'state', 'topics', 'crawl.urls'));
     rows.push(['disk per URL', `store ${(storeBytes / taken).toFixed(1)} B (${mib(storeBytes)}), changelog ${(journalBytes / taken).toFixed(1)} B (${mib(journalBytes)})`]);
     await kill9(first);
-    rows.push(['peak RSS, intake and leases', mib(first.peakRss)]);
+    const loads = first.events.map((e) => Number(e.load));
+    rows.push(['load average (1 min) through intake and leases', `${Math.min(...loads).toFixed(1)}-${Math.max(...loads).toFixed(1)}`]);
+    rows.push(['peak RSS, intake and leases', `${mib(first.peakRss)} (largest parts: file-backed ${mib(first.peakParts.file)}, anonymous ${mib(first.peakParts.anon)})`]);
+    rows.push(...memRows(first, a.urls));
 
     // 3: restart after kill -9.
     const t1 = Date.now();

@@ -56,6 +56,21 @@ function readStealMs(): number {
   }
 }
 
+/** The resident set by kind, in bytes, from the text of /proc/<pid>/status (Linux 4.5+). */
+export interface RssParts {
+  /** VmRSS: all of it. */
+  rss: number;
+  /** RssFile: pages of mapped files (LevelDB maps its table files for reads). */
+  file: number;
+  /** RssAnon: the V8 heap, the C heap (malloc) and other anonymous maps. */
+  anon: number;
+}
+
+export function parseRssParts(status: string): RssParts {
+  const kb = (name: string): number => Number(new RegExp(`^${name}:\\s+(\\d+)\\s+kB`, 'm').exec(status)?.[1] ?? 0) * 1024;
+  return { rss: kb('VmRSS'), file: kb('RssFile'), anon: kb('RssAnon') };
+}
+
 export interface ProcSample {
   cpuMs: number;
   peakRssBytes: number;

@@ -29,7 +29,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
-import { parseBenchArgs, launcherNodeFlags, USAGE, type BenchArgs } from './args';
+import { parseBenchArgs, launcherEnv, launcherNodeFlags, USAGE, type BenchArgs } from './args';
 import { runCrawlRunScale } from './crawl-run-scale';
 import { runFrontierScale } from './frontier-scale';
 import { connectKafka, groupBacklog, type Admin } from '../connectors/kafka';
@@ -49,6 +49,8 @@ const ROOT = join(__dirname, '..', '..');
 const CLI = join(ROOT, 'bin', 'crawl.js');
 /** The crawler runs with its own Node flags, as `npx crawl` runs it (bin/crawl.js's launcher line). */
 const CLI_FLAGS = launcherNodeFlags(CLI);
+/** And the environment it sets (MALLOC_ARENA_MAX, unless the bench's own environment sets it). */
+const CLI_ENV = launcherEnv(CLI);
 
 /** Node's arguments before the script for a kcrawl process: its own flags, --node-flags, and a CPU profile if asked. */
 function crawlerNodeArgs(a: BenchArgs): string[] {
@@ -102,7 +104,7 @@ async function runEmbedded(a: BenchArgs, web: Web, latencyMs: number, dir: strin
   const watch = new ProcWatch();
   watch.add(web.child.pid!, true);
   const before = reapedChildrenCpuMs();
-  const child = spawn(process.execPath, args, { env: { ...process.env, CRAWL_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, args, { env: { ...process.env, ...CLI_ENV, CRAWL_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
   // `crawl run`'s progress line (stderr, once a second) says how many pages it has parsed.
   const parsedSoFar: Point[] = [];
   createInterface({ input: child.stderr! }).on('line', (line) => {
@@ -149,7 +151,7 @@ async function runKafka(a: BenchArgs, web: Web, latencyMs: number, dir: string):
   const prefix = `bench-${randomBytes(4).toString('hex')}.`;
   // WARC files closed every 2 s as `crawl run` does (the 30 s default would hold every page
   // back from parse for longer than a bench run lasts).
-  const env = { ...process.env, CRAWL_TOPIC_PREFIX: prefix, CRAWL_S3_PREFIX: prefix, CRAWL_LOG_LEVEL: 'warn', CRAWL_WARC_MAX_AGE_MS: process.env.CRAWL_WARC_MAX_AGE_MS ?? '2000' };
+  const env = { ...process.env, ...CLI_ENV, CRAWL_TOPIC_PREFIX: prefix, CRAWL_S3_PREFIX: prefix, CRAWL_LOG_LEVEL: 'warn', CRAWL_WARC_MAX_AGE_MS: process.env.CRAWL_WARC_MAX_AGE_MS ?? '2000' };
   const seeds = readFileSync(seedsFile(dir, a.hosts, web.port), 'utf8').split('\n').filter(Boolean);
   for (const cmd of [['init'], ['seed', ...seeds]]) {
     const r = spawnSync(process.execPath, [CLI, ...cmd], { env, encoding: 'utf8' });

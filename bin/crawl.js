@@ -1,5 +1,5 @@
 #!/bin/sh
-':' //; n=$(nproc 2>/dev/null) || n=5; [ "$n" -ge 2 ] 2>/dev/null || n=2; [ "$n" -le 5 ] || n=5; exec node --max-semi-space-size=32 --v8-pool-size=$((n - 1)) "$0" "$@"
+':' //; n=$(nproc 2>/dev/null) || n=5; [ "$n" -ge 2 ] 2>/dev/null || n=2; [ "$n" -le 5 ] || n=5; export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}"; exec node --max-semi-space-size=32 --v8-pool-size=$((n - 1)) "$0" "$@"
 'use strict';
 // Line 2 is for the shell (a no-op, then exec) and a string plus a comment for JavaScript: it
 // starts node with its flags on any POSIX sh, where `#!/usr/bin/env -S` would fail on BusyBox
@@ -12,7 +12,13 @@
 //  - V8's helper threads (garbage collection) one fewer than the cores, at most Node's default
 //    of 4. The event loop and the parse worker already take two threads; on 2 cores, four
 //    helpers taking turns with both did worse than one (bench/HISTORY.md).
-// Run as `node bin/crawl.js`, give the flags yourself (NODE_OPTIONS takes both).
+//  - MALLOC_ARENA_MAX=2 unless already set (it must be in the environment before node starts).
+//    glibc gives each thread that allocates (libuv's pool doing LevelDB reads and writes,
+//    LevelDB's compaction thread) an arena of its own, up to 8 per core, and each keeps the
+//    memory it once held; the frontier's store held most of its C heap that way
+//    (docs/frontier-store.md, Figures).
+// Run as `node bin/crawl.js`, give the flags yourself (NODE_OPTIONS takes both; set
+// MALLOC_ARENA_MAX in the environment).
 require('../dist/cli/main.js').main(process.argv).catch((err) => {
   process.stderr.write(`crawl: ${err && err.message ? err.message : err}\n`);
   process.exit(1);

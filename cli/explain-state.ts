@@ -4,13 +4,13 @@
  * repairs torn tails on open and so must never run beside a live `crawl run`. The frame format
  * is the one documented in runtime/log-segments.ts (plain and cleaned segments).
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { avroReader } from '../lib/avro';
 import type { UrlStateMsg } from '../lib/messages';
 import { partitionForHost } from '../lib/partitioner';
 import { UrlStore } from '../processors/frontier-store';
-import { frames, parseSegmentName } from '../runtime/log-segments';
+import { fileFrames, parseSegmentName } from '../runtime/log-segments';
 import { topics, type TopicId } from '../topologies/crawl';
 
 /** Latest value per key of a compacted topic, across all partitions (tombstones remove). */
@@ -26,7 +26,7 @@ export function readJournaledTable<V>(stateDir: string, topic: TopicId): Map<str
     const files = readdirSync(dir).map((f) => ({ f, seg: parseSegmentName(f) })).filter((x) => x.seg !== null).sort((a, b) => a.seg!.baseOffset - b.seg!.baseOffset);
     for (const { f, seg } of files) {
       // A torn tail of a live or killed run ends the frames.
-      for (const fr of frames(readFileSync(join(dir, f)), { baseOffset: seg!.baseOffset, explicit: seg!.explicit })) {
+      for (const fr of fileFrames(join(dir, f), seg!)) {
         if (fr.value === null) rows.delete(fr.key);
         else rows.set(fr.key, read(fr.value) as V);
       }
@@ -62,7 +62,7 @@ export async function readUrlRow(stateDir: string, url: string, host: string): P
   let latest: Buffer | null = null;
   const files = readdirSync(dir).map((f) => ({ f, seg: parseSegmentName(f) })).filter((x) => x.seg !== null).sort((a, b) => a.seg!.baseOffset - b.seg!.baseOffset);
   for (const { f, seg } of files) {
-    for (const fr of frames(readFileSync(join(dir, f)), { baseOffset: seg!.baseOffset, explicit: seg!.explicit })) {
+    for (const fr of fileFrames(join(dir, f), seg!)) {
       if (fr.key === url) latest = fr.value === null ? null : Buffer.from(fr.value);
     }
   }

@@ -28,15 +28,22 @@ import type { ChangelogSource } from '../runtime/changelog';
 import { checkpoint, restoreStores } from './frontier-restore';
 import { queueLayout } from './frontier-schedule';
 import type { UrlStore } from './frontier-store';
+import { MIN_OPEN_TABLES } from '../connectors/kv-store';
 
 /**
- * LevelDB's block cache and memtable for each partition's store: 48 MiB of each shared by all
- * partitions a process may own (4 MiB each at least), so owning 8 partitions costs what owning
- * one does.
+ * LevelDB's memory for each partition's store, shared by all partitions a process may own so
+ * that owning 8 costs what owning one does (docs/frontier-store.md, Figures):
+ *  - block cache and memtable: 48 MiB of each (4 MiB each at least);
+ *  - the mapped table files: LevelDB maps every open table file and the pages it reads stay
+ *    resident, so 256 MiB worth of open tables: its smallest table cache (64 files) of files
+ *    of 256 MiB / 64 / partitions (at least 1 MiB). With 32 MiB files and a cache of 990 this
+ *    part grew with the table (1.9 GiB at 50M URLs).
  */
-export function storeBudget(partitions: number): { cacheBytes: number; writeBufferBytes: number } {
-  const each = Math.max(4 << 20, Math.floor((48 << 20) / Math.max(1, partitions)));
-  return { cacheBytes: each, writeBufferBytes: each };
+export function storeBudget(partitions: number): { cacheBytes: number; writeBufferBytes: number; openTables: number; fileBytes: number } {
+  const p = Math.max(1, partitions);
+  const each = Math.max(4 << 20, Math.floor((48 << 20) / p));
+  const fileBytes = Math.max(1 << 20, Math.floor((256 << 20) / MIN_OPEN_TABLES / p));
+  return { cacheBytes: each, writeBufferBytes: each, openTables: MIN_OPEN_TABLES, fileBytes };
 }
 
 /** How often owned stores are made durable and their changelog offsets recorded. */

@@ -23,10 +23,10 @@ import { partitionForHost } from '../lib/partitioner';
 import { topics, type TopicId, type TopicSpec } from '../topologies/crawl';
 import type { InRecord, OutRecord, TableRecord } from './stage';
 import type { ChangelogSource } from './changelog';
-import { cleanSegments, frames, parseSegmentName, scanFrames, type RawFrame, type SegmentFile } from './log-segments';
+import { cleanSegments, fileFrames, frames, parseSegmentName, scanFrames, type RawFrame, type SegmentFile } from './log-segments';
 
 const SEGMENT_BYTES = 64 * 1024 * 1024;
-/** Keys the cleaner maps per pass (24 bytes each, 1.5x slots): about 72 MiB. */
+/** Keys the cleaner maps per pass (24 bytes a slot, the power of two at or above 1.5x the keys): 96 MiB. */
 const CLEANER_MAP_KEYS = 2_000_000;
 /** A tombstone stays in a cleaned segment this long after it was written (Kafka's delete.retention.ms default). */
 const TOMBSTONE_RETENTION_MS = 24 * 3600_000;
@@ -171,7 +171,7 @@ class PartitionLog {
     this.flush();
     for (const seg of [...this.segments]) {
       if (seg.endOffset <= from || seg.baseOffset >= to) continue;
-      for (const f of frames(readFileSync(seg.path).subarray(0, seg.bytes), seg)) {
+      for (const f of fileFrames(seg.path, seg, seg.bytes)) {
         if (f.offset >= to) break;
         if (f.offset >= from) fn(f);
       }
@@ -187,7 +187,7 @@ class PartitionLog {
     for (const seg of [...this.segments]) {
       if (seg.endOffset <= from || seg.baseOffset >= to) continue;
       let out: Array<{ offset: number; key: string; value: Buffer | null }> = [];
-      for (const f of frames(readFileSync(seg.path).subarray(0, seg.bytes), seg)) {
+      for (const f of fileFrames(seg.path, seg, seg.bytes)) {
         if (f.offset >= to) break;
         if (f.offset < from) continue;
         out.push({ offset: f.offset, key: f.key, value: f.value });

@@ -18,7 +18,7 @@
  * `tombstoneRetentionMs` after they were written (a reader that stopped before one still
  * learns of the deletion), then dropped.
  */
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, fsyncSync, openSync, readSync, renameSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { md5Utf8 } from '../lib/md5-utf8';
 
@@ -66,6 +66,49 @@ export function* frames(buf: Buffer, seg: Pick<SegmentFile, 'baseOffset' | 'expl
     pos = vEnd;
     if (!seg.explicit) offset++;
   }
+}
+
+/** Bytes a segment file is read in at a time (a frame larger than this is read whole). */
+export const READ_WINDOW_BYTES = 4 << 20;
+
+/**
+ * The whole frames of a segment file (up to `bytes`, default the whole file; a torn tail ends
+ * them), read `windowBytes` at a time: a cleaned segment of a 50M-row table holds gigabytes,
+ * which read whole cost as much memory (and past 2 GiB cannot be read into one Buffer). Each
+ * window is a Buffer of its own, so a frame's value stays valid after later frames are read.
+ */
+export function* fileFrames(
+  path: string, seg: Pick<SegmentFile, 'baseOffset' | 'explicit'>, bytes?: number, windowBytes = READ_WINDOW_BYTES,
+): Generator<RawFrame, void, undefined> {
+  const fd = openSync(path, 'r');
+  try {
+    const end = bytes ?? fstatSync(fd).size;
+    let pos = 0;
+    let offset = seg.baseOffset;
+    while (pos + 4 <= end) {
+      let buf = readAt(fd, pos, Math.min(windowBytes, end - pos));
+      const first = 4 + buf.readUInt32LE(0);
+      if (first > buf.length && pos + first <= end) buf = readAt(fd, pos, first);
+      const whole = scanFrames(buf, seg.explicit);
+      if (whole.count === 0) return;
+      yield* frames(buf.subarray(0, whole.bytes), { baseOffset: offset, explicit: seg.explicit });
+      offset += whole.count;
+      pos += whole.bytes;
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function readAt(fd: number, pos: number, length: number): Buffer {
+  const buf = Buffer.allocUnsafe(length);
+  let got = 0;
+  while (got < length) {
+    const n = readSync(fd, buf, got, length - got, pos + got);
+    if (n === 0) break;
+    got += n;
+  }
+  return got < length ? buf.subarray(0, got) : buf;
 }
 
 /** Bytes of whole frames and how many there are (a torn tail excluded), without decoding any. */
@@ -172,7 +215,7 @@ export async function cleanSegments(
     if (seg.explicit) continue;
     // Whole segments only; at least one even past the capacity (it holds at most 64 MiB of frames).
     if (mappedEnd >= 0 && map.size + (seg.endOffset - seg.baseOffset) > map.capacity) break;
-    for (const f of frames(readFileSync(seg.path).subarray(0, seg.bytes), seg)) {
+    for (const f of fileFrames(seg.path, seg, seg.bytes)) {
       map.set(f.key, f.offset);
       if (++n % 5000 === 0) await new Promise((r) => setImmediate(r));
     }
@@ -195,7 +238,7 @@ export async function cleanSegments(
       used = 0;
     };
     for (const seg of inRange) {
-      for (const f of frames(readFileSync(seg.path).subarray(0, seg.bytes), seg)) {
+      for (const f of fileFrames(seg.path, seg, seg.bytes)) {
         if (++n % 5000 === 0) await new Promise((r) => setImmediate(r));
         const newest = map.get(f.key);
         const superseded = newest >= 0 && newest !== f.offset;

@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseBenchArgs, launcherNodeFlags } from '../../bench/args';
+import { parseBenchArgs, launcherEnv, launcherNodeFlags } from '../../bench/args';
 import { cpuMsBetween, parsePeakRssBytes, parseStatChildrenCpuMs, parseStatCpuMs, parseStealMs, stealMsBetween } from '../../bench/proc-stat';
 import { barePass, median, parserFloorMs, processCpuMs } from '../../bench/parser-floor';
 import { cpuMsPerPage, floorMultiple, kcrawlHostPeriodMs, machineShare, markdownTable, shareOfOwnZeroLatency, sustainedTable, throughputLimit, webCpuMsPerPage, type RunResult } from '../../bench/report';
@@ -211,6 +211,20 @@ describe('crawler node flags', () => {
     expect(launcherNodeFlags(join(dir, 'c.js'))).toEqual(['--a=1', '--b=x y']);
     writeFileSync(join(dir, 'd.js'), `#!/bin/sh\n':' //; exit 3; exec node --a "$0" "$@"\n1;\n`);
     expect(() => launcherNodeFlags(join(dir, 'd.js'))).toThrow(/launcher line failed in sh \(3\)/);
+  });
+  it('reads the variables the launcher line exports, as this environment makes them (a default the caller overrides)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'launcher-'));
+    writeFileSync(join(dir, 'e.js'), `#!/bin/sh\n':' //; n=2; export LAUNCH_TEST_A="\${LAUNCH_TEST_A:-2}"; export LAUNCH_TEST_B=x$n; exec node --a "$0" "$@"\n1;\n`);
+    writeFileSync(join(dir, 'f.js'), `#!/bin/sh\n':' //; exec node --a "$0" "$@"\n1;\n`);
+    expect(launcherEnv(join(dir, 'e.js'))).toEqual({ LAUNCH_TEST_A: '2', LAUNCH_TEST_B: 'x2' });
+    expect(launcherEnv(join(dir, 'f.js'))).toEqual({});
+    expect(launcherEnv(join(dir, 'e.js'), { ...process.env, LAUNCH_TEST_A: '7' })).toEqual({ LAUNCH_TEST_A: '7', LAUNCH_TEST_B: 'x2' });
+  });
+  it('bin/crawl.js caps glibc malloc at two arenas unless MALLOC_ARENA_MAX is set', () => {
+    const env = { ...process.env };
+    delete env.MALLOC_ARENA_MAX;
+    expect(launcherEnv(CLI, env)).toEqual({ MALLOC_ARENA_MAX: '2' });
+    expect(launcherEnv(CLI, { ...env, MALLOC_ARENA_MAX: '8' })).toEqual({ MALLOC_ARENA_MAX: '8' });
   });
   it('bin/crawl.js runs with a 32 MiB young generation and one V8 helper fewer than the cores (at most 4), and node accepts its flags', () => {
     const flags = launcherNodeFlags(CLI);
