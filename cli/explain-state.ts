@@ -10,8 +10,14 @@ import { avroReader } from '../lib/avro';
 import type { UrlStateMsg } from '../lib/messages';
 import { partitionForHost } from '../lib/partitioner';
 import { UrlStore } from '../processors/frontier-store';
-import { fileFrames, parseSegmentName } from '../runtime/log-segments';
+import { fileFrames, parseSegmentName, type RawFrame } from '../runtime/log-segments';
 import { topics, type TopicId } from '../topologies/crawl';
+
+/** The frames of one partition folder of the journal, its segment files in offset order. */
+function* partitionFrames(dir: string): Generator<RawFrame, void, undefined> {
+  const files = readdirSync(dir).map((f) => ({ f, seg: parseSegmentName(f) })).filter((x) => x.seg !== null).sort((a, b) => a.seg!.baseOffset - b.seg!.baseOffset);
+  for (const { f, seg } of files) yield* fileFrames(join(dir, f), seg!);
+}
 
 /** Latest value per key of a compacted topic, across all partitions (tombstones remove). */
 export function readJournaledTable<V>(stateDir: string, topic: TopicId): Map<string, V> {
@@ -22,14 +28,10 @@ export function readJournaledTable<V>(stateDir: string, topic: TopicId): Map<str
   const base = join(stateDir, 'topics', spec.name);
   if (!existsSync(base)) return rows;
   for (const p of readdirSync(base).sort((a, b) => Number(a) - Number(b))) {
-    const dir = join(base, p);
-    const files = readdirSync(dir).map((f) => ({ f, seg: parseSegmentName(f) })).filter((x) => x.seg !== null).sort((a, b) => a.seg!.baseOffset - b.seg!.baseOffset);
-    for (const { f, seg } of files) {
-      // A torn tail of a live or killed run ends the frames.
-      for (const fr of fileFrames(join(dir, f), seg!)) {
-        if (fr.value === null) rows.delete(fr.key);
-        else rows.set(fr.key, read(fr.value) as V);
-      }
+    // A torn tail of a live or killed run ends a segment's frames.
+    for (const fr of partitionFrames(join(base, p))) {
+      if (fr.value === null) rows.delete(fr.key);
+      else rows.set(fr.key, read(fr.value) as V);
     }
   }
   return rows;
@@ -58,13 +60,9 @@ export async function readUrlRow(stateDir: string, url: string, host: string): P
       // in use by a running crawl: the journal has every row too
     }
   }
-  const dir = join(base, String(p));
   let latest: Buffer | null = null;
-  const files = readdirSync(dir).map((f) => ({ f, seg: parseSegmentName(f) })).filter((x) => x.seg !== null).sort((a, b) => a.seg!.baseOffset - b.seg!.baseOffset);
-  for (const { f, seg } of files) {
-    for (const fr of fileFrames(join(dir, f), seg!)) {
-      if (fr.key === url) latest = fr.value === null ? null : Buffer.from(fr.value);
-    }
+  for (const fr of partitionFrames(join(base, String(p)))) {
+    if (fr.key === url) latest = fr.value === null ? null : Buffer.from(fr.value);
   }
   return latest === null ? null : (avroReader(topics.urls.valueSchema)(latest) as UrlStateMsg);
 }
