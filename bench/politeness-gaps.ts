@@ -10,46 +10,17 @@
  *   eval "$(bash stack/stack.sh env)"; npx tsc -p tsconfig.json
  *   node dist/bench/politeness-gaps.js --mode kafka|embedded [--delayed 5] [--plain 5] [--pages 15]
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pagesServed, PolitenessWeb, type PoliteHostSpec, type PoliteLogEntry } from '../test/fixtures/politeness-web';
-import { sleep, waitFor } from '../test/support/cli';
-import { stackEnv, uniquePrefix } from '../test/support/kafka-stack';
+import { CLI, sleep, waitFor } from '../test/support/cli';
+import { cliSync, CrawlProcess, stackEnv, uniquePrefix } from '../test/support/kafka-stack';
 
 function arg(name: string, def: number): number {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 ? Number(process.argv[i + 1]) : def;
-}
-
-/** The built CLI (this file runs from dist/bench). */
-const CLI = join(__dirname, '..', '..', 'bin', 'crawl.js');
-
-function cli(args: string[], env: NodeJS.ProcessEnv): void {
-  const r = spawnSync(process.execPath, [CLI, ...args], { env, encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`crawl ${args.join(' ')} failed: ${r.stderr}`);
-}
-
-/** A `crawl process NAMES` child; its stderr (JSON log lines) kept. */
-class Proc {
-  readonly child: ChildProcess;
-  stderr = '';
-  readonly exited: Promise<void>;
-
-  constructor(names: string[], env: NodeJS.ProcessEnv) {
-    this.child = spawn(process.execPath, [CLI, 'process', ...names, '--allow-private-network'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
-    this.child.stderr!.on('data', (d: Buffer) => (this.stderr += d.toString()));
-    this.exited = new Promise((resolve) => this.child.on('close', () => resolve()));
-  }
-
-  async stop(): Promise<void> {
-    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
-    this.child.kill('SIGTERM');
-    const t = setTimeout(() => this.child.kill('SIGKILL'), 30_000);
-    await this.exited;
-    clearTimeout(t);
-  }
 }
 
 function hosts(delayed: number, plain: number, pages: number): PoliteHostSpec[] {
@@ -78,11 +49,11 @@ function summary(gaps: number[]): string {
 
 async function crawlKafka(web: PolitenessWeb, expected: number): Promise<void> {
   const env = stackEnv(uniquePrefix('gaps'), { CRAWL_WARC_MAX_AGE_MS: '2000' });
-  cli(['init'], env);
-  const procs = [new Proc(['seen-test', 'parse', 'handoff'], env), new Proc(['frontier'], env), new Proc(['fetch'], env)];
+  cliSync(['init'], env);
+  const procs = [new CrawlProcess(['seen-test', 'parse', 'handoff'], env), new CrawlProcess(['frontier'], env), new CrawlProcess(['fetch'], env)];
   try {
-    if (!(await waitFor(() => procs.every((p) => p.stderr.includes('"processors running"')), 1800))) throw new Error('processes did not start');
-    cli(['seed', ...web.seeds()], env);
+    if (!(await waitFor(() => procs.every((p) => p.logged('processors running')), 1800))) throw new Error('processes did not start');
+    cliSync(['seed', ...web.seeds()], env);
     if (!(await waitFor(() => pagesServed(web.log).length >= expected, 3000))) process.stderr.write('crawl did not finish in 300 s\n');
     await sleep(1000);
   } finally {

@@ -10,7 +10,8 @@ import * as avro from 'avsc';
 import type { HandoffEvent } from '../../lib/messages';
 import { readWarc, type ReadRecord } from './warc-read';
 
-export const CLI = join(__dirname, '..', '..', 'bin', 'crawl.js');
+/** bin/crawl.js at the repository's root, from test/support (jest) or dist/test/support (a built bench). */
+export const CLI = [join(__dirname, '..', '..', 'bin', 'crawl.js'), join(__dirname, '..', '..', '..', 'bin', 'crawl.js')].find((p) => existsSync(p))!;
 
 export interface CliResult {
   code: number | null;
