@@ -277,8 +277,10 @@ describe('the webmaster API on crawl serve (Kafka mode)', () => {
       throw new Error(`${e.message}\n${procLog.slice(-3000)}`);
     });
     expect(up).toMatchObject({ version: 1, alarm: false });
-    const reports = sentTo('crawl.optout-applied').map((s) => s.value as OptOutAppliedMsg).filter((v) => v.stage === 'handoff');
-    expect(reports.at(-1)).toMatchObject({ applied_version: 1, pid: handoff.pid });
+    // The test's own reader of the topics may see the report after crawl serve did.
+    const handoffReports = (): OptOutAppliedMsg[] => sentTo('crawl.optout-applied').map((s) => s.value as OptOutAppliedMsg).filter((v) => v.stage === 'handoff');
+    const report = await eventually('the handoff report in crawl.optout-applied', () => handoffReports().at(-1), 300);
+    expect(report).toMatchObject({ applied_version: 1, pid: handoff.pid });
     expect((await call('GET', '/metrics')).text).toMatch(/crawl_optout_registry_lag_alarm 0/);
 
     // A process that stays on version 0 (what a stuck frontier would report), heartbeat after heartbeat.
