@@ -50,6 +50,16 @@ const deltaOf = (b: KvBatch): StateCounts => {
   return d;
 };
 
+/**
+ * Indexes of `urls` in the order their row keys sort (near enough: UTF-16 order, which is UTF-8
+ * byte order outside surrogate pairs; the order only helps the store's reads, never decides).
+ */
+function inKeyOrder(urls: readonly string[]): number[] {
+  const order = Array.from(urls, (_, i) => i);
+  if (urls.length > 1) order.sort((a, b) => (urls[a] < urls[b] ? -1 : urls[a] > urls[b] ? 1 : 0));
+  return order;
+}
+
 export class UrlStore {
   /** Rows by state, as written. */
   readonly counts: StateCounts;
@@ -94,9 +104,13 @@ export class UrlStore {
     return this.kv.batch();
   }
 
+  /** Rows of these URLs (undefined where the table has none), read in key order (KvStore.getMany). */
   async rows(urls: readonly string[]): Promise<Array<UrlStateMsg | undefined>> {
-    const got = await this.kv.getMany(urls.map(rowKey));
-    return got.map((b) => (b === undefined ? undefined : decodeRow(b)));
+    const order = inKeyOrder(urls);
+    const got = await this.kv.getMany(order.map((i) => rowKey(urls[i])));
+    const out = new Array<UrlStateMsg | undefined>(urls.length);
+    order.forEach((i, k) => (out[i] = got[k] === undefined ? undefined : decodeRow(got[k]!)));
+    return out;
   }
 
   async hostSummaries(hosts: readonly string[]): Promise<Array<HostSummary | undefined>> {
