@@ -229,6 +229,8 @@ async function buildIndexes(store: UrlStore, o: RestoreOptions): Promise<void> {
   const queued = new Map<string, number>();
   const counts: StateCounts = {};
   let n = 0;
+  // One chunk's entries are written while the next chunk is read and indexed.
+  let writing: Promise<void> = Promise.resolve();
   await store.eachRawRow(async (entries) => {
     const b = store.newBatch();
     for (const [, v] of entries) {
@@ -238,13 +240,15 @@ async function buildIndexes(store: UrlStore, o: RestoreOptions): Promise<void> {
       if (e) b.put(e[0], e[1]);
       if (row.state === 'QUEUED') queued.set(row.host, (queued.get(row.host) ?? 0) + 1);
     }
-    await store.write(b);
+    await writing;
+    writing = store.write(b);
     n += entries.length;
     if (Date.now() - lastLog >= (o.progressMs ?? 2000)) {
       lastLog = Date.now();
       o.log.info({ rows: n, rowsPerSec: Math.round(n / ((lastLog - started) / 1000)) }, 'frontier store: indexing rows');
     }
   });
+  await writing;
   let b = store.newBatch();
   for (const [host, q] of queued) {
     store.stageHost(b, host, { queued: q, fetches: 0, cycle: 0 });
