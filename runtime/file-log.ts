@@ -23,7 +23,8 @@ import { partitionForHost } from '../lib/partitioner';
 import { topics, type TopicId, type TopicSpec } from '../topologies/crawl';
 import type { InRecord, OutRecord, TableRecord } from './stage';
 import type { ChangelogSource } from './changelog';
-import { cleanSegments, fileFrames, frames, parseSegmentName, scanFrames, type RawFrame, type SegmentFile } from './log-segments';
+import { cleanSegmentsOffThread } from './log-cleaner';
+import { fileFrames, frames, parseSegmentName, scanFrames, type RawFrame, type SegmentFile } from './log-segments';
 
 const SEGMENT_BYTES = 64 * 1024 * 1024;
 /** Keys the cleaner maps per pass (24 bytes a slot, the power of two at or above 1.5x the keys): 96 MiB. */
@@ -204,9 +205,9 @@ class PartitionLog {
   async clean(now: number): Promise<boolean> {
     if (!this.compacted || this.segments.length < 2) return false;
     const closed = this.segments.slice(0, -1);
-    const r = await cleanSegments(this.dir, closed, { now, tombstoneRetentionMs: TOMBSTONE_RETENTION_MS, mapCapacity: CLEANER_MAP_KEYS });
+    const r = await cleanSegmentsOffThread(this.dir, closed, { now, tombstoneRetentionMs: TOMBSTONE_RETENTION_MS, mapCapacity: CLEANER_MAP_KEYS });
     if (!r) return false;
-    const replaced = r.replaced as Segment[];
+    const replaced = r.replaced;
     const at = this.segments.indexOf(replaced[0]);
     this.segments.splice(at, replaced.length, { ...r.cleaned, fd: -1 });
     for (const seg of replaced) {

@@ -1,12 +1,14 @@
 /**
  * runtime/log-segments.ts fileFrames: a segment file read a window at a time gives exactly the
  * frames a whole-file read gives, across window boundaries, with a frame larger than the window,
- * with explicit offsets (.cseg), and stops at a torn tail.
+ * with explicit offsets (.cseg), and stops at a torn tail. The cleaner on its worker thread
+ * (runtime/log-cleaner.ts) keeps what the same pass on the calling thread keeps.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileFrames, frames, type RawFrame } from '../../runtime/log-segments';
+import { cleanSegmentsOffThread } from '../../runtime/log-cleaner';
+import { fileFrames, frames, type RawFrame, type SegmentFile } from '../../runtime/log-segments';
 
 /** A plain (.seg) frame: [u32 len][u32 keyLen][key][f64 ts][value]. */
 function plainFrame(key: string, ts: number, value: Buffer | null): Buffer {
@@ -70,5 +72,55 @@ describe('fileFrames', () => {
     expect(got[1].value).toEqual(Buffer.alloc(90, 1));
     const cut = [...fileFrames(path, { baseOffset: 10, explicit: true }, parts[0].length + parts[1].length, 40)];
     expect(cut.map((f) => f.key)).toEqual(['a', 'b']);
+  });
+});
+
+describe('cleanSegmentsOffThread (runtime/log-cleaner.ts)', () => {
+  // The worker runs the compiled file (`npm test` builds first: pretest).
+  const workerFile = join(__dirname, '..', '..', 'dist', 'runtime', 'log-cleaner.js');
+
+  function segments(dir: string): SegmentFile[] {
+    // Two closed plain segments: keys a..e, then newer versions of b and d and a tombstone of e.
+    const first = Buffer.concat(['a', 'b', 'c', 'd', 'e'].map((k, i) => plainFrame(k, 1000 + i, Buffer.from(`${k}1`))));
+    const second = Buffer.concat([plainFrame('b', 2000, Buffer.from('b2')), plainFrame('d', 2001, Buffer.from('d2')), plainFrame('e', 2002, null)]);
+    writeFileSync(join(dir, `${'0'.padStart(20, '0')}.seg`), first);
+    writeFileSync(join(dir, `${'5'.padStart(20, '0')}.seg`), second);
+    return [
+      { baseOffset: 0, endOffset: 5, path: join(dir, `${'0'.padStart(20, '0')}.seg`), explicit: false, bytes: first.length },
+      { baseOffset: 5, endOffset: 8, path: join(dir, `${'5'.padStart(20, '0')}.seg`), explicit: false, bytes: second.length },
+    ];
+  }
+
+  it('cleans on a worker thread exactly as on the calling thread, and hands back the caller\'s own segment objects', async () => {
+    expect(existsSync(workerFile)).toBe(true); // built by `npx tsc -p tsconfig.json` (npm test's pretest)
+    const o = { now: 3000, tombstoneRetentionMs: 24 * 3600_000, mapCapacity: 100 };
+    const results = [];
+    for (const file of [workerFile, join(tmpdir(), 'no-such-cleaner.js')]) {
+      const dir = mkdtempSync(join(tmpdir(), 'kcrawl-cleaner-'));
+      try {
+        const closed = segments(dir);
+        const r = await cleanSegmentsOffThread(dir, closed, o, file);
+        expect(r).not.toBeNull();
+        expect(r!.replaced).toHaveLength(2);
+        expect(r!.replaced[0]).toBe(closed[0]);
+        expect(r!.replaced[1]).toBe(closed[1]);
+        const kept = [...fileFrames(r!.cleaned.path, r!.cleaned)].map((f) => [f.offset, f.key, f.value?.toString() ?? null]);
+        results.push({ kept, dropped: r!.dropped, range: [r!.cleaned.baseOffset, r!.cleaned.endOffset] });
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }
+    expect(results[0]).toEqual({ kept: [[0, 'a', 'a1'], [2, 'c', 'c1'], [5, 'b', 'b2'], [6, 'd', 'd2'], [7, 'e', null]], dropped: 3, range: [0, 8] });
+    expect(results[1]).toEqual(results[0]);
+  });
+
+  it('fails with the worker\'s error when the pass fails', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kcrawl-cleaner-'));
+    try {
+      const missing: SegmentFile[] = [{ baseOffset: 0, endOffset: 1, path: join(dir, 'gone.seg'), explicit: false, bytes: 10 }];
+      await expect(cleanSegmentsOffThread(dir, missing, { now: 0, tombstoneRetentionMs: 0, mapCapacity: 10 }, workerFile)).rejects.toThrow(/journal cleaner: .*ENOENT/s);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
