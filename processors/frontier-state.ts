@@ -98,6 +98,13 @@ const SWEEP_EVERY_MS = 1000;
 const REASSERT_BEFORE_RESTORE_MS = 5 * 60_000;
 /** Hosts looked at per tick for eviction (nothing queued, nothing in flight, free to go). */
 const EVICT_PER_TICK = 2000;
+/**
+ * Leases in flight that keep the LEASED row they wrote, so the fetcher's final answer settles it
+ * without reading it back from the store: one random read less a lease, a third of a lease's
+ * reads with a table of 10M rows (docs/frontier-store.md). Bounded (about 1 KiB a row): past it
+ * a lease keeps no row and its answer reads the store as before.
+ */
+const LEASE_ROWS_KEPT = 20_000;
 
 /** `{ priority }` only when known, so rows and requests of unscored URLs stay as they were. */
 function priorityField(priority: number | null | undefined): { priority?: number } {
@@ -153,7 +160,9 @@ export class FrontierState {
   private readonly hosts = new Map<string, HostState>();
   private readonly ready = new MinHeap<HostState>();
   /** URLs out to a fetcher and not yet final (stored or failed): url -> lease. */
-  private readonly urlLeases = new Map<string, { id: string; expiresAt: number; host: string }>();
+  private readonly urlLeases = new Map<string, { id: string; expiresAt: number; host: string; row?: UrlStateMsg }>();
+  /** Leases that keep their LEASED row (at most LEASE_ROWS_KEPT): their final status reads no row from the store. */
+  private leaseRows = 0;
   /** Lease expiry times; entries for leases already answered are skipped. */
   private readonly leases = new MinHeap<{ url: string; id: string }>();
   private readonly domains: LayerGroups;
@@ -369,7 +378,7 @@ export class FrontierState {
       this.dropHead(h);
       this.hosts.delete(host);
     }
-    for (const [url, l] of this.urlLeases) if (this.partitionOf(l.host) === partition) this.urlLeases.delete(url);
+    for (const [url, l] of this.urlLeases) if (this.partitionOf(l.host) === partition) this.unlease(url);
     this.domains.clear();
     this.ips.clear();
     for (const h of this.hosts.values()) {
@@ -530,9 +539,18 @@ export class FrontierState {
     if (h && !h.inflight && h.size > 0 && this.underBudget(h)) this.recheckAt(h, now);
   }
 
-  private lease(url: string, host: string, id: string, expiresAt: number): void {
-    this.urlLeases.set(url, { id, expiresAt, host });
+  private lease(url: string, host: string, id: string, expiresAt: number, row?: UrlStateMsg): void {
+    this.unlease(url);
+    const keep = row !== undefined && this.leaseRows < LEASE_ROWS_KEPT;
+    if (keep) this.leaseRows++;
+    this.urlLeases.set(url, keep ? { id, expiresAt, host, row } : { id, expiresAt, host });
     this.leases.push(expiresAt, { url, id });
+  }
+
+  /** The URL is no longer out to a fetcher. */
+  private unlease(url: string): void {
+    if (this.urlLeases.get(url)?.row) this.leaseRows--;
+    this.urlLeases.delete(url);
   }
 
   /** Free the host's (and its domain's and IP's) slot, and wake hosts parked on those. */
@@ -625,7 +643,13 @@ export class FrontierState {
   onStatuses(ss: readonly FetchStatusMsg[], now: number): Promise<FrontierEmits> {
     return this.serial(async () => {
       const op = this.newOp();
-      await op.load(ss.filter((s) => this.urlLeases.get(s.url)?.id === s.lease_id));
+      const held = ss.filter((s) => this.urlLeases.get(s.url)?.id === s.lease_id);
+      // A lease that kept its row: nothing else changes a LEASED row while its lease stands.
+      for (const s of held) {
+        const row = this.urlLeases.get(s.url)!.row;
+        if (row) op.seed(row);
+      }
+      await op.load(held);
       for (const s of ss) this.applyStatus(s, now, op);
       return this.commit(op);
     });
@@ -649,7 +673,7 @@ export class FrontierState {
       this.schedule(h);
     }
     if (!s.stored) return;
-    this.urlLeases.delete(s.url);
+    this.unlease(s.url);
     if (s.http_status !== null) this.fetchedByClass[this.classOf(row) - 1]++; // [class]
     // [feeds] A feed's next poll, and its crawl.feeds row.
     const feed = this.feeds.onStatus(s, now);
@@ -764,7 +788,7 @@ export class FrontierState {
     if (expired.length === 0) return;
     await op.load(expired);
     for (const { url, id } of expired) {
-      this.urlLeases.delete(url);
+      this.unlease(url);
       const row = op.current(url);
       if (!row) continue;
       const h = this.hostState(row.host, now);
@@ -957,8 +981,8 @@ export class FrontierState {
     if (!this.underBudget(h)) this.queued -= h.size; // the rest waits for the next cycle
     // Heads are kept while they fit the budget; past it a host reads its queue again next time.
     if (this.headRefs > HEAD_BUDGET) this.dropHead(h);
-    this.lease(url, h.host, lease.id, lease.expiresAt);
     const leased: UrlStateMsg = { ...row, state: 'LEASED', lease_id: lease.id, lease_expires_at: lease.expiresAt, updated_at: now };
+    this.lease(url, h.host, lease.id, lease.expiresAt, leased);
     op.set(leased);
     op.out.rows.push(leased);
     op.out.fetches.push({

@@ -150,6 +150,29 @@ describe('FrontierState: release and politeness', () => {
     expect((await fs.tick(1_000_000)).fetches).toEqual([]);
   });
 
+  it('a lease keeps its LEASED row: its final status settles the row without reading it back, as a restored lease (no kept row) is settled', async () => {
+    const fs = await testFrontier(POLICY, leaseIds());
+    await fs.onCandidate(cand('http://k.test/1'), 0);
+    const [f] = (await fs.tick(0)).fetches;
+    const leased = (await fs.row(f.url))!;
+    expect(leased.state).toBe('LEASED');
+    const store = fs.store(0)!;
+    const reads = jest.spyOn(store, 'rows');
+    const done = statusFor(f, { finished_at: 10, sha256: 'h1' });
+    const fin = await fs.onStatus(done, 20);
+    expect(reads).not.toHaveBeenCalled();
+    reads.mockRestore();
+    expect(fs.stats().leased).toBe(0);
+    // The same answer to the same lease after a restart (the lease restored from its row, nothing kept) reads the row.
+    const again = await restartedFrontier(POLICY, leaseIds(), [leased], 0);
+    const reads2 = jest.spyOn(again.store(0)!, 'rows');
+    const fin2 = await again.onStatus(done, 20);
+    expect(reads2).toHaveBeenCalled();
+    expect(fin2.rows).toEqual(fin.rows);
+    expect(fin.rows[0]).toMatchObject({ state: 'FETCHED', sha256: 'h1', lease_id: null, fetched_at: 10 });
+    expect(await fs.row(f.url)).toEqual(fin.rows[0]);
+  });
+
   it('stale and duplicate statuses are ignored', async () => {
     const fs = await testFrontier(POLICY, leaseIds());
     await fs.onCandidate(cand('http://a.test/1'), 0);
