@@ -15,10 +15,10 @@
  */
 import { existsSync, readFileSync, renameSync, writeFileSync, openSync, fsyncSync, closeSync } from 'node:fs';
 import type { Logger } from 'pino';
-import { KvStore, type KvStoreOptions } from '../connectors/kv-store';
+import { KvStore, type KvBatch, type KvStoreOptions } from '../connectors/kv-store';
 import type { ChangelogRecord, ChangelogSource } from '../runtime/changelog';
 import type { UrlStateMsg, UrlStatus } from '../lib/messages';
-import { hashKey, indexEntry } from './frontier-keys';
+import { hashKey, indexEntry, rowKey } from './frontier-keys';
 import { decodeRow, UrlStore, type StateCounts } from './frontier-store';
 
 export interface Checkpoint {
@@ -93,6 +93,8 @@ export interface Restored {
 
 interface Plan {
   partition: number;
+  /** A rebuild's copy pass: the last batch's write, still running while the next batch is read. */
+  writing: Promise<void>;
   dir: string;
   store: UrlStore;
   from: number;
@@ -133,7 +135,7 @@ export async function restoreStores(partitions: readonly number[], source: Chang
       KvStore.destroy(dir);
       store = await UrlStore.open(dir, o.levelOf, o.kv);
     }
-    plans.set(p, { partition: p, dir, store, from: why === null ? cp!.offset : 0, rebuild: why !== null, rows: 0 });
+    plans.set(p, { partition: p, writing: Promise.resolve(), dir, store, from: why === null ? cp!.offset : 0, rebuild: why !== null, rows: 0 });
   }
   const from = new Map([...plans.values()].map((pl) => [pl.partition, pl.from]));
   let copied = 0;
@@ -142,7 +144,13 @@ export async function restoreStores(partitions: readonly number[], source: Chang
   await source.read(from, ends, async (partition, recs) => {
     const pl = plans.get(partition);
     if (!pl) return;
-    if (pl.rebuild) await copyRows(pl.store, recs, o.hashIndex);
+    if (pl.rebuild) {
+      // Staged while the previous batch is written; written once that is done (one write in flight).
+      const b = copyRows(pl.store, recs, o.hashIndex);
+      await pl.writing;
+      pl.writing = pl.store.write(b);
+      pl.writing.catch(() => undefined); // awaited with the next batch or before indexing
+    }
     else await applyChangelog(pl.store, recs, { hashIndex: o.hashIndex });
     pl.rows += recs.length;
     copied += recs.length;
@@ -154,6 +162,7 @@ export async function restoreStores(partitions: readonly number[], source: Chang
   });
   const out: Restored[] = [];
   for (const pl of plans.values()) {
+    await pl.writing;
     if (pl.rebuild) await buildIndexes(pl.store, o);
     const end = ends.get(pl.partition) ?? 0;
     await checkpoint(pl.dir, pl.store, end, o.levels);
@@ -167,20 +176,16 @@ export async function restoreStores(partitions: readonly number[], source: Chang
   return out;
 }
 
-/** A rebuild's first pass: the latest row of every URL, copied as it is in the changelog. */
-async function copyRows(store: UrlStore, recs: readonly ChangelogRecord[], hashIndex = false): Promise<void> {
+/** A rebuild's first pass: the latest row of every URL, copied as it is in the changelog (a batch to write). */
+function copyRows(store: UrlStore, recs: readonly ChangelogRecord[], hashIndex = false): KvBatch {
   const b = store.newBatch();
   for (const r of recs) {
-    if (r.value === null) b.del(rowKeyOf(r.key));
+    if (r.value === null) b.del(rowKey(r.key));
     else store.stageRaw(b, r.key, r.value);
     // A URL's hash does not change with its row: an entry for a URL deleted later is checked against the rows when read.
     if (hashIndex && r.value !== null) b.put(hashKey(r.key), Buffer.from(r.key));
   }
-  await store.write(b);
-}
-
-function rowKeyOf(url: string): Buffer {
-  return Buffer.concat([Buffer.from([0x75]), Buffer.from(url, 'utf8')]);
+  return b;
 }
 
 /**
@@ -242,6 +247,7 @@ async function buildIndexes(store: UrlStore, o: RestoreOptions): Promise<void> {
     }
     await writing;
     writing = store.write(b);
+    writing.catch(() => undefined); // awaited with the next chunk or after the last
     n += entries.length;
     if (Date.now() - lastLog >= (o.progressMs ?? 2000)) {
       lastLog = Date.now();
