@@ -190,6 +190,39 @@ describe('UrlStore against the in-memory UrlTable', () => {
   });
 });
 
+describe('UrlStore.rows: many URLs at once', () => {
+  it('reads rows of URLs in any order (split into several reads, in key order) and answers in the order asked', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'urlstore-rows-'));
+    const store = await UrlStore.open(dir, levelOf);
+    try {
+      const rnd = rng(5);
+      const b = store.newBatch();
+      const known = new Map<string, UrlStateMsg>();
+      for (let i = 0; i < 1500; i++) {
+        const host = `h${i % 37}.test`;
+        const r = row(`https://${host}/p/${Math.floor(rnd() * 1e9).toString(36)}-${i}`, host, { depth: i % 5 });
+        known.set(r.url, r);
+        store.stage(b, undefined, r);
+      }
+      await store.write(b);
+      // Known URLs and unknown ones, shuffled, with repeats: more than one read's worth.
+      const asked = [...known.keys()].filter(() => rnd() < 0.6);
+      for (let i = 0; i < 400; i++) asked.push(`https://h${i % 41}.test/none/${i}`);
+      asked.push(asked[3], asked[10]);
+      for (let i = asked.length - 1; i > 0; i--) {
+        const j = Math.floor(rnd() * (i + 1));
+        [asked[i], asked[j]] = [asked[j], asked[i]];
+      }
+      expect(asked.length).toBeGreaterThan(1000);
+      const got = await store.rows(asked);
+      expect(got).toEqual(asked.map((u) => (known.has(u) ? asStored(known.get(u)!) : undefined)));
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('UrlStore: priority classes', () => {
   let dir: string;
   beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'url-store-class-'))));
