@@ -150,8 +150,9 @@ export async function restoreStores(partitions: readonly number[], source: Chang
       await pl.writing;
       pl.writing = pl.store.write(b);
       pl.writing.catch(() => undefined); // awaited with the next batch or before indexing
+    } else {
+      await applyChangelog(pl.store, recs, { hashIndex: o.hashIndex });
     }
-    else await applyChangelog(pl.store, recs, { hashIndex: o.hashIndex });
     pl.rows += recs.length;
     copied += recs.length;
     if (Date.now() - lastLog >= (o.progressMs ?? 2000)) {
