@@ -127,7 +127,9 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
     throw new Error(`no valid seed URL (${feed.tally.summary()}): give --seed URL, --seeds-file FILE or --feed URL`);
   }
 
+  const opening = performance.now();
   const fileLog = new FileLog({ dir: join(opts.out, 'state'), partitions: config.partitions, diskForms: { fetched: fetchedWithoutBody } });
+  log.info({ ms: Math.round(performance.now() - opening), sinceStartMs: Math.round(performance.now()) }, 'journal opened');
   removePartials(join(opts.out, 'warc'), log);
   const store = new LocalPageStore(opts.out);
   const warc = new WarcWriter({
@@ -200,7 +202,8 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
     }));
   };
   appendSeeds(firstSeeds);
-  log.info({ out: opts.out }, 'crawl started');
+  // How long the start took (node's own start included): restoring state, reading back the journal.
+  log.info({ out: opts.out, startMs: Math.round(performance.now()) }, 'crawl started');
   // The rest of the seeds, a batch at a time while seen-test keeps up (CRAWL_STAGE_BACKLOG_MAX).
   let seedError: unknown = null;
   const seenTestLag = (): number => fileLog.lag('crawl.seen-test', 'links');

@@ -86,7 +86,7 @@ class StageLoop {
       for (const p of all) for (const row of tables.rows(topic, p)) this.stage.onGlobal?.(row, topic);
     }
     this.stage.assigned?.(all);
-    this.ctx.log.info({ changelogMs: restored - began, tablesMs: Date.now() - restored }, 'stage state restored');
+    this.ctx.log.info({ changelogMs: restored - began, tablesMs: Date.now() - restored, sinceStartMs: Math.round(performance.now()) }, 'stage state restored');
     if (this.stage.tick) {
       this.tickTimer = setInterval(() => this.tick(), this.stage.tickMs ?? 100);
     }
