@@ -103,7 +103,7 @@ export const EMBEDDED_WARC_DEFAULTS: Readonly<Partial<CrawlConfig>> = { warcMaxA
 /**
  * `crawl run` keeps at most 8,192 leases in flight (CRAWL_FRONTIER_MAX_LEASES): its log holds
  * each lease (a crawl.fetch record) and each answer (crawl.fetch-status) in memory until taken
- * in. Without a cap the frontier leased every due host at once: with 20 million seeds over
+ * in. Without a cap the frontier leased every due host at once: with 2 million seeds over
  * 100,000 hosts, 17,000 leases were out and 58,000 answers waited for the frontier after 140 s,
  * growing (docs/frontier-store.md, Figures). Twice fetch's most concurrent fetches
  * (CRAWL_FETCH_CONCURRENCY_MAX, 4,096), so fetch always has the next lease at hand.
