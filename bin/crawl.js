@@ -12,8 +12,8 @@
 //  - The old generation may grow to 1.5 times what was live after the last full collection
 //    (V8's own factor goes up to 4 when the program allocates fast, as a crawl does). `crawl
 //    run` with 2M seeds over 100,000 hosts held 250-430 MiB of live objects and V8 let its heap
-//    reach 1.2-1.6 GiB; with 50% the process stayed at 660 MiB where it was at 1,040 MiB, for
-//    about 6% fewer requests in the same 100 s (docs/frontier-store.md, Figures).
+//    reach 1.2-1.6 GiB; with 50% it held 680 MiB at 80 s where it held 1,106 MiB without,
+//    with no loss of requests beyond the noise of two A/B runs (docs/frontier-store.md, Figures).
 //  - V8's helper threads (garbage collection) one fewer than the cores, at most Node's default
 //    of 4. The event loop and the parse worker already take two threads; on 2 cores, four
 //    helpers taking turns with both did worse than one (bench/HISTORY.md).
