@@ -10,11 +10,11 @@
  * retries later. Seeds are `http://127.x.y.z:<port>/s/<n>-<filler>`, 60-90 characters.
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdirSync, rmSync } from 'node:fs';
+import { createWriteStream, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { launcherEnv } from './args';
-import { sample } from './proc-stat';
+import { launcherEnv, launcherNodeFlags } from './args';
+import { parseRssParts, sample, type RssParts } from './proc-stat';
 import { hostAddress } from './synthetic-web';
 import { exited } from './web-process';
 
@@ -67,7 +67,8 @@ async function writeSeeds(file: string, n: number, hosts: number, port: number):
 }
 
 function crawl(seeds: string, out: string): { child: ChildProcess; peak: () => number; startedAt: number } {
-  const child = spawn(process.execPath, [CLI, 'run', '--seeds-file', seeds, '--out', out, '--scope', 'any', '--allow-private-network'], {
+  // With the launcher's node flags and environment: what `crawl run` gets (bin/crawl.js).
+  const child = spawn(process.execPath, [...launcherNodeFlags(CLI), CLI, 'run', '--seeds-file', seeds, '--out', out, '--scope', 'any', '--allow-private-network'], {
     env: { ...process.env, ...launcherEnv(CLI), CRAWL_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'ignore', 'ignore'],
   });
   let peak = 0;
@@ -85,6 +86,14 @@ async function firstRequestAfter(web: ScaleWebHandle, limitMs: number): Promise<
     await new Promise((r) => setTimeout(r, 100));
   }
   return null;
+}
+
+function rssParts(pid: number): RssParts | null {
+  try {
+    return parseRssParts(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  } catch {
+    return null;
+  }
 }
 
 const mib = (b: number): string => `${(b / 1048576).toFixed(0)} MiB`;
@@ -105,12 +114,20 @@ export async function runCrawlRunScale(a: CrawlRunScaleArgs): Promise<string> {
     const first = crawl(seeds, out);
     const firstAt = await firstRequestAfter(web, 120_000);
     rows.push(['first request after start', firstAt === null ? 'none within 120 s' : `${((firstAt - first.startedAt) / 1000).toFixed(1)} s`]);
-    await new Promise((r) => setTimeout(r, a.secs * 1000));
+    // The resident set every minute of the first run: whether it levels off or keeps growing.
+    const minutes: string[] = [];
+    for (let t = 60; t <= a.secs; t += 60) {
+      await new Promise((r) => setTimeout(r, Math.max(0, first.startedAt + t * 1000 - Date.now())));
+      const parts = rssParts(first.child.pid!);
+      if (parts) minutes.push(`${t} s ${mib(parts.rss)}`);
+    }
+    await new Promise((r) => setTimeout(r, Math.max(0, first.startedAt + a.secs * 1000 - Date.now())));
     const served = await web.since();
     first.child.kill('SIGKILL');
     await exited(first.child);
     rows.push([`requests in the first ${a.secs} s`, served.requests.toLocaleString('en')]);
     rows.push(['peak RSS, first run', mib(first.peak())]);
+    if (minutes.length) rows.push(['RSS, first run', minutes.join('; ')]);
 
     await web.mark();
     const second = crawl(seeds, out);

@@ -100,13 +100,23 @@ const DRAIN_MAX_MS = 30_000;
  */
 export const EMBEDDED_WARC_DEFAULTS: Readonly<Partial<CrawlConfig>> = { warcMaxAgeMs: 2000, warcMaxRecords: 1000 };
 
+/**
+ * `crawl run` keeps at most 8,192 leases in flight (CRAWL_FRONTIER_MAX_LEASES): its log holds
+ * each lease (a crawl.fetch record) and each answer (crawl.fetch-status) in memory until taken
+ * in. Without a cap the frontier leased every due host at once: with 2 million seeds over
+ * 100,000 hosts, 17,000 leases were out and 58,000 answers waited for the frontier after 140 s,
+ * growing (docs/frontier-store.md, Figures). Twice fetch's most concurrent fetches
+ * (CRAWL_FETCH_CONCURRENCY_MAX, 4,096), so fetch always has the next lease at hand.
+ */
+export const EMBEDDED_LEASE_DEFAULTS: Readonly<Partial<CrawlConfig>> = { frontierMaxLeases: 8192 };
+
 export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promise<RunSummary> {
   mkdirSync(opts.out, { recursive: true });
   const log = opts.logger ?? createLogger({ file: join(opts.out, 'crawl.log') });
   const config = loadConfig(
     process.env,
     { ...opts.config, allowPrivateNetwork: opts.allowPrivateNetwork ?? false },
-    EMBEDDED_WARC_DEFAULTS,
+    { ...EMBEDDED_WARC_DEFAULTS, ...EMBEDDED_LEASE_DEFAULTS },
   );
   const feed = new SeedFeed({ args: opts.seeds, file: opts.seedsFile, scope: opts.scope ?? 'domain' }, log, opts.notice ?? ((line) => log.warn(line)));
   await feed.readScope();
@@ -117,7 +127,9 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
     throw new Error(`no valid seed URL (${feed.tally.summary()}): give --seed URL, --seeds-file FILE or --feed URL`);
   }
 
+  const opening = performance.now();
   const fileLog = new FileLog({ dir: join(opts.out, 'state'), partitions: config.partitions, diskForms: { fetched: fetchedWithoutBody } });
+  log.info({ ms: Math.round(performance.now() - opening), sinceStartMs: Math.round(performance.now()) }, 'journal opened');
   removePartials(join(opts.out, 'warc'), log);
   const store = new LocalPageStore(opts.out);
   const warc = new WarcWriter({
@@ -190,7 +202,8 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
     }));
   };
   appendSeeds(firstSeeds);
-  log.info({ out: opts.out }, 'crawl started');
+  // How long the start took (node's own start included): restoring state, reading back the journal.
+  log.info({ out: opts.out, startMs: Math.round(performance.now()) }, 'crawl started');
   // The rest of the seeds, a batch at a time while seen-test keeps up (CRAWL_STAGE_BACKLOG_MAX).
   let seedError: unknown = null;
   const seenTestLag = (): number => fileLog.lag('crawl.seen-test', 'links');

@@ -132,6 +132,13 @@ export interface CrawlConfig {
   /** Cap on fetches in flight (sockets and buffered bodies); 0 = a fixed limit of fetchConcurrency. */
   fetchConcurrencyMax: number;
   /**
+   * Leases a frontier process keeps in flight at most: issued and not yet answered by a
+   * crawl.fetch-status record it has taken in (or expired); 0 = no limit (each host still has at
+   * most one). `crawl run` sets 8,192 (cli/embedded.ts): its log holds every lease and every
+   * answer not yet taken in memory.
+   */
+  frontierMaxLeases: number;
+  /**
    * Keep-alive connection pools (origin x address) a fetch process keeps; the least recently
    * used beyond this is closed. Size it to the hosts in rotation: fewer, and hosts evict each
    * other's pools so nearly every request opens a new connection.
@@ -249,6 +256,7 @@ export const DEFAULTS: CrawlConfig = {
   // the benchmark's web at 1,000 pages/s, so this only acts when a stage cannot keep up.
   stageBacklogMax: 20_000,
   fetchConcurrencyMax: 4096,
+  frontierMaxLeases: 0,
   // An idle pool is a few KiB; 8192 covers the benchmark's 5,000 hosts in rotation.
   httpMaxPools: 8192,
   allowPrivateNetwork: false,

@@ -393,6 +393,11 @@ export class FrontierState {
 
   // ---- reads -----------------------------------------------------------------------------
 
+  /** Leases issued and not yet answered or expired. */
+  leasesInFlight(): number {
+    return this.urlLeases.size;
+  }
+
   stats(): FrontierStats {
     const byState: FrontierStats['byState'] = {};
     let urls = 0;

@@ -79,6 +79,12 @@ export interface FrontierStageOptions {
   checkpointMs?: number;
   /** This frontier's name in its lease ids (default `<hostname>:<pid>`). */
   instance?: string;
+  /**
+   * Leases in flight at most (CRAWL_FRONTIER_MAX_LEASES; 0 or absent: no limit): a tick
+   * releases no more than the room left under it. Every lease is a crawl.fetch record until
+   * fetch takes it and a crawl.fetch-status record until the frontier does.
+   */
+  maxLeases?: number;
 }
 
 export function frontierStage(policy: FrontierPolicy & Partial<FrontierTuning>, opts: FrontierStageOptions): FrontierStage {
@@ -172,7 +178,8 @@ export function frontierStage(policy: FrontierPolicy & Partial<FrontierTuning>, 
       for (const o of outs) if (o.topic === 'urls' && unjournaled.get(o.key) === o.value) unjournaled.delete(o.key);
     },
     async tick() {
-      const out = frontierRecords(await state.tick(now()));
+      const cap = opts.maxLeases ?? 0;
+      const out = frontierRecords(await state.tick(now(), cap > 0 ? Math.max(0, cap - state.leasesInFlight()) : Infinity));
       if (now() - checkpointAt >= (opts.checkpointMs ?? CHECKPOINT_MS)) {
         checkpointAt = now();
         await checkpointAll(owned()).catch((err: unknown) => log?.warn({ err }, 'frontier checkpoint not written'));

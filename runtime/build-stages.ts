@@ -58,7 +58,7 @@ export function buildStages(names: readonly StageName[], deps: StageDeps): Stage
         maxDepth: c.maxDepth, scope: deps.scope ?? new Set(), onReject, trapOptions: trapOptionsFrom(c),
       }),
     frontier: () => {
-      const stage = frontierStage(c, { partitions: c.partitions, stateDir: deps.frontierStateDir ?? c.stateDir });
+      const stage = frontierStage(c, { partitions: c.partitions, stateDir: deps.frontierStateDir ?? c.stateDir, maxLeases: c.frontierMaxLeases });
       setMetricSources({ classes: () => stage.state.classStats(Date.now()), feeds: () => stage.state.feeds.size });
       return stage;
     },

@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import type { TopicId } from '../topologies/crawl';
 import type { FileLog } from './file-log';
-import { AbandonedError, Dispatcher, type InRecord, type Stage, type StageContext } from './stage';
+import { AbandonedError, Dispatcher, type InRecord, type Stage, type StageContext, type TableRecord } from './stage';
 import { InflightOffsets } from './inflight-offsets';
 
 export const DEFAULT_CHECKPOINT_MS = 5000;
@@ -73,16 +73,20 @@ class StageLoop {
     }
   }
 
-  async start(): Promise<void> {
+  /** `tables` reads a compacted topic's current rows (TableReads: once for all stages). */
+  async start(tables: TableReads): Promise<void> {
+    const began = Date.now();
     const all = Array.from({ length: this.log.partitions }, (_, p) => p);
     if (this.stage.changelog && this.stage.restoreChangelog) await this.stage.restoreChangelog(all, this.log.changelog(this.stage.changelog), this.ctx);
+    const restored = Date.now();
     for (const topic of this.stage.restoreFrom ?? []) {
-      for (const p of all) for (const row of this.log.table(topic, p)) this.stage.restore?.(row, topic);
+      for (const p of all) for (const row of tables.rows(topic, p)) this.stage.restore?.(row, topic);
     }
     for (const topic of this.stage.globalTables ?? []) {
-      for (const p of all) for (const row of this.log.table(topic, p)) this.stage.onGlobal?.(row, topic);
+      for (const p of all) for (const row of tables.rows(topic, p)) this.stage.onGlobal?.(row, topic);
     }
     this.stage.assigned?.(all);
+    this.ctx.log.info({ changelogMs: restored - began, tablesMs: Date.now() - restored, sinceStartMs: Math.round(performance.now()) }, 'stage state restored');
     if (this.stage.tick) {
       this.tickTimer = setInterval(() => this.tick(), this.stage.tickMs ?? 100);
     }
@@ -289,6 +293,31 @@ class StageLoop {
   }
 }
 
+/**
+ * The current rows of the compacted topics stages restore from or follow (crawl.host-policy,
+ * crawl.optout, …), read from the journal once and handed to every stage that asks while the
+ * runner starts: the frontier, fetch, seen-test and the status page each follow
+ * crawl.host-policy, and reading it for each (its segments are cleaned only once closed, at 64
+ * MiB) cost a restarted `crawl run` seconds before its first request (docs/frontier-store.md).
+ * Stages start one after another with nothing appended in between, so all see the same rows.
+ */
+export class TableReads {
+  private readonly read = new Map<string, TableRecord[]>();
+
+  constructor(private readonly log: Pick<FileLog, 'table'>) {}
+
+  rows(topic: TopicId, partition: number): TableRecord[] {
+    const key = `${topic}/${partition}`;
+    let rows = this.read.get(key);
+    if (!rows) this.read.set(key, (rows = this.log.table(topic, partition)));
+    return rows;
+  }
+
+  clear(): void {
+    this.read.clear();
+  }
+}
+
 /** How often the journal's compacted topics are cleaned on disk (runtime/log-segments.ts). */
 export const COMPACT_EVERY_MS = 30_000;
 
@@ -330,7 +359,10 @@ export class EmbeddedRunner {
   }
 
   private async begin(): Promise<void> {
-    for (const l of this.loops) await l.start();
+    const tables = new TableReads(this.log);
+    for (const l of this.loops) await l.start(tables);
+    // Read once at the start: the rows that arrive from here on reach stages through onAppended.
+    tables.clear();
     this.log.on('append', this.onAppend);
     this.checkpointTimer = setInterval(() => this.log.checkpoint(), this.opts.checkpointMs ?? DEFAULT_CHECKPOINT_MS);
     this.compactTimer = setInterval(() => {

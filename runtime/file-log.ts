@@ -347,7 +347,7 @@ export interface FileLogOptions {
    * holds (cli/embedded.ts).
    */
   diskForms?: Partial<Record<TopicId, DiskForm>>;
-  /** Segment files are closed (and a compacted topic's become cleanable) at this size (64 MiB). */
+  /** Segment files are closed (and a compacted topic's become cleanable) at this size (64 MiB, or the topic's journalSegmentBytes). */
   segmentBytes?: number;
 }
 
@@ -380,7 +380,7 @@ export class FileLog extends EventEmitter {
       const readers = offsets.filter((g) => g[id]);
       for (let p = 0; p < opts.partitions; p++) {
         const consumed = readers.length ? Math.min(...readers.map((g) => g[id]![p] ?? 0)) : 0;
-        parts.push(new PartitionLog(id, p, join(opts.dir, 'topics', spec.name, String(p)), type, avroReader(spec.valueSchema), spec.cleanupPolicy === 'compact', opts.diskForms?.[id], opts.segmentBytes, consumed));
+        parts.push(new PartitionLog(id, p, join(opts.dir, 'topics', spec.name, String(p)), type, avroReader(spec.valueSchema), spec.cleanupPolicy === 'compact', opts.diskForms?.[id], opts.segmentBytes ?? spec.journalSegmentBytes, consumed));
       }
       this.logs.set(id, parts);
     }

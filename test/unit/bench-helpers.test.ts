@@ -229,10 +229,10 @@ describe('crawler node flags', () => {
   it('bin/crawl.js runs with a 32 MiB young generation and one V8 helper fewer than the cores (at most 4), and node accepts its flags', () => {
     const flags = launcherNodeFlags(CLI);
     const helpers = Math.min(4, Math.max(1, availableParallelism() - 1));
-    expect(flags).toEqual(['--max-semi-space-size=32', `--v8-pool-size=${helpers}`]);
+    expect(flags).toEqual(['--max-semi-space-size=32', '--heap-growing-percent=50', `--v8-pool-size=${helpers}`]);
     const r = spawnSync(process.execPath, [...flags, '-e', 'process.stdout.write(String(process.execArgv))'], { encoding: 'utf8' });
     expect(r.status).toBe(0);
-    expect(r.stdout).toBe(`--max-semi-space-size=32,--v8-pool-size=${helpers},-e,process.stdout.write(String(process.execArgv))`);
+    expect(r.stdout).toBe(`--max-semi-space-size=32,--heap-growing-percent=50,--v8-pool-size=${helpers},-e,process.stdout.write(String(process.execArgv))`);
   });
 });
 

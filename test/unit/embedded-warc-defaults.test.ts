@@ -1,5 +1,5 @@
 /** `crawl run`'s WARC defaults (cli/embedded.ts): its own where the environment sets none, the environment's otherwise. */
-import { EMBEDDED_WARC_DEFAULTS } from '../../cli/embedded';
+import { EMBEDDED_LEASE_DEFAULTS, EMBEDDED_WARC_DEFAULTS } from '../../cli/embedded';
 import { DEFAULTS, loadConfig } from '../../lib/config';
 
 describe('EMBEDDED_WARC_DEFAULTS', () => {
@@ -21,5 +21,14 @@ describe('EMBEDDED_WARC_DEFAULTS', () => {
     const mixed = loadConfig(onlyRecords, {}, EMBEDDED_WARC_DEFAULTS);
     expect(mixed.warcMaxRecords).toBe(250);
     expect(mixed.warcMaxAgeMs).toBe(2000);
+  });
+});
+
+describe('EMBEDDED_LEASE_DEFAULTS', () => {
+  it('caps the leases in flight of crawl run at 8,192 unless the environment says otherwise; Kafka mode has no cap', () => {
+    expect(loadConfig({}, {}, { ...EMBEDDED_WARC_DEFAULTS, ...EMBEDDED_LEASE_DEFAULTS }).frontierMaxLeases).toBe(8192);
+    expect(loadConfig({ CRAWL_FRONTIER_MAX_LEASES: '0' }, {}, EMBEDDED_LEASE_DEFAULTS).frontierMaxLeases).toBe(0);
+    expect(loadConfig({ CRAWL_FRONTIER_MAX_LEASES: '500' }, {}, EMBEDDED_LEASE_DEFAULTS).frontierMaxLeases).toBe(500);
+    expect(DEFAULTS.frontierMaxLeases).toBe(0);
   });
 });

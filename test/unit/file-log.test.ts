@@ -385,12 +385,68 @@ describe('FileLog', () => {
   });
 });
 
+describe('FileLog: crawl.host-policy', () => {
+  let dir: string;
+  beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'host-policy-'))));
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('closes its segments at its own small size (journalSegmentBytes), so compaction keeps what a start reads back near the live rows', async () => {
+    expect(topics.hostPolicy.journalSegmentBytes).toBe(1024 * 1024);
+    const log = new FileLog({ dir, partitions: P });
+    const host = 'a.test';
+    const p = partitionForHost(host, P);
+    const row = (i: number, round: number): OutRecord => ({
+      topic: 'hostPolicy', key: `${host}|backoff-${i}`, host,
+      value: { host, field: `backoff-${i}`, updated_at: round, blocked_until: round, reason: 'x'.repeat(200), min_delay_ms: null },
+    });
+    // 100 keys rewritten 100 times: about 2.5 MiB of rows, 100 of them current.
+    for (let round = 0; round < 100; round++) log.append(Array.from({ length: 100 }, (_, i) => row(i, round)));
+    log.flush();
+    expect(segFiles(dir, 'hostPolicy', p).length).toBeGreaterThan(1);
+    // A crawl.urls table of the same bytes stays in one segment (64 MiB).
+    for (let round = 0; round < 30; round++) log.append(Array.from({ length: 100 }, (_, i) => ({ topic: 'urls' as const, key: `http://${host}/${i}`, host, value: urlRow(`http://${host}/${i}`, 'QUEUED') })));
+    log.flush();
+    expect(segFiles(dir, 'urls', p)).toHaveLength(1);
+    await log.compact();
+    const files = readdirSync(join(dir, 'topics', topics.hostPolicy.name, String(p))).map((f) => join(dir, 'topics', topics.hostPolicy.name, String(p), f));
+    const bytes = files.reduce((n, f) => n + statSync(f).size, 0);
+    // The cleaned rows plus the open segment: well under the 2.5 MiB written.
+    expect(bytes).toBeLessThan(1.2 * 1024 * 1024);
+    const table = log.table('hostPolicy', p);
+    expect(table).toHaveLength(100);
+    expect(table.every((r) => (r.value as { updated_at: number }).updated_at === 99)).toBe(true);
+    log.close();
+  });
+});
+
 describe('EmbeddedRunner', () => {
   let dir: string;
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'runner-'));
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('reads each table once at a start for every stage that restores from it or follows it', async () => {
+    const host = 'a.test';
+    const seed = new FileLog({ dir, partitions: P });
+    seed.append([{ topic: 'hostPolicy', key: `${host}|block`, host, value: { host, field: 'block', updated_at: 1, blocked_until: 9, reason: null, min_delay_ms: null } }]);
+    seed.close();
+    const log = new FileLog({ dir, partitions: P });
+    const reads = jest.spyOn(log, 'table');
+    const seen: string[] = [];
+    const follower = (id: string, how: 'restoreFrom' | 'globalTables'): Stage => ({
+      id, inputs: ['links'], outputs: [], [how]: ['hostPolicy'],
+      restore: (row) => void seen.push(`${id} restore ${row.key}`),
+      onGlobal: (row) => void seen.push(`${id} global ${row.key}`),
+      handle: async () => [],
+    });
+    const runner = new EmbeddedRunner(log, [follower('one', 'globalTables'), follower('two', 'restoreFrom'), follower('three', 'globalTables')], silent);
+    await runner.start();
+    expect(seen).toEqual(['one global a.test|block', 'two restore a.test|block', 'three global a.test|block']);
+    expect(reads.mock.calls.filter(([topic]) => topic === 'hostPolicy')).toHaveLength(P);
+    await runner.stop();
+    log.close();
+  });
 
   /** links -> frontier (one candidate per link) and a sink reading frontier. */
   function pipeline(opts: { failOnce?: string; seen: string[]; linksSeen: string[] }): Stage[] {
