@@ -16,7 +16,7 @@ import type { FrontierStage } from '../processors/frontier';
 import { AvroFileSink } from '../runtime/avro-file-sink';
 import { buildStages, STAGE_NAMES } from '../runtime/build-stages';
 import { EmbeddedRunner } from '../runtime/embedded-runner';
-import { embeddedHoldRules, holdWhileOf } from '../runtime/backlog-holds';
+import { embeddedHoldRules, holdWhileOf, withWarcBacklog } from '../runtime/backlog-holds';
 import { fetchedWithoutBody } from '../runtime/fetched-disk-form';
 import { FileLog } from '../runtime/file-log';
 import type { OutRecord, Stage } from '../runtime/stage';
@@ -191,7 +191,7 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   // after each hold: 2,048 read 935 and 978 pages/s with 200 ms responses against 1,007 and 1,009.
   // Parse and seen-test wait likewise on the stage after them (runtime/backlog-holds.ts).
   const runner = new EmbeddedRunner(fileLog, [...stages, sinkStage, ...(status ? [status.stage] : [])], log, {
-    holdWhile: holdWhileOf(embeddedHoldRules(config), (group, topic) => fileLog.lag(group, topic)),
+    holdWhile: withWarcBacklog(holdWhileOf(embeddedHoldRules(config), (group, topic) => fileLog.lag(group, topic)), warc, config.warcMaxBytes),
   });
   await runner.start();
   await status?.listen();

@@ -19,7 +19,7 @@ import { loadConfig, type CrawlConfig } from '../lib/config';
 import { createLogger, routeProcessWarnings, type Logger } from '../lib/logger';
 import { WarcWriter } from '../lib/warc/writer';
 import { buildStages, STAGE_NAMES, type StageName } from '../runtime/build-stages';
-import { holdWhileOf, kafkaHoldRules } from '../runtime/backlog-holds';
+import { holdWhileOf, kafkaHoldRules, withWarcBacklog } from '../runtime/backlog-holds';
 import { encodeRecords, runStageOnKafka, type KafkaRuntime, type RunningStage } from '../runtime/kafka-runner';
 import { Deadline, stopSignals } from '../runtime/shutdown';
 import { allTopics, topics, type TopicId } from '../topologies/crawl';
@@ -162,7 +162,8 @@ export async function processes(names: string[], o: { allowPrivateNetwork: boole
     const topic = env.prefix + topics[r.topic].name;
     lags.set(`${r.group} ${r.topic}`, await watchGroupLag(rt.kafka, group, topic, 1000, (err) => log.debug({ err, group, topic }, 'backlog not read')));
   }
-  const holdWhile = holdWhileOf(rules, (group, topic) => lags.get(`${group} ${topic}`)?.lag() ?? 0);
+  // And while its WARC writer is far behind (a slow store): pages would wait in this process.
+  const holdWhile = withWarcBacklog(holdWhileOf(rules, (group, topic) => lags.get(`${group} ${topic}`)?.lag() ?? 0), warc, config.warcMaxBytes);
   // One folder of partition stores per crawl (topic prefix), so crawls sharing a machine never mix.
   const frontierStateDir = join(config.stateDir, `${env.prefix}frontier`);
   // A consumer kafkajs gave up on leaves the process useless: stop it (a supervisor restarts it).

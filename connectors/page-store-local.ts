@@ -8,6 +8,28 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { PageStore } from './types';
 
 const PARTIAL = '.partial';
+/** Buffers a writev takes at once (IOV_MAX is 1,024 on Linux). */
+const WRITEV_MAX = 1024;
+
+/** Every byte of `parts`, in order, through writev; a short write goes on where it stopped. */
+async function writeAll(fh: fsp.FileHandle, parts: readonly Buffer[]): Promise<void> {
+  let i = 0; // the first part not written whole
+  let done = 0; // bytes of parts[i] written
+  while (i < parts.length) {
+    const batch = parts.slice(i, i + WRITEV_MAX);
+    if (done > 0) batch[0] = batch[0].subarray(done);
+    let { bytesWritten } = await fh.writev(batch);
+    for (const b of batch) {
+      if (bytesWritten < b.length) {
+        done += bytesWritten;
+        break;
+      }
+      bytesWritten -= b.length;
+      i++;
+      done = 0;
+    }
+  }
+}
 
 export class LocalPageStore implements PageStore {
   readonly location: string;
@@ -18,14 +40,18 @@ export class LocalPageStore implements PageStore {
     this.location = pathToFileURL(this.root).href;
   }
 
-  async put(key: string, body: Buffer): Promise<string> {
+  put(key: string, body: Buffer): Promise<string> {
+    return this.putParts(key, [body]);
+  }
+
+  async putParts(key: string, parts: readonly Buffer[]): Promise<string> {
     const target = this.pathOf(key);
     const partial = target + PARTIAL;
     try {
       await fsp.mkdir(path.dirname(target), { recursive: true });
       const fh = await fsp.open(partial, 'w');
       try {
-        await fh.writeFile(body);
+        await writeAll(fh, parts);
         await fh.sync();
       } finally {
         await fh.close();

@@ -14,6 +14,11 @@ export interface PageStore {
    * under its final key in a partial state.
    */
   put(key: string, body: Buffer, contentType?: string): Promise<string>;
+  /**
+   * put() of the concatenation of `parts`, where the store can write them as they are (a local
+   * file: one writev) without joining them into one buffer first (a WARC file is up to 100 MB).
+   */
+  putParts?(key: string, parts: readonly Buffer[], contentType?: string): Promise<string>;
   /** Read `length` bytes at `offset` of the object at `uri` (as returned by put). */
   read(uri: string, offset: number, length: number): Promise<Buffer>;
   /** Read a whole object. */

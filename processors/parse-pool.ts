@@ -18,7 +18,7 @@ import { performance } from 'node:perf_hooks';
 import { Piscina } from 'piscina';
 import { ByteBudget } from '../lib/byte-budget';
 import type { FetchedPageMsg } from '../lib/messages';
-import { ANALYZER_CONCURRENCY, type PageAnalysis } from './parse';
+import { ANALYZER_CONCURRENCY, analyzePage, type PageAnalysis } from './parse';
 import type { ParseTask, WorkerAnalysis } from './parse-worker';
 import { createTextRings, TextRingReader } from './parse-text-ring';
 
@@ -92,10 +92,22 @@ export class SpareWorkers {
 }
 
 /**
+ * Old-generation limit of each worker's heap (Worker resourceLimits), MB. Without one, V8 sizes
+ * a worker's heap against the process's limit (gigabytes here) and lets it grow before
+ * collecting: over the 44 real-page templates, pages handed over one per event-loop turn, a
+ * worker's heap peaked at 125-142 MB; with 96 or 128 it peaked at 80 MB at the same CPU a page
+ * (6.5-6.8 ms against 6.7-7.0), with 64 the collector ran so often that a page cost 10-13 ms.
+ * The largest template (1.6 MB of HTML) needs well under it; a page that does not fit is
+ * analysed on the stage's own thread instead (analyzeOnStageThread).
+ */
+export const WORKER_MAX_OLD_GENERATION_MB = 128;
+
+/**
  * A pool of `threads` workers, or null when threads < 1 or the worker script is not compiled
  * (running from TypeScript sources, as unit tests do): parse then analyses on its own thread.
+ * `maxOldGenerationMb`: each worker's old-generation limit (tests make it small).
  */
-export function createParseAnalyzer(threads: number, userAgent: string): ParseAnalyzer | null {
+export function createParseAnalyzer(threads: number, userAgent: string, maxOldGenerationMb = WORKER_MAX_OLD_GENERATION_MB): ParseAnalyzer | null {
   const filename = join(__dirname, 'parse-worker.js');
   if (threads < 1 || !existsSync(filename)) return null;
   // atomics 'disabled': with piscina's default, an idle worker blocks in Atomics.wait instead of
@@ -114,7 +126,7 @@ export function createParseAnalyzer(threads: number, userAgent: string): ParseAn
   // worker claims its own ring of the shared ones.
   const pools = Array.from({ length: threads }, () => new Piscina<ParseTask, WorkerAnalysis>({
     filename, minThreads: 1, maxThreads: 1, idleTimeout: 60_000, atomics: 'disabled', concurrentTasksPerWorker: ANALYZER_CONCURRENCY,
-    workerData: { textRings },
+    workerData: { textRings }, resourceLimits: { maxOldGenerationSizeMb: maxOldGenerationMb },
   }));
   const choice = new SpareWorkers(threads);
   let elu = performance.eventLoopUtilization();
@@ -168,6 +180,9 @@ export function createParseAnalyzer(threads: number, userAgent: string): ParseAn
     let a: WorkerAnalysis;
     try {
       a = await pools[worker].run({ page: sent, userAgent }, transferList.length ? { transferList } : undefined);
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'ERR_WORKER_OUT_OF_MEMORY') throw err;
+      return analyzeOnStageThread(page, userAgent, err as Error);
     } finally {
       choice.done(worker);
     }
@@ -175,4 +190,15 @@ export function createParseAnalyzer(threads: number, userAgent: string): ParseAn
     if (!span) return a;
     return { parsed: a.parsed, linkUrls: a.linkUrls, feedUrls: a.feedUrls, text: texts.view(span), releaseText: () => texts.release(span) };
   }
+}
+
+/**
+ * A page whose analysis took a worker past its heap limit (the worker is ended; piscina starts
+ * another): analysed here, on the stage's thread, whose heap has no such limit, rather than
+ * failed (a failed page is retried, and would fail again every time). Its bytes were moved to the
+ * worker only when they were a copy, so `page` still holds them.
+ */
+function analyzeOnStageThread(page: FetchedPageMsg, userAgent: string, err: Error): PageAnalysis {
+  process.emitWarning(`parse: ${page.url} took a parse worker past its heap limit (${err.message}); analysed on the stage's thread`);
+  return analyzePage(page, { userAgent });
 }

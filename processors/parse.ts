@@ -65,8 +65,12 @@ export function changeOf(page: Pick<FetchedPageMsg, 'sha256' | 'prev_sha256'>): 
   return page.prev_sha256 === page.sha256 ? 'UNCHANGED' : 'CHANGED';
 }
 
-/** The text's SimHash (version SIMHASH_VERSION), or null when too few features voted. */
-export function textSimhash(text: string): string | null {
+/**
+ * The text's SimHash (version SIMHASH_VERSION), or null when too few features voted. Given its
+ * UTF-8 bytes where the caller has them (the parse worker: the text record's block), so the
+ * text is not encoded a second time for the fingerprint.
+ */
+export function textSimhash(text: string | Uint8Array): string | null {
   const { simhash, shingles } = simhashWithCount(text);
   return shingles >= MIN_SIMHASH_SHINGLES ? simhash : null;
 }
@@ -147,7 +151,7 @@ export function analyzePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'user
     fetched_at: page.fetched_at,
     change,
     sha256: page.sha256,
-    simhash64: change === 'UNCHANGED' ? null : textSimhash(ex.text),
+    simhash64: change === 'UNCHANGED' ? null : textSimhash(utf8 ?? ex.text),
     simhash_version: SIMHASH_VERSION,
     language: detectLanguage(ex.text, ex.lang),
     title: ex.title,

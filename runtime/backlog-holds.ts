@@ -7,6 +7,7 @@
  *   fetch     waits on parse     (crawl.fetched, CRAWL_PARSE_BACKLOG_MAX)
  *   parse     waits on seen-test (crawl.links,   CRAWL_STAGE_BACKLOG_MAX)
  *   seen-test waits on frontier  (crawl.frontier, CRAWL_STAGE_BACKLOG_MAX)
+ *   fetch     waits on its WARC writer (withWarcBacklog: pages not yet compressed or stored)
  *
  * The frontier itself is never held: it is where the chain drains, so holds cannot wait on each
  * other in a circle. In Kafka mode backlogs wait on the brokers' disks; only fetch's rule
@@ -47,4 +48,21 @@ export function holdWhileOf(rules: readonly HoldRule[], lag: (group: string, top
   const out: Record<string, () => boolean> = {};
   for (const r of rules) out[r.stage] = () => lag(r.group, r.topic) > r.max;
   return out;
+}
+
+/**
+ * Bytes a WARC writer may have waiting beyond its open file (WarcWriter.backlogBytes) before
+ * fetch waits: room for one sealed file being stored (warcMaxBytes) and this much more.
+ */
+export const WARC_BACKLOG_SLACK_BYTES = 64 * 1024 * 1024;
+
+/**
+ * `holds` with fetch also held while the WARC writer has more than `warcMaxBytes` plus
+ * WARC_BACKLOG_SLACK_BYTES waiting: a store slower than fetching (a busy disk, an S3 outage)
+ * would otherwise leave every page fetched meanwhile in memory.
+ */
+export function withWarcBacklog(holds: Record<string, () => boolean>, warc: { readonly backlogBytes: number }, warcMaxBytes: number): Record<string, () => boolean> {
+  const fetch = holds.fetch;
+  const max = warcMaxBytes + WARC_BACKLOG_SLACK_BYTES;
+  return { ...holds, fetch: () => warc.backlogBytes > max || (fetch?.() ?? false) };
 }

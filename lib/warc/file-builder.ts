@@ -49,6 +49,11 @@ export class WarcFileBuilder {
     return span;
   }
 
+  /** The file's bytes as its records' gzip members, in order (not copied). */
+  parts(): readonly Buffer[] {
+    return this.chunks;
+  }
+
   toBuffer(): Buffer {
     return Buffer.concat(this.chunks, this.bytes);
   }

@@ -165,6 +165,42 @@ async function run(from, count, release) {
 })().catch((e) => { process.stderr.write(String(e && e.stack || e)); process.exit(1); });
 `;
 
+const heapLimitScript = `
+const { createHash } = require('node:crypto');
+const { createParseAnalyzer, WORKER_MAX_OLD_GENERATION_MB } = require(${JSON.stringify(join(ROOT, 'dist', 'processors', 'parse-pool.js'))});
+const { analyzePage } = require(${JSON.stringify(join(ROOT, 'dist', 'processors', 'parse.js'))});
+const UA = 'KCrawl/1.0 (+https://example.org/bot)';
+const page = (n, html) => {
+  const body = Buffer.from(html);
+  const url = 'http://127.0.0.1:8080/h/' + n;
+  return { url, final_url: url, host: '127.0.0.1', depth: 1, fetched_at: 1, http_status: 200, content_type: 'text/html; charset=utf-8', body, truncated: false,
+    sha256: createHash('sha256').update(body).digest('hex'), prev_sha256: null, warc: { uri: 'file:///x.warc.gz', offset: 0, length: 1 }, x_robots_tag: null };
+};
+// 6 MB of markup, three times the largest body fetch keeps: its analysis needs more than 16 MB of heap.
+const big = page(1, '<html><head><title>big page</title></head><body>' + Array.from({ length: 120000 }, (_, i) => '<p class="c' + i + '">word' + i + ' w' + (i % 97) + '</p>').join('') + '</body></html>');
+const small = page(2, '<html><head><title>small page</title></head><body><p>' + 'a few words of text '.repeat(40) + '</p></body></html>');
+const warnings = [];
+process.on('warning', (w) => warnings.push(w.message));
+(async () => {
+  const out = { limit: WORKER_MAX_OLD_GENERATION_MB };
+  for (const mb of [16, WORKER_MAX_OLD_GENERATION_MB]) {
+    const pool = createParseAnalyzer(1, UA, mb);
+    const a = await pool.analyze(big);
+    const b = await pool.analyze(small);
+    const text = (x) => typeof x.text === 'string' ? x.text : Buffer.from(x.text.buffer, x.text.byteOffset, x.text.byteLength).toString('utf8');
+    out[mb === 16 ? 'tight' : 'default'] = {
+      same: JSON.stringify({ ...a, text: null, releaseText: null }) === JSON.stringify({ ...analyzePage(big, { userAgent: UA }), text: null, releaseText: null }) && text(a) === analyzePage(big, { userAgent: UA }).text,
+      nextOnWorker: typeof b.text !== 'string' && b.parsed.title === 'small page',
+      warnings: warnings.splice(0).filter((m) => m.includes('past its heap limit')).length,
+    };
+    a.releaseText?.();
+    b.releaseText?.();
+    await pool.close();
+  }
+  process.stdout.write(JSON.stringify(out));
+})().catch((e) => { process.stderr.write(String(e && e.stack || e)); process.exit(1); });
+`;
+
 describe('parse on a worker thread', () => {
   test('parses pages whose bytes are views into a larger buffer, and leaves the caller\'s bytes whole', () => {
     const r = spawnSync(process.execPath, ['-e', viewsScript], { encoding: 'utf8', timeout: 60_000 });
@@ -190,6 +226,16 @@ describe('parse on a worker thread', () => {
     expect(out.kept.shared).toBeGreaterThan(0);
     expect(out.kept.own).toBeGreaterThan(0);
     expect(out.kept.shared + out.kept.own).toBe(1000);
+  }, 150_000);
+
+  test('a page that takes a worker past its heap limit is analysed on the stage\'s thread, the same; the next goes to a new worker', () => {
+    const r = spawnSync(process.execPath, ['-e', heapLimitScript], { encoding: 'utf8', timeout: 120_000 });
+    expect(JSON.parse(r.stdout)).toEqual({
+      limit: 128,
+      tight: { same: true, nextOnWorker: true, warnings: 1 },
+      // Within the default limit: on the worker, no warning.
+      default: { same: true, nextOnWorker: true, warnings: 0 },
+    });
   }, 150_000);
 
   test('keeps parsing while the event loop is busy', () => {

@@ -11,12 +11,32 @@ import pino from 'pino';
 import { until } from '../support/until';
 import { loadConfig } from '../../lib/config';
 import type { CandidateMsg, LinkMsg } from '../../lib/messages';
-import { embeddedHoldRules, holdWhileOf, kafkaHoldRules } from '../../runtime/backlog-holds';
+import { embeddedHoldRules, holdWhileOf, kafkaHoldRules, WARC_BACKLOG_SLACK_BYTES, withWarcBacklog } from '../../runtime/backlog-holds';
 import { EmbeddedRunner } from '../../runtime/embedded-runner';
 import { FileLog } from '../../runtime/file-log';
 import type { InRecord, OutRecord, Stage } from '../../runtime/stage';
 
 const silent = pino({ level: 'silent' });
+
+describe('withWarcBacklog', () => {
+  it('holds fetch while the WARC writer has more than a file and the slack waiting, whatever parse says; other holds as they were', () => {
+    const warc = { backlogBytes: 0 };
+    let parseBehind = false;
+    const holds = withWarcBacklog({ fetch: () => parseBehind, parse: () => true }, warc, 100);
+    expect(holds.fetch()).toBe(false);
+    warc.backlogBytes = 100 + WARC_BACKLOG_SLACK_BYTES;
+    expect(holds.fetch()).toBe(false);
+    warc.backlogBytes++;
+    expect(holds.fetch()).toBe(true);
+    warc.backlogBytes = 0;
+    parseBehind = true;
+    expect(holds.fetch()).toBe(true);
+    expect(holds.parse()).toBe(true);
+    // No parse rule (CRAWL_PARSE_BACKLOG_MAX=0): the writer's still holds.
+    const only = withWarcBacklog({}, { backlogBytes: 100 + WARC_BACKLOG_SLACK_BYTES + 1 }, 100);
+    expect(only.fetch()).toBe(true);
+  });
+});
 
 describe('embeddedHoldRules', () => {
   it('holds fetch on parse, parse on seen-test and seen-test on the frontier, which nothing holds', () => {

@@ -309,6 +309,28 @@ describe('parse stage: duplicates', () => {
     expect(textSimhash('A page with a reasonable amount of words in it, enough to say what the page is about.')).toMatch(/^[0-9a-f]{16}$/);
   });
 
+  it('the fingerprint is the same whether the text is fingerprinted as a string or from the UTF-8 bytes it is encoded into', () => {
+    // The parse worker fingerprints the text record's bytes (its ring or a buffer of their own);
+    // the stage's own thread the string. Curly quotes, CJK and an astral character included.
+    const html = `<html><body><p>${Array.from({ length: 40 }, (_, i) => `“Quoted” words ${i}, 日本語の文章 ${i} and 𠮷野家 ${i}`).join(' ')}</p></body></html>`;
+    const p = page('http://a.test/utf8', html);
+    const asString = analyzePage(p, { userAgent: 'kcrawl' });
+    const ring = new Uint8Array(1 << 16);
+    let encoded = 0;
+    const intoRing = (s: string): Uint8Array => {
+      encoded++;
+      return ring.subarray(0, new TextEncoder().encodeInto(s, ring).written);
+    };
+    const fromRing = analyzePage(p, { userAgent: 'kcrawl', textAsUtf8: intoRing });
+    const ownBuffer = analyzePage(p, { userAgent: 'kcrawl', textAsUtf8: true });
+    expect(asString.parsed.simhash64).toMatch(/^[0-9a-f]{16}$/);
+    expect(asString.parsed.simhash64).toBe(textSimhash(asString.text));
+    expect(fromRing.parsed.simhash64).toBe(asString.parsed.simhash64);
+    expect(ownBuffer.parsed.simhash64).toBe(asString.parsed.simhash64);
+    expect(encoded).toBe(1);
+    expect(Buffer.from(fromRing.text).toString('utf8')).toBe(asString.text);
+  });
+
   it('a CHANGED page whose last copy has another SimHash version is handed off, and its row takes this version', () => {
     const url = 'http://a.test/v';
     const fp = simhash64('the same words as before on this page '.repeat(20));

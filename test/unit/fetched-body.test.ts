@@ -179,6 +179,10 @@ describe('fetch sends a stored page as its response record; parse reads it', () 
         await gate;
         return local.put(key, bytes);
       },
+      putParts: async (key: string, parts: readonly Buffer[]) => {
+        await gate;
+        return local.putParts(key, parts);
+      },
     });
     const warc = new WarcWriter({ store, prefix: 'test', maxRecords: 1000 });
     let clock = 1_000_000;

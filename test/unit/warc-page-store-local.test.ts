@@ -30,6 +30,28 @@ describe('LocalPageStore', () => {
     await expect(store.read(uri, 14, 4)).rejects.toThrow('short read');
   });
 
+  test('putParts stores the concatenation of its parts, more parts than one writev takes included', async () => {
+    const parts = Array.from({ length: 2500 }, (_, i) => Buffer.alloc(i % 7 === 0 ? 0 : 1 + (i % 300), i & 0xff));
+    const uri = await store.putParts('warc/parts.warc.gz', parts);
+    expect((await store.readAll(uri)).equals(Buffer.concat(parts))).toBe(true);
+  });
+
+  test('putParts goes on after a short write, where it stopped', async () => {
+    const parts = [Buffer.from('abc'), Buffer.from('defgh'), Buffer.from('ij')];
+    const open = fsp.open.bind(fsp);
+    jest.spyOn(fsp, 'open').mockImplementation(async (...args: Parameters<typeof fsp.open>) => {
+      const fh = await open(...args);
+      const writev = fh.writev.bind(fh);
+      let calls = 0;
+      // The first writev writes 4 bytes only: all of 'abc' and 'd'.
+      fh.writev = (async (buffers: NodeJS.ArrayBufferView[]) => (calls++ === 0 ? writev([Buffer.from('abcd')]) : writev(buffers))) as typeof fh.writev;
+      return fh;
+    });
+    const uri = await store.putParts('warc/short.warc.gz', parts);
+    jest.restoreAllMocks();
+    expect((await store.readAll(uri)).toString()).toBe('abcdefghij');
+  });
+
   test('writes <key>.partial, fsynced, and renames it: the final name never holds a partial file', async () => {
     const body = Buffer.alloc(1 << 20, 7);
     const target = path.join(dir, 'warc/x.warc.gz');

@@ -10,6 +10,7 @@ import { LocalPageStore } from '../../connectors/page-store-local';
 import type { PageStore } from '../../connectors/types';
 import { WarcWriter, type WarcWriterOptions } from '../../lib/warc/writer';
 import { capture } from './warc-fixtures';
+import { until } from '../support/until';
 
 let dir: string;
 let store: LocalPageStore;
@@ -101,6 +102,10 @@ describe('WarcWriter', () => {
         await gate;
         return store.put(key, body);
       },
+      putParts: async (key: string, parts: readonly Buffer[]) => {
+        await gate;
+        return store.putParts(key, parts);
+      },
     });
     const w = writer({ store: gated });
     let resolved = false;
@@ -112,6 +117,37 @@ describe('WarcWriter', () => {
     release();
     await flushed;
     expect(existsSync(fileURLToPath((await pending).uri))).toBe(true);
+  });
+
+  test('pages are compressed while the previous file is still being stored; backlogBytes counts what waits outside the open file', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const stored: string[] = [];
+    const gated: PageStore = Object.assign(Object.create(store) as PageStore, {
+      putParts: async (key: string, parts: readonly Buffer[]) => {
+        if (key.endsWith('.warc.gz')) await gate;
+        stored.push(key);
+        return store.putParts(key, parts);
+      },
+    });
+    const w = writer({ store: gated, maxRecords: 2, maxAgeMs: 60_000 });
+    expect(w.backlogBytes).toBe(0);
+    const built: number[] = [];
+    // Each exchange (2 records) fills a file: the first file's store hangs at the gate.
+    const pending = [1, 2, 3].map((n) => w.append(page(n), () => built.push(n)));
+    // Appended, not built yet: their bodies count.
+    expect(w.backlogBytes).toBe(3 * page(1).capture.body.length);
+    await until(() => built.length === 3);
+    // Built while the first file waits for its store: the two sealed files wait, compressed.
+    expect(built).toEqual([1, 2, 3]);
+    expect(w.backlogBytes).toBeGreaterThan(0);
+    expect(stored).toEqual([]);
+    release();
+    const [a, b, c] = await Promise.all(pending);
+    // Stored one at a time, in the order sealed.
+    expect(stored.filter((k) => k.endsWith('.warc.gz'))).toEqual([a, b, c].map((p) => `warc/${path.basename(fileURLToPath(p.uri))}`));
+    await w.flush();
+    expect(w.backlogBytes).toBe(0);
   });
 
   test('a pointer reads back the response record it names', async () => {
