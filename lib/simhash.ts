@@ -4,7 +4,7 @@
  * writes since #35; version 1 (MD5 of 4-character shingles, lib/simhash-v1.ts) is kept only to
  * recompute old values. docs/simhash.md says what consumers see and how the two compare.
  *
- * Features, in one pass over the text's UTF-16 code units, whatever its script:
+ * Features, in one pass over the text's UTF-8 bytes, whatever its script:
  *   - Scripts written with spaces between words: word 2-shingles. A word is a maximal run of
  *     letters, digits, combining marks and '_' (Unicode \p{L}\p{N}\p{M}); each pair of
  *     consecutive words is one feature.
