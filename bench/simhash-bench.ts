@@ -8,7 +8,7 @@
  *
  *   npx tsc -p tsconfig.json && node dist/bench/simhash-bench.js [rounds] [--all]
  *
- * --all: every page of the corpus (66), not only the 44 templates. CPU time of this thread's
+ * --all: every page of the corpus (65), not only the 44 templates. CPU time of this thread's
  * process (user + sys), median of interleaved rounds.
  */
 import { xxh64 } from '@node-rs/xxhash';
