@@ -29,7 +29,7 @@
  * randomness, and the per-character work is two table reads, two rotations and two XORs.
  *
  * That per-character loop and the vote run as WebAssembly (lib/simhash-wasm/src/lib.rs, built
- * into lib/simhash-wasm.ts): the same loop in JavaScript took about twice the CPU, and three
+ * into lib/simhash-wasm.ts): the same loop in JavaScript took two to four times the CPU, and three
  * real pages whose text is most of their bytes spent more than a tenth of extraction's CPU on it
  * (docs/simhash.md). This file builds the tables into the module's memory and copies the text in.
  */

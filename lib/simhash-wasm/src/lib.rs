@@ -2,9 +2,9 @@
 //! compiled to WebAssembly. lib/simhash.ts fills the tables (the class and 64-bit value of every
 //! BMP character, from @node-rs/xxhash) and the text, calls `fingerprint` and reads the result;
 //! this file reads tables, rotates and XORs. It is the same loop lib/simhash.ts ran in JavaScript
-//! until #35's third pass, at about half the CPU (docs/simhash.md has the figures), with the same
-//! values. Rebuild with lib/simhash-wasm/build.sh after any change (it regenerates
-//! lib/simhash-wasm.ts, which a unit test checks against this source).
+//! until #35's third pass, with the same values, at a quarter to a half of its CPU
+//! (docs/simhash.md has the figures). Rebuild with lib/simhash-wasm/build.sh after any change
+//! (it regenerates lib/simhash-wasm.ts, which a unit test checks against this source).
 #![no_std]
 
 #[panic_handler]
