@@ -217,6 +217,15 @@ describe('the WebAssembly module (lib/simhash-wasm)', () => {
     expect(simhashWithCount(new Uint8Array(0))).toEqual({ simhash: 'ffffffffffffffff', shingles: 0 });
   });
 
+  it('votes right across its counters\' limits (15 and 255 features)', () => {
+    const r = rng(255);
+    const words = textIn('latin', 4000, 9);
+    for (const count of [14, 15, 16, 254, 255, 256, 510, 511, 3825, 4000]) {
+      const text = words.slice(0, count).join(r() < 0.5 ? ' ' : ', ');
+      expect(simhashWithCount(text)).toEqual(reference(text));
+    }
+  });
+
   it('leaves out a character whose bytes are cut at the end of what it is given', () => {
     for (const last of ['é', '日', '😀', '𠀀']) {
       const text = `some words then ${last}`;

@@ -174,31 +174,45 @@ unsafe fn collect(n: usize) -> usize {
 }
 
 /// The vote over FEAT[..count] into RESULT: bit i is 1 when at least half of the features have
-/// it set (no feature: all ones). Nibble counters for bits k, k+4, ... (k = 0..3), emptied
-/// every 15 features, before a nibble can overflow.
+/// it set (no feature: all ones). Counted in two levels of counters packed in u64s: nibbles for
+/// bits k, k+4, ... (k = 0..3) over 15 features, before a nibble can overflow; their even and
+/// odd nibbles then added into bytes, over 255 features; only the bytes are unpacked.
 unsafe fn vote(count: usize) {
     const M: u64 = 0x1111_1111_1111_1111;
+    const NIBBLES: u64 = 0x0f0f_0f0f_0f0f_0f0f;
     let feat = &*core::ptr::addr_of!(FEAT);
     let mut wide = [0u32; 64];
     let mut j = 0;
     while j < count {
-        let end = if count - j > 15 { j + 15 } else { count };
-        let (mut a0, mut a1, mut a2, mut a3) = (0u64, 0u64, 0u64, 0u64);
-        while j < end {
-            let f = feat[j];
-            a0 += f & M;
-            a1 += (f >> 1) & M;
-            a2 += (f >> 2) & M;
-            a3 += (f >> 3) & M;
-            j += 1;
+        let stop = if count - j > 255 { j + 255 } else { count };
+        // Byte counters: even[k] byte r counts bit 8r + k, odd[k] byte r bit 8r + 4 + k.
+        let mut even = [0u64; 4];
+        let mut odd = [0u64; 4];
+        while j < stop {
+            let end = if stop - j > 15 { j + 15 } else { stop };
+            let (mut a0, mut a1, mut a2, mut a3) = (0u64, 0u64, 0u64, 0u64);
+            while j < end {
+                let f = feat[j];
+                a0 += f & M;
+                a1 += (f >> 1) & M;
+                a2 += (f >> 2) & M;
+                a3 += (f >> 3) & M;
+                j += 1;
+            }
+            even[0] += a0 & NIBBLES;
+            odd[0] += (a0 >> 4) & NIBBLES;
+            even[1] += a1 & NIBBLES;
+            odd[1] += (a1 >> 4) & NIBBLES;
+            even[2] += a2 & NIBBLES;
+            odd[2] += (a2 >> 4) & NIBBLES;
+            even[3] += a3 & NIBBLES;
+            odd[3] += (a3 >> 4) & NIBBLES;
         }
-        let mut q = 0;
-        while q < 64 {
-            wide[q] += ((a0 >> q) & 15) as u32;
-            wide[q + 1] += ((a1 >> q) & 15) as u32;
-            wide[q + 2] += ((a2 >> q) & 15) as u32;
-            wide[q + 3] += ((a3 >> q) & 15) as u32;
-            q += 4;
+        for k in 0..4 {
+            for r in 0..8 {
+                wide[8 * r + k] += ((even[k] >> (8 * r)) & 255) as u32;
+                wide[8 * r + 4 + k] += ((odd[k] >> (8 * r)) & 255) as u32;
+            }
         }
     }
     let (mut lo, mut hi) = (0u32, 0u32);
