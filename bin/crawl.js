@@ -1,5 +1,5 @@
 #!/bin/sh
-':' //; n=$(nproc 2>/dev/null) || n=5; [ "$n" -ge 2 ] 2>/dev/null || n=2; [ "$n" -le 5 ] || n=5; export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}"; exec node --max-semi-space-size=32 --heap-growing-percent=50 --v8-pool-size=$((n - 1)) "$0" "$@"
+':' //; n=$(nproc 2>/dev/null) || n=5; [ "$n" -ge 2 ] 2>/dev/null || n=2; [ "$n" -le 5 ] || n=5; export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}"; export MALLOC_MMAP_THRESHOLD_="${MALLOC_MMAP_THRESHOLD_:-1048576}"; exec node --max-semi-space-size=32 --heap-growing-percent=50 --v8-pool-size=$((n - 1)) "$0" "$@"
 'use strict';
 // Line 2 is for the shell (a no-op, then exec) and a string plus a comment for JavaScript: it
 // starts node with its flags on any POSIX sh, where `#!/usr/bin/env -S` would fail on BusyBox
@@ -22,8 +22,14 @@
 //    LevelDB's compaction thread) an arena of its own, up to 8 per core, and each keeps the
 //    memory it once held; the frontier's store held most of its C heap that way
 //    (docs/frontier-store.md, Figures).
+//  - MALLOC_MMAP_THRESHOLD_=1048576 unless already set: allocations of 1 MiB and more are mapped
+//    on their own and unmapped when freed. glibc otherwise raises that threshold to the size of
+//    each large block freed (up to 32 MiB), after which the journal's 4 MiB read windows and
+//    other large Buffers come from the arenas, which keep the space (the main arena of the
+//    frontier-scale benchmark's process went from about 80 to 160-235 MiB with each journal
+//    cleaning pass and did not come back).
 // Run as `node bin/crawl.js`, give the flags yourself (NODE_OPTIONS takes both; set
-// MALLOC_ARENA_MAX in the environment).
+// MALLOC_ARENA_MAX and MALLOC_MMAP_THRESHOLD_ in the environment).
 require('../dist/cli/main.js').main(process.argv).catch((err) => {
   process.stderr.write(`crawl: ${err && err.message ? err.message : err}\n`);
   process.exit(1);

@@ -75,18 +75,21 @@ export const READ_WINDOW_BYTES = 4 << 20;
  * The whole frames of a segment file (up to `bytes`, default the whole file; a torn tail ends
  * them), read `windowBytes` at a time: a cleaned segment of a 50M-row table holds gigabytes,
  * which read whole cost as much memory (and past 2 GiB cannot be read into one Buffer). Each
- * window is a Buffer of its own, so a frame's value stays valid after later frames are read.
+ * window is a Buffer of its own, so a frame's value stays valid after later frames are read;
+ * unless `scratch` is given: then every window is read into it (a frame larger than it gets a
+ * Buffer of its own), and a frame's value is valid only until the next frame is asked for.
  */
 export function* fileFrames(
-  path: string, seg: Pick<SegmentFile, 'baseOffset' | 'explicit'>, bytes?: number, windowBytes = READ_WINDOW_BYTES,
+  path: string, seg: Pick<SegmentFile, 'baseOffset' | 'explicit'>, bytes?: number, windowBytes = READ_WINDOW_BYTES, scratch?: Buffer,
 ): Generator<RawFrame, void, undefined> {
   const fd = openSync(path, 'r');
   try {
     const end = bytes ?? fstatSync(fd).size;
     let pos = 0;
     let offset = seg.baseOffset;
+    const window = scratch ? scratch.length : windowBytes;
     while (pos + 4 <= end) {
-      let buf = readAt(fd, pos, Math.min(windowBytes, end - pos));
+      let buf = readAt(fd, pos, Math.min(window, end - pos), scratch);
       const first = 4 + buf.readUInt32LE(0);
       if (first > buf.length && pos + first <= end) buf = readAt(fd, pos, first);
       const whole = scanFrames(buf, seg.explicit);
@@ -100,8 +103,8 @@ export function* fileFrames(
   }
 }
 
-function readAt(fd: number, pos: number, length: number): Buffer {
-  const buf = Buffer.allocUnsafe(length);
+function readAt(fd: number, pos: number, length: number, into?: Buffer): Buffer {
+  const buf = into && into.length >= length ? into.subarray(0, length) : Buffer.allocUnsafe(length);
   let got = 0;
   while (got < length) {
     const n = readSync(fd, buf, got, length - got, pos + got);
@@ -208,14 +211,18 @@ export async function cleanSegments(
   const dirtyBytes = dirty.reduce((n, s) => n + s.bytes, 0);
   const cleanBytes = closed.reduce((n, s) => n + (s.explicit ? s.bytes : 0), 0);
   if (dirty.length === 0 || dirtyBytes < cleanBytes) return null;
-  const map = new OffsetMap(o.mapCapacity);
+  // No more slots than the dirty segments have records (a pass over a small topic, such as
+  // crawl.host-policy's 1 MiB segments, needs far fewer than the 2M keys of a large one).
+  const map = new OffsetMap(Math.max(1, Math.min(o.mapCapacity, dirty.reduce((n, s) => n + (s.endOffset - s.baseOffset), 0))));
+  // One read window for both passes: nothing here keeps a frame's key or value past the next frame.
+  const scratch = Buffer.allocUnsafe(READ_WINDOW_BYTES);
   let mappedEnd = -1;
   let n = 0;
   for (const seg of closed) {
     if (seg.explicit) continue;
     // Whole segments only; at least one even past the capacity (it holds at most 64 MiB of frames).
     if (mappedEnd >= 0 && map.size + (seg.endOffset - seg.baseOffset) > map.capacity) break;
-    for (const f of fileFrames(seg.path, seg, seg.bytes)) {
+    for (const f of fileFrames(seg.path, seg, seg.bytes, READ_WINDOW_BYTES, scratch)) {
       map.set(f.key, f.offset);
       if (++n % 5000 === 0) await new Promise((r) => setImmediate(r));
     }
@@ -238,7 +245,7 @@ export async function cleanSegments(
       used = 0;
     };
     for (const seg of inRange) {
-      for (const f of fileFrames(seg.path, seg, seg.bytes)) {
+      for (const f of fileFrames(seg.path, seg, seg.bytes, READ_WINDOW_BYTES, scratch)) {
         if (++n % 5000 === 0) await new Promise((r) => setImmediate(r));
         const newest = map.get(f.key);
         const superseded = newest >= 0 && newest !== f.offset;

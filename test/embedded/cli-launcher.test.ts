@@ -19,21 +19,22 @@ describe('bin/crawl.js launcher', () => {
     expect(viaNode.stdout).toBe(asProgram.stdout);
   });
 
-  it('hands node its flags (young generation, old generation growth, V8 helper threads) and MALLOC_ARENA_MAX=2 when run as a program, keeping strict mode', () => {
+  it('hands node its flags (young generation, old generation growth, V8 helper threads) MALLOC_ARENA_MAX=2 and MALLOC_MMAP_THRESHOLD_=1048576 when run as a program, keeping strict mode', () => {
     // The launcher's own two lines in front of a script that reports what node was given.
     const [sheBang, launcher] = readFileSync(CLI, 'utf8').split('\n');
     const dir = mkdtempSync(join(tmpdir(), 'launcher-'));
     const script = join(dir, 'probe.js');
-    writeFileSync(script, `${sheBang}\n${launcher}\n'use strict';\nprocess.stdout.write(JSON.stringify({ argv: process.execArgv, strict: (function () { return this === undefined; })(), args: process.argv.slice(2), arenas: process.env.MALLOC_ARENA_MAX }));\n`);
+    writeFileSync(script, `${sheBang}\n${launcher}\n'use strict';\nprocess.stdout.write(JSON.stringify({ argv: process.execArgv, strict: (function () { return this === undefined; })(), args: process.argv.slice(2), arenas: process.env.MALLOC_ARENA_MAX, mmapAt: process.env.MALLOC_MMAP_THRESHOLD_ }));\n`);
     chmodSync(script, 0o755);
     const env = { ...process.env };
     delete env.MALLOC_ARENA_MAX;
+    delete env.MALLOC_MMAP_THRESHOLD_;
     const r = spawnSync(script, ['a b', '$HOME'], { encoding: 'utf8', env });
     expect(r.status).toBe(0);
     const helpers = Math.min(4, Math.max(1, availableParallelism() - 1));
-    expect(JSON.parse(r.stdout)).toEqual({ argv: ['--max-semi-space-size=32', '--heap-growing-percent=50', `--v8-pool-size=${helpers}`], strict: true, args: ['a b', '$HOME'], arenas: '2' });
+    expect(JSON.parse(r.stdout)).toEqual({ argv: ['--max-semi-space-size=32', '--heap-growing-percent=50', `--v8-pool-size=${helpers}`], strict: true, args: ['a b', '$HOME'], arenas: '2', mmapAt: '1048576' });
     // The user's own setting wins.
-    const own = spawnSync(script, [], { encoding: 'utf8', env: { ...env, MALLOC_ARENA_MAX: '8' } });
-    expect(JSON.parse(own.stdout).arenas).toBe('8');
+    const own = spawnSync(script, [], { encoding: 'utf8', env: { ...env, MALLOC_ARENA_MAX: '8', MALLOC_MMAP_THRESHOLD_: '131072' } });
+    expect(JSON.parse(own.stdout)).toMatchObject({ arenas: '8', mmapAt: '131072' });
   });
 });

@@ -220,11 +220,12 @@ describe('crawler node flags', () => {
     expect(launcherEnv(join(dir, 'f.js'))).toEqual({});
     expect(launcherEnv(join(dir, 'e.js'), { ...process.env, LAUNCH_TEST_A: '7' })).toEqual({ LAUNCH_TEST_A: '7', LAUNCH_TEST_B: 'x2' });
   });
-  it('bin/crawl.js caps glibc malloc at two arenas unless MALLOC_ARENA_MAX is set', () => {
+  it('bin/crawl.js caps glibc malloc at two arenas and maps blocks of 1 MiB and more on their own, unless the environment says otherwise', () => {
     const env = { ...process.env };
     delete env.MALLOC_ARENA_MAX;
-    expect(launcherEnv(CLI, env)).toEqual({ MALLOC_ARENA_MAX: '2' });
-    expect(launcherEnv(CLI, { ...env, MALLOC_ARENA_MAX: '8' })).toEqual({ MALLOC_ARENA_MAX: '8' });
+    delete env.MALLOC_MMAP_THRESHOLD_;
+    expect(launcherEnv(CLI, env)).toEqual({ MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '1048576' });
+    expect(launcherEnv(CLI, { ...env, MALLOC_ARENA_MAX: '8', MALLOC_MMAP_THRESHOLD_: '131072' })).toEqual({ MALLOC_ARENA_MAX: '8', MALLOC_MMAP_THRESHOLD_: '131072' });
   });
   it('bin/crawl.js runs with a 32 MiB young generation and one V8 helper fewer than the cores (at most 4), and node accepts its flags', () => {
     const flags = launcherNodeFlags(CLI);

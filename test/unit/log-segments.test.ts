@@ -1,8 +1,9 @@
 /**
  * runtime/log-segments.ts fileFrames: a segment file read a window at a time gives exactly the
  * frames a whole-file read gives, across window boundaries, with a frame larger than the window,
- * with explicit offsets (.cseg), and stops at a torn tail. The cleaner on its worker thread
- * (runtime/log-cleaner.ts) keeps what the same pass on the calling thread keeps.
+ * with explicit offsets (.cseg), read into one scratch window, and stops at a torn tail. The
+ * cleaner on its worker thread (runtime/log-cleaner.ts) keeps what the same pass on the calling
+ * thread keeps.
  */
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -60,6 +61,13 @@ describe('fileFrames', () => {
     // Values read earlier stay intact after later windows are read.
     const all = [...fileFrames(path, { baseOffset: 500, explicit: false }, undefined, 64)];
     expect(all.map(plain)).toEqual(whole);
+    // Into one scratch window (the cleaner's reads): the same frames, each read as it comes.
+    for (const size of [64, 257, 1 << 20]) {
+      const scratch = Buffer.alloc(size);
+      const got: unknown[] = [];
+      for (const f of fileFrames(path, { baseOffset: 500, explicit: false }, bytes.length, 0, scratch)) got.push(plain(f));
+      expect(got).toEqual(whole);
+    }
   });
 
   it('keeps explicit offsets, and stops at a torn tail or at the given length', () => {
