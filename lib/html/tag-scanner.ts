@@ -1,0 +1,348 @@
+/**
+ * A page's tags and text in document order, from htmlparser2's tokenizer (fb55's, the one under
+ * cheerio), read the way parse5's SAX parser reads them: the narrow module behind which extract()
+ * gets its tokens.
+ *
+ * Why this tokenizer: over the 66 pages of the real-page corpus a bare htmlparser2 pass cost
+ * 1.6-2.1 ms a page, a bare parse5 SAX pass 6.9-7.8 ms and extract() on parse5 (with a tokenizer
+ * subclass that patched parse5 internals) 4.7-5.0 ms (#35; bench/parser-floor.ts keeps measuring
+ * both floors). We use its Tokenizer, not its Parser: the Parser closes elements it thinks are
+ * implied and drops stray end tags, where parse5's tokenizer (and so extract() until now) reports
+ * tags as written. Tokens carry offsets into the page; a tag's name and the attributes of the few
+ * elements extract() reads are the only strings made for it.
+ *
+ * Where the two tokenizers differ, this module makes htmlparser2's agree with parse5's SAX
+ * parser (its parser-feedback simulator included), so text, links and therefore SimHash values
+ * are those of the parse5 path (test/unit/extract-parse5-parity.test.ts, bench/extract-parity.ts):
+ * - tag and attribute names are ASCII-lowercased; a repeated attribute keeps its first value;
+ * - attribute values: CR LF and lone CR become LF, NUL becomes U+FFFD; `xlink:href` in SVG or
+ *   MathML is `href` (parse5 adjusts foreign attributes);
+ * - raw text (outside SVG and MathML) ends where the HTML tokenizer ends it: script with its
+ *   escaped and double-escaped states (`<!-- <script></script> -->` inside a script does not
+ *   end it; htmlparser2 stops at the first `</script`), style, xmp, iframe, noembed, noframes
+ *   and noscript at their end tag, plaintext at the end of the page; title and textarea written
+ *   self-closing (`<title/>`, whose `/` HTML ignores) at their end tag. This module finds that
+ *   end itself (regular expressions, native code) and starts a fresh htmlparser2 tokenizer on
+ *   the rest of the page there, so htmlparser2 never reads raw text as markup, and a page's
+ *   scripts are skipped at the speed of a string search rather than character by character;
+ * - an end tag's name stops at `/` (`</br/>` is `br`);
+ * - NUL in raw text, in title/textarea and in SVG or MathML text becomes U+FFFD;
+ * - CDATA sections are text inside SVG or MathML and a comment elsewhere.
+ * The differences kept, on input no real page of the corpus has, are listed in docs/performance.md
+ * ("HTML tokenizer") with a test each.
+ */
+import { Tokenizer, type TokenizerCallbacks } from 'htmlparser2';
+
+export interface Attr { name: string; value: string }
+export interface StartTag { tagName: string; attrs: Attr[]; selfClosing: boolean }
+
+/** What a scan reports to; `done` is read after every event and ends the scan once true. */
+export interface TagSink {
+  start(tag: StartTag): void;
+  end(tagName: string): void;
+  /** The text between two tags (comments dropped), entities decoded, in one call. */
+  text(text: string): void;
+  readonly done: boolean;
+}
+
+/** RAWTEXT elements (parse5's feedback simulator switches the tokenizer for these in HTML content). */
+const RAWTEXT = new Set(['style', 'xmp', 'iframe', 'noembed', 'noframes', 'noscript']);
+/** RCDATA elements: htmlparser2 reads them itself (decoding entities in title) unless self-closing. */
+const RCDATA = new Set(['title', 'textarea']);
+/** Elements htmlparser2's tokenizer reads as raw text, wherever they are. */
+const SPECIAL = new Set(['script', 'style', 'title', 'textarea']);
+const endTagPatterns = new Map<string, RegExp>();
+
+// parse5's feedback simulator's namespace rules (parse5/dist/common/foreign-content.js).
+const enum Ns { Html, Svg, MathMl }
+/** Start tags that end SVG/MathML content (`font` too, with a color, face or size attribute). */
+const EXITS_FOREIGN = new Set([
+  'b', 'big', 'blockquote', 'body', 'br', 'center', 'code', 'dd', 'div', 'dl', 'dt', 'em', 'embed', 'h1', 'h2', 'h3',
+  'h4', 'h5', 'h6', 'head', 'hr', 'i', 'img', 'li', 'listing', 'menu', 'meta', 'nobr', 'ol', 'p', 'pre', 'ruby', 's',
+  'small', 'span', 'strong', 'strike', 'sub', 'sup', 'table', 'tt', 'u', 'ul', 'var',
+]);
+const MATHML_TEXT_POINTS = new Set(['mi', 'mo', 'mn', 'ms', 'mtext']);
+/** Foreign start tags whose attributes the namespace rules read. */
+const NS_ATTR_TAGS = new Set(['font', 'annotation-xml']);
+
+/** Does element `name` of namespace `ns` hold HTML (an HTML or MathML text integration point)? */
+function integrationPoint(name: string, ns: Ns | undefined, attrs: readonly Attr[]): boolean {
+  if (ns === Ns.Svg) return name === 'foreignobject' || name === 'desc' || name === 'title';
+  if (ns !== Ns.MathMl) return false;
+  if (MATHML_TEXT_POINTS.has(name)) return true;
+  if (name !== 'annotation-xml') return false;
+  const encoding = attrs.find((a) => a.name === 'encoding')?.value.toLowerCase();
+  return encoding === 'text/html' || encoding === 'application/xhtml+xml';
+}
+
+/** Character references decoded as in RCDATA (a title written `<title/>`, whose text this module cut out raw). */
+function decodeRcdata(raw: string): string {
+  if (!raw.includes('&')) return raw;
+  let out = '';
+  const t = new Tokenizer({ decodeEntities: true }, {
+    ontext: (a, b) => { out += raw.slice(a - 7, b - 7); },
+    ontextentity: (cp) => { out += String.fromCodePoint(cp); },
+    onattribdata() {}, onattribentity() {}, onattribend() {}, onattribname() {}, oncdata() {}, onclosetag() {},
+    oncomment() {}, ondeclaration() {}, onend() {}, onopentagend() {}, onopentagname() {}, onprocessinginstruction() {}, onselfclosingtag() {},
+  });
+  // htmlparser2 reads a title's text as RCDATA; the raw text holds no `</title` followed by a delimiter.
+  t.write(`<title>${raw}`);
+  t.end();
+  return out;
+}
+
+/** The index of the end tag that closes RAWTEXT/RCDATA element `name` whose text starts at `from` (or the page's length). */
+function rawTextEnd(html: string, from: number, name: string): number {
+  let re = endTagPatterns.get(name);
+  if (re === undefined) endTagPatterns.set(name, re = new RegExp(`</${name}[\\t\\n\\f\\r />]`, 'gi'));
+  re.lastIndex = from;
+  return re.exec(html)?.index ?? html.length;
+}
+
+// Script data and its escaped / double-escaped states (HTML 13.2.5.4-13.2.5.31), by what ends each.
+const SCRIPT_DATA = /<(?:\/script[\t\n\f\r />]|!--)/gi;
+const SCRIPT_ESCAPED = /-->|<(\/?)script[\t\n\f\r />]/gi;
+const SCRIPT_DOUBLE_ESCAPED = /-->|<\/script[\t\n\f\r />]/gi;
+const DASHES_GT = /-*>/y;
+
+/** The index of the `</script` that ends a script whose text starts at `from` (or the page's length). */
+function scriptEnd(html: string, from: number): number {
+  let pos = from;
+  for (;;) {
+    SCRIPT_DATA.lastIndex = pos;
+    let m = SCRIPT_DATA.exec(html);
+    if (m === null) return html.length;
+    if (m[0][1] === '/') return m.index;
+    pos = m.index + 4;
+    DASHES_GT.lastIndex = pos;
+    if (DASHES_GT.test(html)) { pos = DASHES_GT.lastIndex; continue; } // `<!-->`, `<!--->`: escaped and out again
+    // Escaped: `-->` leaves, `</script` ends the script, `<script` enters double-escaped, where
+    // `-->` leaves to script data and `</script` returns to escaped.
+    for (;;) {
+      SCRIPT_ESCAPED.lastIndex = pos;
+      m = SCRIPT_ESCAPED.exec(html);
+      if (m === null) return html.length;
+      if (m[0] === '-->') { pos = m.index + 3; break; }
+      if (m[1] === '/') return m.index;
+      SCRIPT_DOUBLE_ESCAPED.lastIndex = m.index + m[0].length;
+      m = SCRIPT_DOUBLE_ESCAPED.exec(html);
+      if (m === null) return html.length;
+      pos = m.index + m[0].length;
+      if (m[0] === '-->') break;
+    }
+  }
+}
+const NO_ATTRS: Attr[] = [];
+const HAS_UPPER_OR_NON_ASCII = /[A-Z\u0080-\uffff]/;
+const ASCII_UPPER = /[A-Z]+/g;
+
+/** ASCII lowercase, as HTML lowercases names (toLowerCase alone would make the Kelvin sign a `k`). */
+function asciiLower(s: string): string {
+  if (!HAS_UPPER_OR_NON_ASCII.test(s)) return s;
+  return s.replace(ASCII_UPPER, (m) => m.toLowerCase());
+}
+
+const EMPTY_END_TAG = /<\/[\t\n\f\r ]*>/y;
+const fffd = (s: string): string => (s.includes('\0') ? s.replace(/\0/g, '\uFFFD') : s);
+
+function attrValue(s: string): string {
+  if (s.includes('\r')) s = s.replace(/\r\n?/g, '\n');
+  return fffd(s);
+}
+
+class Scanner implements TokenizerCallbacks {
+  private tokenizer!: Tokenizer;
+  /** Where in the page the current tokenizer started: its offsets are relative to it. */
+  private base = 0;
+  /** Where the next tokenizer starts (after raw text this module skipped), or -1. */
+  private restartAt = -1;
+  private stopped = false;
+  // Text since the last tag: `pending` plus the slice [runStart, runEnd) not yet copied out.
+  private pending = '';
+  private runStart = -1;
+  private runEnd = -1;
+  /** Inside an element whose text is raw (ends with the next end tag). */
+  private inSpecial = false;
+  /** The namespace stack of parse5's feedback simulator (innermost last). */
+  private readonly ns: Ns[] = [Ns.Html];
+  /** In SVG or MathML content (not an HTML integration point in it). */
+  private foreign = false;
+  // The start tag being read.
+  private tagName = '';
+  private attrs: Attr[] | null = null;
+  private attrName = '';
+  private attrVal = '';
+
+  constructor(private readonly html: string, private readonly sink: TagSink, private readonly wantAttrs: ReadonlySet<string>) {}
+
+  run(): void {
+    let from = 0;
+    for (;;) {
+      this.base = from;
+      this.restartAt = -1;
+      this.tokenizer = new Tokenizer({ decodeEntities: true }, this);
+      this.tokenizer.write(from === 0 ? this.html : this.html.slice(from));
+      this.tokenizer.end(); // does nothing once paused
+      if (this.stopped || this.restartAt < 0) return;
+      from = this.restartAt;
+    }
+  }
+
+  private stop(): void {
+    this.stopped = true;
+    this.tokenizer.pause();
+  }
+
+  private check(): void {
+    if (this.sink.done && !this.stopped) this.stop();
+  }
+
+  private take(): void {
+    if (this.runStart < 0) return;
+    this.pending += this.html.slice(this.base + this.runStart, this.base + this.runEnd);
+    this.runStart = this.runEnd = -1;
+  }
+
+  private flushText(): void {
+    this.take();
+    if (this.pending === '') return;
+    const text = this.inSpecial || this.foreign ? fffd(this.pending) : this.pending;
+    this.pending = '';
+    this.sink.text(text);
+    this.check();
+  }
+
+  ontext(start: number, end: number): void {
+    // htmlparser2 gives `</>` and `</ >` as text; HTML drops them (a missing end tag name; a bogus comment).
+    if (this.html.charCodeAt(this.base + start) === 0x3c) {
+      EMPTY_END_TAG.lastIndex = this.base + start;
+      if (EMPTY_END_TAG.test(this.html)) {
+        this.take();
+        start = EMPTY_END_TAG.lastIndex - this.base;
+        if (start >= end) return;
+      }
+    }
+    if (this.runEnd === start) { this.runEnd = end; return; }
+    this.take();
+    this.runStart = start; this.runEnd = end;
+  }
+
+  ontextentity(cp: number): void {
+    this.take();
+    this.pending += String.fromCodePoint(cp);
+  }
+
+  onopentagname(start: number, end: number): void {
+    this.flushText();
+    this.tagName = asciiLower(this.html.slice(this.base + start, this.base + end));
+    this.attrs = this.wantAttrs.has(this.tagName) || (this.foreign && NS_ATTR_TAGS.has(this.tagName)) ? [] : null;
+  }
+
+  onattribname(start: number, end: number): void {
+    if (this.attrs === null) return;
+    this.attrName = asciiLower(this.html.slice(this.base + start, this.base + end));
+    this.attrVal = '';
+  }
+
+  onattribdata(start: number, end: number): void {
+    if (this.attrs !== null) this.attrVal += this.html.slice(this.base + start, this.base + end);
+  }
+
+  onattribentity(cp: number): void {
+    if (this.attrs !== null) this.attrVal += String.fromCodePoint(cp);
+  }
+
+  onattribend(): void {
+    const attrs = this.attrs;
+    if (attrs === null) return;
+    const name = this.attrName;
+    for (const a of attrs) if (a.name === name) return;
+    attrs.push({ name, value: attrValue(this.attrVal) });
+  }
+
+  onopentagend(end: number): void { this.openTag(false, end); }
+
+  onselfclosingtag(end: number): void { this.openTag(true, end); }
+
+  private openTag(selfClosing: boolean, end: number): void {
+    if (this.stopped) return;
+    const name = this.tagName;
+    const attrs = this.attrs ?? NO_ATTRS;
+    this.attrs = null;
+    const ns = this.ns;
+    if (name === 'svg') ns.push(Ns.Svg); else if (name === 'math') ns.push(Ns.MathMl);
+    const top = ns[ns.length - 1];
+    if (top !== Ns.Html) {
+      // Foreign content: no raw text switching; an HTML element ends it, an integration point holds HTML.
+      if (EXITS_FOREIGN.has(name) || (name === 'font' && attrs.some((a) => a.name === 'color' || a.name === 'face' || a.name === 'size'))) ns.pop();
+      else {
+        for (const a of attrs) if (a.name === 'xlink:href') a.name = 'href'; // parse5 drops the xlink: prefix
+        if (!selfClosing && integrationPoint(name, top, attrs)) ns.push(Ns.Html);
+      }
+      this.foreign = ns[ns.length - 1] !== Ns.Html;
+      this.sink.start({ tagName: name, attrs, selfClosing });
+      if (SPECIAL.has(name) && !selfClosing) this.inSpecial = true; // htmlparser2 reads it raw even here
+      this.check();
+      return;
+    }
+    this.sink.start({ tagName: name, attrs, selfClosing });
+    if (this.sink.done) { this.stop(); return; }
+    const from = this.base + end + 1;
+    let rawEnd = -1;
+    if (name === 'script') rawEnd = scriptEnd(this.html, from);
+    else if (RAWTEXT.has(name) || (selfClosing && RCDATA.has(name))) rawEnd = rawTextEnd(this.html, from, name);
+    else if (name === 'plaintext') rawEnd = this.html.length;
+    else if (RCDATA.has(name)) this.inSpecial = true;
+    if (rawEnd < 0) return;
+    // Raw text: report it, and read on from its end tag with a fresh tokenizer.
+    if (rawEnd > from) {
+      this.inSpecial = true;
+      const raw = this.html.slice(from, rawEnd);
+      this.pending = RCDATA.has(name) ? decodeRcdata(raw) : raw;
+      this.flushText();
+    }
+    this.inSpecial = false;
+    if (this.stopped) return;
+    if (rawEnd < this.html.length) this.restartAt = rawEnd;
+    this.tokenizer.pause();
+  }
+
+  onclosetag(start: number, end: number): void {
+    if (this.stopped) return;
+    this.flushText();
+    if (this.stopped) return;
+    // `</ a>`: htmlparser2 skips the space, HTML reads a bogus comment.
+    if (this.html.charCodeAt(this.base + start - 1) !== 0x2f) return;
+    let name = asciiLower(this.html.slice(this.base + start, this.base + end));
+    const slash = name.indexOf('/');
+    if (slash >= 0) name = name.slice(0, slash);
+    this.inSpecial = false;
+    const ns = this.ns;
+    const top = ns[ns.length - 1];
+    if (top === Ns.Html) {
+      if (integrationPoint(name, ns[ns.length - 2], NO_ATTRS)) ns.pop();
+    } else if ((name === 'svg' && top === Ns.Svg) || (name === 'math' && top === Ns.MathMl)) ns.pop();
+    this.foreign = ns[ns.length - 1] !== Ns.Html;
+    this.sink.end(name);
+    this.check();
+  }
+
+  oncdata(start: number, end: number, offset: number): void {
+    if (!this.foreign) { this.flushText(); return; }
+    this.take();
+    this.pending += this.html.slice(this.base + start, this.base + end - offset);
+  }
+
+  oncomment(): void { this.flushText(); }
+  ondeclaration(): void { this.flushText(); }
+  onprocessinginstruction(): void { this.flushText(); }
+  onend(): void { this.flushText(); }
+}
+
+/**
+ * Reports `html`'s tags and text to `sink` in one synchronous pass. Start tags named in
+ * `wantAttrs` carry their attributes; every other start tag an empty list.
+ */
+export function scanTags(html: string, sink: TagSink, wantAttrs: ReadonlySet<string>): void {
+  new Scanner(html, sink, wantAttrs).run();
+}
