@@ -47,9 +47,9 @@ export interface TagSink {
 
 /** RAWTEXT elements (parse5's feedback simulator switches the tokenizer for these in HTML content). */
 const RAWTEXT = new Set(['style', 'xmp', 'iframe', 'noembed', 'noframes', 'noscript']);
-/** RCDATA elements: htmlparser2 reads them itself (decoding entities in title) unless self-closing. */
+/** RCDATA elements: raw text with character references decoded. */
 const RCDATA = new Set(['title', 'textarea']);
-/** Elements htmlparser2's tokenizer reads as raw text, wherever they are. */
+/** Elements htmlparser2's tokenizer reads as raw text, wherever they are (even in SVG, where HTML does not). */
 const SPECIAL = new Set(['script', 'style', 'title', 'textarea']);
 const endTagPatterns = new Map<string, RegExp>();
 
@@ -75,9 +75,11 @@ function integrationPoint(name: string, ns: Ns | undefined, attrs: readonly Attr
   return encoding === 'text/html' || encoding === 'application/xhtml+xml';
 }
 
-/** Character references decoded as in RCDATA (a title written `<title/>`, whose text this module cut out raw). */
+/** Character references decoded as in RCDATA, by htmlparser2's tokenizer reading `raw` as a title's text. */
 function decodeRcdata(raw: string): string {
   if (!raw.includes('&')) return raw;
+  // A reference never spans a `<`; pieces without one cannot end the title early.
+  if (raw.includes('<')) return raw.split('<').map(decodeRcdata).join('<');
   let out = '';
   const t = new Tokenizer({ decodeEntities: true }, {
     ontext: (a, b) => { out += raw.slice(a - 7, b - 7); },
@@ -85,7 +87,6 @@ function decodeRcdata(raw: string): string {
     onattribdata() {}, onattribentity() {}, onattribend() {}, onattribname() {}, oncdata() {}, onclosetag() {},
     oncomment() {}, ondeclaration() {}, onend() {}, onopentagend() {}, onopentagname() {}, onprocessinginstruction() {}, onselfclosingtag() {},
   });
-  // htmlparser2 reads a title's text as RCDATA; the raw text holds no `</title` followed by a delimiter.
   t.write(`<title>${raw}`);
   t.end();
   return out;
@@ -142,7 +143,8 @@ function asciiLower(s: string): string {
   return s.replace(ASCII_UPPER, (m) => m.toLowerCase());
 }
 
-const EMPTY_END_TAG = /<\/[\t\n\f\r ]*>/y;
+const EMPTY_END_TAG = /<\/(?:[\t\n\f\r ]*>|[\t\n\f\r ]+$)/y;
+const isSpace = (c: number): boolean => c === 0x20 || c === 0x0a || c === 0x09 || c === 0x0c || c === 0x0d;
 const fffd = (s: string): string => (s.includes('\0') ? s.replace(/\0/g, '\uFFFD') : s);
 
 function attrValue(s: string): string {
@@ -161,8 +163,14 @@ class Scanner implements TokenizerCallbacks {
   private pending = '';
   private runStart = -1;
   private runEnd = -1;
-  /** Inside an element whose text is raw (ends with the next end tag). */
-  private inSpecial = false;
+  /**
+   * After <pre>, <listing> or <textarea>: the first line feed of the next text is dropped if
+   * that text starts with whitespace. Like parse5's simulator, tags in between do not matter and
+   * leading whitespace other than a line feed leaves the drop pending.
+   */
+  private skipNewline = false;
+  /** The text being reported is raw text (RAWTEXT, RCDATA, script data): its NULs are U+FFFD. */
+  private inRaw = false;
   /** The namespace stack of parse5's feedback simulator (innermost last). */
   private readonly ns: Ns[] = [Ns.Html];
   /** In SVG or MathML content (not an HTML integration point in it). */
@@ -206,15 +214,46 @@ class Scanner implements TokenizerCallbacks {
   private flushText(): void {
     this.take();
     if (this.pending === '') return;
-    const text = this.inSpecial || this.foreign ? fffd(this.pending) : this.pending;
+    if (this.skipNewline) {
+      this.dropFirstNewline();
+      if (this.pending === '') return;
+    }
+    // parse5 makes each NUL of raw text U+FFFD, and each run of NULs of SVG/MathML text one U+FFFD.
+    const text = this.inRaw ? fffd(this.pending) : this.foreign && this.pending.includes('\0') ? this.pending.replace(/\0+/g, '\uFFFD') : this.pending;
     this.pending = '';
     this.sink.text(text);
     this.check();
   }
 
+  private dropFirstNewline(): void {
+    const t = this.pending;
+    let ws = 0;
+    while (ws < t.length && isSpace(t.charCodeAt(ws))) ws++;
+    const c = t.charCodeAt(0);
+    if (c === 0x0a || c === 0x0d) {
+      const drop = c === 0x0d && t.charCodeAt(1) === 0x0a ? 2 : 1; // CR LF and CR are one LF to parse5
+      this.pending = t.slice(drop);
+      this.skipNewline = false;
+    } else if (ws < t.length) this.skipNewline = false;
+  }
+
   ontext(start: number, end: number): void {
+    if (start < 0) return; // htmlparser2's trailing data after an end tag cut by the end of the page
+    const at = this.base + start;
+    // A declaration, processing instruction or `</3` cut by the end of the page: htmlparser2 gives
+    // its content as text, HTML a bogus comment.
+    let b = at - 1;
+    let before = this.html.charCodeAt(b);
+    if (isSpace(before)) { // `</  3`: htmlparser2 skips the spaces first
+      while (isSpace(before)) before = this.html.charCodeAt(--b);
+      if (before !== 0x2f) before = 0;
+    }
+    if ((before === 0x21 || before === 0x3f || before === 0x2f) && this.html.charCodeAt(b - 1) === 0x3c) {
+      if (before === 0x21) this.declarationEnd(at);
+      return;
+    }
     // htmlparser2 gives `</>` and `</ >` as text; HTML drops them (a missing end tag name; a bogus comment).
-    if (this.html.charCodeAt(this.base + start) === 0x3c) {
+    if (this.html.charCodeAt(at) === 0x3c) {
       EMPTY_END_TAG.lastIndex = this.base + start;
       if (EMPTY_END_TAG.test(this.html)) {
         this.take();
@@ -281,29 +320,36 @@ class Scanner implements TokenizerCallbacks {
       }
       this.foreign = ns[ns.length - 1] !== Ns.Html;
       this.sink.start({ tagName: name, attrs, selfClosing });
-      if (SPECIAL.has(name) && !selfClosing) this.inSpecial = true; // htmlparser2 reads it raw even here
-      this.check();
+      if (this.sink.done) this.stop();
+      // Markup here: a fresh tokenizer reads on, which htmlparser2 would have read as raw text.
+      else if (SPECIAL.has(name) && !selfClosing) this.readOnFrom(this.base + end + 1);
       return;
     }
     this.sink.start({ tagName: name, attrs, selfClosing });
     if (this.sink.done) { this.stop(); return; }
+    if (name === 'pre' || name === 'listing' || name === 'textarea') this.skipNewline = true;
     const from = this.base + end + 1;
     let rawEnd = -1;
     if (name === 'script') rawEnd = scriptEnd(this.html, from);
-    else if (RAWTEXT.has(name) || (selfClosing && RCDATA.has(name))) rawEnd = rawTextEnd(this.html, from, name);
+    else if (RAWTEXT.has(name) || RCDATA.has(name)) rawEnd = rawTextEnd(this.html, from, name);
     else if (name === 'plaintext') rawEnd = this.html.length;
-    else if (RCDATA.has(name)) this.inSpecial = true;
     if (rawEnd < 0) return;
     // Raw text: report it, and read on from its end tag with a fresh tokenizer.
     if (rawEnd > from) {
-      this.inSpecial = true;
+      this.inRaw = true;
       const raw = this.html.slice(from, rawEnd);
       this.pending = RCDATA.has(name) ? decodeRcdata(raw) : raw;
       this.flushText();
+      this.inRaw = false;
     }
-    this.inSpecial = false;
-    if (this.stopped) return;
-    if (rawEnd < this.html.length) this.restartAt = rawEnd;
+    if (!this.stopped) this.readOnFrom(rawEnd);
+  }
+
+  /** Ends this tokenizer's pass; run() starts a fresh one at `at` (unless that is the end of the page). */
+  private readOnFrom(at: number): void {
+    // Always forward of this tokenizer's start, so a page is read in a bounded number of passes.
+    if (at <= this.base) throw new Error(`tag-scanner: no progress at ${at}`);
+    if (at < this.html.length) this.restartAt = at;
     this.tokenizer.pause();
   }
 
@@ -316,7 +362,6 @@ class Scanner implements TokenizerCallbacks {
     let name = asciiLower(this.html.slice(this.base + start, this.base + end));
     const slash = name.indexOf('/');
     if (slash >= 0) name = name.slice(0, slash);
-    this.inSpecial = false;
     const ns = this.ns;
     const top = ns[ns.length - 1];
     if (top === Ns.Html) {
@@ -328,14 +373,40 @@ class Scanner implements TokenizerCallbacks {
   }
 
   oncdata(start: number, end: number, offset: number): void {
-    if (!this.foreign) { this.flushText(); return; }
-    this.take();
-    this.pending += this.html.slice(this.base + start, this.base + end - offset);
+    if (this.foreign) {
+      this.take();
+      this.pending += this.html.slice(this.base + start, this.base + end - offset);
+      return;
+    }
+    // In HTML `<![CDATA[` opens a bogus comment, which the first `>` ends.
+    this.flushText();
+    this.skipNewline = false;
+    const gt = this.html.slice(this.base + start, this.base + end).indexOf('>');
+    if (gt >= 0) this.readOnFrom(this.base + start + gt + 1);
   }
 
-  oncomment(): void { this.flushText(); }
-  ondeclaration(): void { this.flushText(); }
-  onprocessinginstruction(): void { this.flushText(); }
+  oncomment(start: number, end: number, offset: number): void {
+    this.flushText();
+    this.skipNewline = false;
+    // `--!>` ends a comment too (htmlparser2 reads on to the next `-->`).
+    const close = this.html.slice(this.base + start, this.base + end - offset).indexOf('--!>');
+    if (close >= 0) this.readOnFrom(this.base + start + close + 4);
+  }
+
+  ondeclaration(start: number): void {
+    this.flushText();
+    this.skipNewline = false;
+    this.declarationEnd(this.base + start);
+  }
+
+  /** `<!>` and `<!->` are bogus comments ended by that `>`; htmlparser2 reads on to the next `>`. */
+  private declarationEnd(at: number): void {
+    this.skipNewline = false;
+    const c = this.html.charCodeAt(at);
+    if (c === 0x3e) this.readOnFrom(at + 1);
+    else if (c === 0x2d && this.html.charCodeAt(at + 1) === 0x3e) this.readOnFrom(at + 2);
+  }
+  onprocessinginstruction(): void { this.flushText(); this.skipNewline = false; }
   onend(): void { this.flushText(); }
 }
 
