@@ -359,6 +359,8 @@ class Scanner implements TokenizerCallbacks {
     if (this.stopped) return;
     // `</ a>`: htmlparser2 skips the space, HTML reads a bogus comment.
     if (this.html.charCodeAt(this.base + start - 1) !== 0x2f) return;
+    // An end tag the end of the page cuts (`</title `) is no tag to HTML.
+    if (this.html.charCodeAt(this.base + end) !== 0x3e && this.html.indexOf('>', this.base + end) < 0) return;
     let name = asciiLower(this.html.slice(this.base + start, this.base + end));
     const slash = name.indexOf('/');
     if (slash >= 0) name = name.slice(0, slash);
