@@ -107,6 +107,7 @@ class Scanner implements TokenizerCallbacks {
       this.tokenizer.write(from === 0 ? this.html : this.html.slice(from));
       this.tokenizer.end(); // does nothing once paused
       if (this.stopped || this.restartAt < 0) return;
+      this.take(); // its offsets are the old tokenizer's
       from = this.restartAt;
     }
   }
@@ -164,6 +165,7 @@ class Scanner implements TokenizerCallbacks {
       if (before !== 0x2f) before = 0;
     }
     if ((before === 0x21 || before === 0x3f || before === 0x2f) && this.html.charCodeAt(b - 1) === 0x3c) {
+      this.flushText();
       if (before === 0x21) this.declarationEnd(at);
       return;
     }
@@ -312,7 +314,6 @@ class Scanner implements TokenizerCallbacks {
 
   ondeclaration(start: number): void {
     this.flushText();
-    this.skipNewline = false;
     this.declarationEnd(this.base + start);
   }
 
@@ -323,8 +324,15 @@ class Scanner implements TokenizerCallbacks {
     if (c === 0x3e) this.readOnFrom(at + 1);
     else if (c === 0x2d && this.html.charCodeAt(at + 1) === 0x3e) this.readOnFrom(at + 2);
   }
-  onprocessinginstruction(): void { this.flushText(); this.skipNewline = false; }
-  onend(): void { this.flushText(); }
+
+  onprocessinginstruction(): void {
+    this.flushText();
+    this.skipNewline = false;
+  }
+
+  onend(): void {
+    this.flushText();
+  }
 }
 
 /**
