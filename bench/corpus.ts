@@ -42,3 +42,11 @@ export function templatePages(dir = corpusDir()): CorpusPage[] {
     .sort()
     .map((name) => ({ name, html: readFileSync(join(dir, name), 'utf8') }));
 }
+
+/** Every page of the corpus, readability's small test fixtures included (#35's SimHash target is "every page"). */
+export function corpusPages(dir = corpusDir()): CorpusPage[] {
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.html'))
+    .sort()
+    .map((name) => ({ name, html: readFileSync(join(dir, name), 'utf8') }));
+}

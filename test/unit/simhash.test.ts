@@ -4,6 +4,10 @@
  * differently, small edits, distinct texts), CJK shingles, and the helpers.
  */
 import { xxh64 } from '@node-rs/xxhash';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join as joinPath } from 'node:path';
+import { SIMHASH_WASM_SOURCE_SHA256 } from '../../lib/simhash-wasm';
 import { blocks16, hammingDistance, MAX_SIMHASH_BYTES, simhash64, simhashWithCount } from '../../lib/simhash';
 import { rng } from '../support/rng';
 
@@ -191,5 +195,69 @@ describe('simhash helpers', () => {
   it('counts differing bits across both halves', () => {
     expect(hammingDistance('ffffffffffffffff', '0000000000000000')).toBe(64);
     expect(hammingDistance('8000000000000001', '0000000000000000')).toBe(2);
+  });
+});
+
+describe('the WebAssembly module (lib/simhash-wasm)', () => {
+  it('was generated from the committed Rust source (rebuild with lib/simhash-wasm/build.sh)', () => {
+    const dir = joinPath(__dirname, '..', '..', 'lib', 'simhash-wasm');
+    const source = createHash('sha256').update(readFileSync(joinPath(dir, 'Cargo.toml'))).update(readFileSync(joinPath(dir, 'src', 'lib.rs'))).digest('hex');
+    expect(SIMHASH_WASM_SOURCE_SHA256).toBe(source);
+  });
+
+  it('gives the definition on empty texts, lone and paired surrogates, astral characters in and between words', () => {
+    const texts = [
+      '', 'a', '日', '😀', '\ud800', '\udc00', 'ab\ud800cd ef', 'ab\udc00\ud800cd ef', 'x\ud83d', '\ude00y z',
+      'a😀b c😀 😀d', '𠀀𠀁𠀂 ab 𠀃', 'naïve straße İstanbul ﬁne Ｆｕｌｌ', 'mot’s — “quoted” … 9_9', '日本語の𠀋文と English words',
+    ];
+    for (const text of texts) {
+      expect(simhashWithCount(text)).toEqual(reference(text));
+      expect(simhashWithCount(Buffer.from(text, 'utf8'))).toEqual(reference(text));
+    }
+    expect(simhashWithCount(new Uint8Array(0))).toEqual({ simhash: 'ffffffffffffffff', shingles: 0 });
+  });
+
+  it('votes right across its counters\' limits (15 and 255 features)', () => {
+    const r = rng(255);
+    const words = textIn('latin', 4000, 9);
+    for (const count of [14, 15, 16, 254, 255, 256, 510, 511, 3825, 4000]) {
+      const text = words.slice(0, count).join(r() < 0.5 ? ' ' : ', ');
+      expect(simhashWithCount(text)).toEqual(reference(text));
+    }
+  });
+
+  it('leaves out a character whose bytes are cut at the end of what it is given', () => {
+    for (const last of ['é', '日', '😀', '𠀀']) {
+      const text = `some words then ${last}`;
+      const bytes = Buffer.from(text, 'utf8');
+      for (let cut = 1; cut < Buffer.byteLength(last); cut++) {
+        expect(simhashWithCount(bytes.subarray(0, bytes.length - cut))).toEqual(reference('some words then '));
+      }
+    }
+  });
+
+  it('holds as many features as MAX_SIMHASH_BYTES can make', () => {
+    // One-letter words: a feature every two bytes; a letter and a CJK character: two every four.
+    expect(simhashWithCount('a '.repeat(MAX_SIMHASH_BYTES)).shingles).toBe(MAX_SIMHASH_BYTES / 2);
+    expect(simhashWithCount('a日'.repeat(MAX_SIMHASH_BYTES)).shingles).toBe(MAX_SIMHASH_BYTES / 2);
+    expect(simhashWithCount('a'.repeat(MAX_SIMHASH_BYTES + 10)).shingles).toBe(1);
+    const cjk = '日本語'.repeat(MAX_SIMHASH_BYTES / 9 + 1);
+    expect(simhashWithCount(cjk)).toEqual(simhashWithCount(Buffer.from(cjk, 'utf8')));
+  });
+
+  it('keeps nothing from one text to the next', () => {
+    const short = 'How are you? I AM fine. Thanks. And you?';
+    const first = simhashWithCount(short);
+    simhashWithCount('日本語の文 and a long English text '.repeat(5000));
+    expect(simhashWithCount(short)).toEqual(first);
+    expect(simhashWithCount(Buffer.from(short, 'utf8'))).toEqual(first);
+  });
+
+  it('reads bytes that are not UTF-8 without failing, as separators or characters of the tables', () => {
+    const junk = Buffer.from([0x80, 0xbf, 0x61, 0xf8, 0x80, 0x80, 0x80, 0x62, 0xf0, 0x80, 0x80, 0x80, 0x20, 0xff, 0xff, 0xff, 0xff, 0x63, 0x64]);
+    const once = simhashWithCount(junk);
+    expect(once.simhash).toMatch(/^[0-9a-f]{16}$/);
+    expect(simhashWithCount(junk)).toEqual(once);
+    expect(once.shingles).toBeLessThanOrEqual(junk.length / 2 + 1);
   });
 });
