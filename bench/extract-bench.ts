@@ -8,7 +8,7 @@
  * hit both alike; the reported figure is the median round.
  */
 import { extract } from '../lib/html/extract';
-import { barePass as bare, median, timeRound } from './parser-floor';
+import { bareHtmlparser2Pass, barePass as bare, median, timeRound } from './parser-floor';
 
 const ITERATIONS = Number(process.argv[2] ?? 2000);
 const ROUNDS = 10;
@@ -39,20 +39,24 @@ function main(): void {
   console.log(`page: ${(bytes / 1024).toFixed(1)} KiB, ${check.links.length} links extracted (${check.links.filter((l) => l.nofollow).length} nofollow), text ${check.text.length} chars`);
 
   const perRound = Math.max(1, Math.floor(ITERATIONS / ROUNDS));
-  for (let i = 0; i < 200; i++) { extract(html, url); bare(html); } // warm-up
+  for (let i = 0; i < 200; i++) { extract(html, url); bare(html); bareHtmlparser2Pass(html); } // warm-up
   const ex: number[] = [];
   const floor: number[] = [];
+  const floor2: number[] = [];
   for (let r = 0; r < ROUNDS; r++) {
     ex.push(timeRound(() => extract(html, url), perRound));
     floor.push(timeRound(() => bare(html), perRound));
+    floor2.push(timeRound(() => bareHtmlparser2Pass(html), perRound));
   }
   const e = median(ex);
   const f = median(floor);
+  const f2 = median(floor2);
   const mbps = (ms: number) => (bytes / 1024 / 1024 / (ms / 1000)).toFixed(1);
   console.log(`iterations: ${perRound * ROUNDS} each (${ROUNDS} interleaved rounds, median shown), node ${process.version}`);
   console.log(`extract():             ${e.toFixed(3)} ms/page  (${mbps(e)} MiB/s)`);
   console.log(`bare parse5-sax pass:  ${f.toFixed(3)} ms/page  (${mbps(f)} MiB/s)`);
-  console.log(`ratio extract/floor:   ${(e / f).toFixed(2)}x`);
+  console.log(`bare htmlparser2 pass: ${f2.toFixed(3)} ms/page  (${mbps(f2)} MiB/s)`);
+  console.log(`ratio extract/floor:   ${(e / f).toFixed(2)}x (parse5), ${(e / f2).toFixed(2)}x (htmlparser2)`);
 }
 
 main();

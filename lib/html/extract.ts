@@ -2,11 +2,10 @@
  * One pass over a page's HTML, without building a tree: title, visible text, outgoing links,
  * canonical, <base>, robots directives, meta refresh, meta charset and <html lang>.
  *
- * We drive parse5's spec tokenizer through parse5-sax-parser, whose parser-feedback simulator
- * switches the tokenizer into RAWTEXT / RCDATA / script-data states the way the tree builder
- * would, so `<script>"</div><a href=x>"</script>` is script text and never a link. We call the
- * tokenizer synchronously (one write with the "last chunk" flag) instead of using the stream
- * interface, whose end()/_final runs on a later tick: extract() stays a plain function.
+ * Tokens come from tag-scanner.ts (htmlparser2's tokenizer, read the way parse5's SAX parser and
+ * its parser-feedback simulator read a page): tags as written, no tree, raw text where the HTML
+ * tree builder would switch the tokenizer, so `<script>"</div><a href=x>"</script>` is script
+ * text and never a link. The pass is synchronous: extract() stays a plain function.
  *
  * <base href> applies to the whole document even when it comes after links, so hrefs are kept raw
  * while scanning and resolved once at the end against the first <base href> (itself resolved
@@ -14,9 +13,7 @@
  */
 import { TextEncoder } from 'node:util';
 import { charsetParam } from './charset';
-import { SAXParser, type StartTag, type EndTag } from 'parse5-sax-parser';
-import type { TokenHandler } from 'parse5';
-import { FastTokenizer } from './fast-tokenizer';
+import { scanTags, type StartTag, type TagSink } from './tag-scanner';
 
 export interface ExtractedLink {
   /** Absolute, resolved against <base href> or the page URL; not normalised further. */
@@ -77,6 +74,9 @@ interface RawLink { href: string; nofollow: boolean; rel: string | null; source:
 export const MAX_FEEDS = 4;
 const FEED_TYPES = new Set(['application/rss+xml', 'application/atom+xml']);
 
+/** The elements whose attributes Collector reads; the scanner builds no attributes for others. */
+const ATTR_TAGS: ReadonlySet<string> = new Set(['html', 'base', 'a', 'area', 'link', 'meta']);
+
 function attr(t: StartTag, name: string): string | null {
   for (const a of t.attrs) if (a.name === name) return a.value;
   return null;
@@ -128,7 +128,7 @@ function tryUrl(href: string, base?: string | URL): URL | null {
 }
 
 /** Token sink: all document state lives here. */
-class Collector {
+class Collector implements TagSink {
   title: string | null = null; lang: string | null = null; baseRaw: string | null = null;
   canonicalRaw: string | null = null; refreshRaw: string | null = null; metaCharset: string | null = null;
   readonly feedsRaw: string[] = [];
@@ -176,8 +176,13 @@ class Collector {
     if (BLOCK.has(name)) this.newline = true; else if (CELL.has(name)) this.space = true;
   }
 
-  end(t: EndTag): void {
-    const name = t.tagName;
+  /** Nothing later in the page can change links or text once both caps are hit; stop paying for it. */
+  get done(): boolean {
+    // (A <link>/<meta> after that point, invalid outside <head> anyway, is then missed.)
+    return this.linksFull && this.textFull;
+  }
+
+  end(name: string): void {
     if (name === 'head') this.leaveHead();
     else if (name === 'svg' && this.svgDepth > 0) this.svgDepth--;
     else if (name === 'title' && this.inTitle) {
@@ -273,84 +278,18 @@ class Collector {
   }
 }
 
-/**
- * Subclass only to run the tokenizer synchronously, put parse5's tokenizer under the feedback
- * simulator in its run-taking form (fast-tokenizer.ts), and hand tokens straight to the
- * collector: tags as the tokenizer made them (parse5-sax-parser would copy each into a new
- * object), text concatenated until the next tag, comments and doctypes dropped unbuilt.
- */
-class Scanner extends SAXParser {
-  private pending: string | null = null;
-
-  constructor(private readonly sink: Collector) {
-    super();
-    const sim = (this as unknown as { parserFeedbackSimulator: TokenHandler & { tokenizer: FastTokenizer; inForeignContent: boolean } }).parserFeedbackSimulator;
-    const tokenizer = new FastTokenizer(this.options, sim);
-    tokenizer.inForeignNode = sim.inForeignContent;
-    sim.tokenizer = tokenizer;
-    this.tokenizer = tokenizer;
-  }
-
-  run(html: string): void {
-    this.tokenizer.write(html, true);
-  }
-
-  /** Nothing later in the page can change links or text once both caps are hit; stop paying for it. */
-  private check(): void {
-    // (A <link>/<meta> after that point, invalid outside <head> anyway, is then missed.)
-    if (this.sink.linksFull && this.sink.textFull) this.stop();
-  }
-
-  private flushText(): void {
-    if (this.pending === null) return;
-    const text = this.pending;
-    this.pending = null;
-    this.sink.text(text);
-    this.check();
-  }
-
-  override onCharacter(token: { chars: string }): void {
-    this.pending = this.pending === null ? token.chars : this.pending + token.chars;
-  }
-
-  override onWhitespaceCharacter(token: { chars: string }): void {
-    this.onCharacter(token);
-  }
-
-  override onNullCharacter(token: { chars: string }): void {
-    this.onCharacter(token);
-  }
-
-  override onStartTag(token: StartTag): void {
-    this.flushText();
-    this.sink.start(token);
-    this.check();
-  }
-
-  override onEndTag(token: EndTag): void {
-    this.flushText();
-    this.sink.end(token);
-    this.check();
-  }
-
-  override onComment(): void {
-    this.flushText();
-  }
-
-  override onDoctype(): void {
-    this.flushText();
-  }
-
-  override onEof(): void {
-    this.flushText();
-    this.stop();
-  }
-}
+/** A tokenizer pass that reports `html`'s tags and text to `sink` (tag-scanner.ts's is the crawler's). */
+export type TagScan = (html: string, sink: TagSink, wantAttrs: ReadonlySet<string>) => void;
 
 export function extract(html: string, pageUrl: string, opts: ExtractOptions = {}): Extracted {
+  return extractWith(scanTags, html, pageUrl, opts);
+}
+
+/** extract() over another tokenizer pass: for the parity check against parse5 (bench/parse5-scan.ts). */
+export function extractWith(scan: TagScan, html: string, pageUrl: string, opts: ExtractOptions = {}): Extracted {
   const token = (opts.productToken ?? 'kcrawl').toLowerCase();
   const c = new Collector(token, opts.maxLinks ?? 5000, opts.maxTextBytes ?? 1024 * 1024);
-  new Scanner(c).run(html);
+  scan(html, c, ATTR_TAGS);
 
   const robots = { ...c.robots };
   if (opts.xRobotsTag) parseXRobotsTag(opts.xRobotsTag, token, robots);
