@@ -21,6 +21,8 @@ COPY schemas ./schemas
 RUN npx tsc -p tsconfig.json && npm prune --omit=dev --ignore-scripts
 
 FROM node:20-bookworm-slim
+# jemalloc: bin/crawl.js preloads it where installed (glibc keeps what LevelDB frees; docs/frontier-store.md).
+RUN apt-get update && apt-get install -y --no-install-recommends libjemalloc2 && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 ENV NODE_ENV=production
 COPY --from=build /app/package.json ./package.json

@@ -162,5 +162,6 @@ export function launcherEnv(script: string, env: NodeJS.ProcessEnv = process.env
   const names = l ? [...l.shell.matchAll(/\bexport (\w+)=/g)].map((m) => m[1]) : [];
   if (!l || names.length === 0) return {};
   const values = runInSh(script, `${l.shell} printf '%s\\n' ${names.map((n) => `"$${n}"`).join(' ')}`, env);
-  return Object.fromEntries(names.map((n, i) => [n, values[i]]));
+  // A variable the line exports only on some machines (LD_PRELOAD, where jemalloc is installed) comes out empty elsewhere.
+  return Object.fromEntries(names.map((n, i): [string, string] => [n, values[i]]).filter(([, v]) => v !== ''));
 }
