@@ -3,21 +3,19 @@
  * parse5's SAX parser (bench/parse5-scan.ts) over every page of the real-page corpus: title,
  * text, links, canonical, robots, refresh, feeds, charset and lang must be identical, so SimHash
  * values do not change with the tokenizer. Exits 1 on the first page that differs.
- *   npx tsc -p tsconfig.json && node dist/bench/extract-parity.js [corpus dir]
+ *   npx tsc -p tsconfig.json && node dist/bench/extract-parity.js [corpus dir]   (default: bench/corpus.ts's corpusDir())
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { extract, extractWith } from '../lib/html/extract';
+import { corpusDir, corpusPages } from './corpus';
 import { parse5Scan } from './parse5-scan';
 
-const dir = process.argv[2] ?? join(__dirname, '..', '..', '..', 'shared', 'corpus', 'realpages');
-const names = readdirSync(dir).filter((f) => f.endsWith('.html')).sort();
+const dir = process.argv[2] ?? corpusDir();
+const pages = corpusPages(dir);
 let differ = 0;
 let chars = 0;
 let links = 0;
-for (const name of names) {
-  const html = readFileSync(join(dir, name), 'utf8');
+for (const { name, html } of pages) {
   const url = `https://${name.replace(/\.html$/, '')}.example/page`;
   const ours = extract(html, url);
   const ref = extractWith(parse5Scan, html, url);
@@ -35,5 +33,5 @@ for (const name of names) {
     }
   }
 }
-console.log(`${names.length} pages of ${dir}: ${names.length - differ} identical, ${differ} differ (${chars} characters of text, ${links} links)`);
+console.log(`${pages.length} pages of ${dir}: ${pages.length - differ} identical, ${differ} differ (${chars} characters of text, ${links} links)`);
 process.exitCode = differ === 0 ? 0 : 1;
