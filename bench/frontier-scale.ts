@@ -222,6 +222,13 @@ async function rebuildStep(dir: string, rows: Array<[string, string]>): Promise<
   const secs = Number(rebuilt?.seconds ?? NaN);
   const records = (rebuilt?.partitions as Array<{ rows: number; urls: number }> | undefined)?.[0];
   rows.push(['store deleted: rebuild from the changelog', `${Math.round(Number(rebuilt?.rowsPerSec ?? NaN)).toLocaleString('en')} rows/s (${secs.toFixed(1)} s, ${Number(records?.rows).toLocaleString('en')} records, ${Number(records?.urls).toLocaleString('en')} URLs); first lease ${lease3 ? `${((lease3.at - t2) / 1000).toFixed(1)} s after start` : 'none'}`]);
+  // Where the CPU went until the store was current: the main thread, then the busiest others.
+  const cpu = (third.events.find((e) => e.event === 'restored')?.threadCpuMs as number[] | undefined) ?? [];
+  if (cpu.length) {
+    const others = cpu.slice(1).sort((a, b) => b - a);
+    const s = (ms: number): string => (ms / 1000).toFixed(1);
+    rows.push(['rebuild CPU by thread (s)', `main ${s(cpu[0])}; others of 0.1 s or more, largest first: ${others.filter((ms) => ms >= 100).map(s).join(', ') || 'none'}; all ${s(cpu.reduce((x, y) => x + y, 0))}`]);
+  }
   await kill9(third);
   rows.push(['peak RSS, rebuild', mib(third.peakRss)]);
 }
