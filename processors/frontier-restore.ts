@@ -239,7 +239,7 @@ async function buildIndexes(store: UrlStore, o: RestoreOptions): Promise<void> {
   let writing: Promise<void> = Promise.resolve();
   await store.eachRawRow(async (entries) => {
     const b = store.newBatch();
-    for (const [, v] of entries) {
+    for (const v of entries) {
       const row = decodeRow(v);
       counts[row.state as UrlStatus] = (counts[row.state as UrlStatus] ?? 0) + 1;
       const e = indexEntry(row, o.levelOf);

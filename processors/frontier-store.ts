@@ -183,9 +183,9 @@ export class UrlStore {
     return entries.map(([, v]) => decodeRow(v));
   }
 
-  /** Every row as stored bytes, chunk by chunk (a rebuild's index pass). */
-  async eachRawRow(onChunk: (entries: Array<[key: Buffer, value: Buffer]>) => void | Promise<void>): Promise<number> {
-    return this.kv.scan(prefixRange(Buffer.from([KEY_ROW])), 2048, onChunk);
+  /** Every row as stored bytes (its key not read: the row holds its URL), chunk by chunk (a rebuild's index pass). */
+  async eachRawRow(onChunk: (rows: Buffer[]) => void | Promise<void>): Promise<number> {
+    return this.kv.scanValues(prefixRange(Buffer.from([KEY_ROW])), 2048, onChunk);
   }
 
   /**
