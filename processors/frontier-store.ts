@@ -18,6 +18,14 @@ import {
   KEY_QUEUE, KEY_ROW, metaKey, prefixRange, rowKey, urlOfQueueKey, urlOfRowKey, type HostSummary, type IndexRef,
 } from './frontier-keys';
 
+/**
+ * The layout of keys and rows this release writes. A store written with another (or, before
+ * layouts were numbered, none: layout 1) is rebuilt from the changelog (frontier-restore.ts).
+ *   1  rows as changelog bytes; queue keys end in the whole URL
+ *   2  queue keys hold the URL without the `scheme://host` their host part gives (frontier-keys.ts)
+ */
+export const STORE_LAYOUT = 2;
+
 const ROW_SCHEMA = 'crawl.UrlState.v1';
 const rowType = avroType(ROW_SCHEMA);
 const readRow = avroReader(ROW_SCHEMA);
@@ -41,6 +49,7 @@ export type StateCounts = Partial<Record<UrlStatus, number>>;
 const ID_KEY = metaKey('id');
 const COUNTS_KEY = metaKey('counts');
 const LEVELS_KEY = metaKey('levels');
+const LAYOUT_KEY = metaKey('layout');
 
 /** The change each batch makes to the state counts. */
 const deltas = new WeakMap<KvBatch, StateCounts>();
@@ -72,21 +81,27 @@ export class UrlStore {
     counts: StateCounts,
     /** The priority levels its queue keys were derived with (null: a new store). */
     readonly levels: number | null,
+    /** The layout its keys and rows were written in (STORE_LAYOUT; 1: a store from before layouts were numbered). */
+    readonly layout: number,
   ) {
     this.counts = counts;
   }
 
   static async open(dir: string, levelOf: (row: UrlStateMsg) => number, o: KvStoreOptions = {}): Promise<UrlStore> {
     const kv = await KvStore.open(dir, o);
-    const [id, counts, levels] = await kv.getMany([ID_KEY, COUNTS_KEY, LEVELS_KEY]);
+    const [id, counts, levels, layout] = await kv.getMany([ID_KEY, COUNTS_KEY, LEVELS_KEY, LAYOUT_KEY]);
     let storeId = id?.toString('utf8');
+    let storeLayout = layout ? Number(layout.toString('utf8')) : 1;
     if (!storeId) {
       storeId = randomUUID();
+      storeLayout = STORE_LAYOUT;
       const b = kv.batch();
       b.put(ID_KEY, Buffer.from(storeId));
+      b.put(LAYOUT_KEY, Buffer.from(String(STORE_LAYOUT)));
       await kv.write(b, true);
     }
-    return new UrlStore(kv, storeId, levelOf, counts ? (JSON.parse(counts.toString('utf8')) as StateCounts) : {}, levels ? Number(levels.toString('utf8')) : null);
+    const c = counts ? (JSON.parse(counts.toString('utf8')) as StateCounts) : {};
+    return new UrlStore(kv, storeId, levelOf, c, levels ? Number(levels.toString('utf8')) : null, storeLayout);
   }
 
   get dir(): string {
@@ -230,15 +245,17 @@ export class UrlStore {
     for (const k of keys) this.counts[k] = next[k];
   }
 
-  /** Set the state counts and the levels the queue keys were derived with (after a rebuild). */
+  /** Set the state counts and the levels the queue keys were derived with (after a rebuild, which writes this release's layout). */
   async setFacts(counts: StateCounts, levels: number): Promise<void> {
     const b = this.kv.batch();
     b.put(COUNTS_KEY, Buffer.from(JSON.stringify(counts)));
     b.put(LEVELS_KEY, Buffer.from(String(levels)));
+    b.put(LAYOUT_KEY, Buffer.from(String(STORE_LAYOUT)));
     await this.kv.write(b, true);
     for (const k of Object.keys(this.counts) as UrlStatus[]) delete this.counts[k];
     Object.assign(this.counts, counts);
     (this as { levels: number | null }).levels = levels;
+    (this as { layout: number }).layout = STORE_LAYOUT;
   }
 
   /** Remove every index entry and host summary (before rebuilding them from the rows). */
