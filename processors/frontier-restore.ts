@@ -20,7 +20,7 @@ import { KvStore, type KvBatch, type KvStoreOptions } from '../connectors/kv-sto
 import type { ChangelogRecord, ChangelogSource } from '../runtime/changelog';
 import type { UrlStateMsg, UrlStatus } from '../lib/messages';
 import { hashKey, indexEntry, rowKey } from './frontier-keys';
-import { decodeRow, STORE_LAYOUT, UrlStore, type StateCounts } from './frontier-store';
+import { decodeRow, decodeStoredRow, STORE_LAYOUT, UrlStore, type StateCounts } from './frontier-store';
 
 export interface Checkpoint {
   /** The store this describes (UrlStore.id). */
@@ -241,8 +241,8 @@ async function buildIndexes(store: UrlStore, o: RestoreOptions): Promise<void> {
   let writing: Promise<void> = Promise.resolve();
   await store.eachRawRow(async (entries) => {
     const b = store.newBatch();
-    for (const [, v] of entries) {
-      const row = decodeRow(v);
+    for (const [k, v] of entries) {
+      const row = decodeStoredRow(k, v);
       counts[row.state as UrlStatus] = (counts[row.state as UrlStatus] ?? 0) + 1;
       const e = indexEntry(row, o.levelOf);
       if (e) b.put(e[0], e[1]);

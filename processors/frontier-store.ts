@@ -6,8 +6,10 @@
  * keeps how many rows it holds in each state (for /stats and progress lines), updated with
  * every batch.
  *
- * Rows are stored as the changelog's own value bytes (crawl.UrlState.v1 in Avro), so a rebuild
- * copies a changelog record into the store without decoding it.
+ * Rows are stored as the changelog's own value bytes (crawl.UrlState.v1 in Avro) less the URL,
+ * their first field, which the row's key already holds (store layout 3): a rebuild still copies a
+ * changelog record into the store without decoding it (it skips one length-prefixed string), and
+ * a read puts the URL back in front before decoding, so every schema version reads as before.
  */
 import { randomUUID } from 'node:crypto';
 import { KvStore, type KvBatch, type KvStoreOptions } from '../connectors/kv-store';
@@ -23,8 +25,9 @@ import {
  * layouts were numbered, none: layout 1) is rebuilt from the changelog (frontier-restore.ts).
  *   1  rows as changelog bytes; queue keys end in the whole URL
  *   2  queue keys hold the URL without the `scheme://host` their host part gives (frontier-keys.ts)
+ *   3  rows without their URL (storedRow): the changelog's bytes after the first field
  */
-export const STORE_LAYOUT = 2;
+export const STORE_LAYOUT = 3;
 
 const ROW_SCHEMA = 'crawl.UrlState.v1';
 const rowType = avroType(ROW_SCHEMA);
@@ -34,8 +37,44 @@ export function encodeRow(row: UrlStateMsg): Buffer {
   return rowType.toBuffer(row);
 }
 
+/** A row from its changelog bytes (any schema version of crawl.UrlState.v1). */
 export function decodeRow(b: Buffer): UrlStateMsg {
   return readRow(b) as UrlStateMsg;
+}
+
+/**
+ * A row's changelog bytes as the store keeps them: without the URL, the record's first field (an
+ * Avro string: its length as a zigzag varint, then its UTF-8 bytes). A view, not a copy.
+ */
+export function storedRow(bytes: Buffer): Buffer {
+  let z = 0;
+  let i = 0;
+  for (let shift = 1; ; shift *= 128) {
+    if (i >= bytes.length || shift > 2 ** 35) throw new Error('not a UrlState row: bad URL length');
+    const byte = bytes[i++];
+    z += (byte & 0x7f) * shift;
+    if (byte < 0x80) break;
+  }
+  const end = i + z / 2; // a length is never negative: zigzag doubles it
+  if (z % 2 !== 0 || end > bytes.length) throw new Error('not a UrlState row: bad URL length');
+  return bytes.subarray(end);
+}
+
+/** A row as the store keeps it (storedRow), read back with the URL its row key holds. */
+export function decodeStoredRow(key: Buffer, value: Buffer): UrlStateMsg {
+  const n = key.length - 1;
+  const b = Buffer.allocUnsafe(5 + n + value.length);
+  let at = 0;
+  for (let z = 2 * n; ; z = Math.floor(z / 128)) {
+    if (z < 0x80) {
+      b[at++] = z;
+      break;
+    }
+    b[at++] = (z & 0x7f) | 0x80;
+  }
+  at += key.copy(b, at, 1);
+  at += value.copy(b, at);
+  return decodeRow(b.subarray(0, at));
 }
 
 /** A queued URL as its host's queue holds it. */
@@ -122,9 +161,10 @@ export class UrlStore {
   /** Rows of these URLs (undefined where the table has none), read in key order (KvStore.getMany). */
   async rows(urls: readonly string[]): Promise<Array<UrlStateMsg | undefined>> {
     const order = inKeyOrder(urls);
-    const got = await this.kv.getMany(order.map((i) => rowKey(urls[i])));
+    const keys = order.map((i) => rowKey(urls[i]));
+    const got = await this.kv.getMany(keys);
     const out = new Array<UrlStateMsg | undefined>(urls.length);
-    order.forEach((i, k) => (out[i] = got[k] === undefined ? undefined : decodeRow(got[k]!)));
+    order.forEach((i, k) => (out[i] = got[k] === undefined ? undefined : decodeStoredRow(keys[k], got[k]!)));
     return out;
   }
 
@@ -195,10 +235,10 @@ export class UrlStore {
     const all = prefixRange(Buffer.from([KEY_ROW]));
     const gte = after ? Buffer.concat([rowKey(after), Buffer.from([0])]) : all.gte;
     const entries = await this.kv.entries({ gte, lt: all.lt, limit });
-    return entries.map(([, v]) => decodeRow(v));
+    return entries.map(([k, v]) => decodeStoredRow(k, v));
   }
 
-  /** Every row as stored bytes, chunk by chunk (a rebuild's index pass). */
+  /** Every row as stored (its key and value: decodeStoredRow), chunk by chunk (a rebuild's index pass). */
   async eachRawRow(onChunk: (entries: Array<[key: Buffer, value: Buffer]>) => void | Promise<void>): Promise<number> {
     return this.kv.scan(prefixRange(Buffer.from([KEY_ROW])), 2048, onChunk);
   }
@@ -214,7 +254,7 @@ export class UrlStore {
     const after = next ? indexEntry(next, this.levelOf) : null;
     if (before && !(after && after[0].equals(before[0]))) batch.del(before[0]);
     if (after) batch.put(after[0], after[1]);
-    if (next) batch.put(rowKey(url), nextBytes ?? encodeRow(next));
+    if (next) batch.put(rowKey(url), storedRow(nextBytes ?? encodeRow(next)));
     else batch.del(rowKey(url));
     const delta = deltaOf(batch);
     if (prev) delta[prev.state] = (delta[prev.state] ?? 0) - 1;
@@ -226,9 +266,9 @@ export class UrlStore {
     else batch.put(hostKey(host), encodeHostSummary(s));
   }
 
-  /** Stage a row as stored bytes with no index entry (a rebuild's copy pass), counted as `state`. */
+  /** Stage a row from its changelog bytes with no index entry (a rebuild's copy pass). */
   stageRaw(batch: KvBatch, url: string, value: Buffer): void {
-    batch.put(rowKey(url), value);
+    batch.put(rowKey(url), storedRow(value));
   }
 
   /**

@@ -17,7 +17,7 @@ import { priorityLevel, queueLayout, queueSlotOf } from '../../processors/fronti
 import { DEFAULTS } from '../../lib/config';
 import { schemaBefore, loadSchema } from '../../lib/avro';
 import * as avro from 'avsc';
-import { STORE_LAYOUT, UrlStore } from '../../processors/frontier-store';
+import { decodeStoredRow, encodeRow, STORE_LAYOUT, storedRow, UrlStore } from '../../processors/frontier-store';
 import { MemoryChangelog } from '../support/memory-changelog';
 import { rng } from '../support/rng';
 import { UrlTable } from '../support/url-table';
@@ -366,17 +366,45 @@ describe('store layout (STORE_LAYOUT)', () => {
     expect(Buffer.compare(queueKey('h.test', 1, false, 5, 'http://h.test/z'), queueKey('h.test', 1, false, 6, 'https://h.test/a'))).toBeLessThan(0);
   });
 
-  it('a store of an older layout (queue keys ending in the whole URL) is rebuilt from the changelog', async () => {
+  it.each([['ASCII', 60], ['ASCII', 63], ['ASCII', 64], ['ASCII', 120], ['ASCII', 9000], ['non-ASCII', 80]])('a stored row is its changelog bytes without the URL (%s, %i characters) and reads back whole', async (kind, length) => {
+    const base = kind === 'ASCII' ? 'https://a.test/' : 'https://bücher.test/straße/';
+    const url = base + (kind === 'ASCII' ? 'x' : 'ü').repeat(length - base.length);
+    const r = asStored(row(url, kind === 'ASCII' ? 'a.test' : 'bücher.test', { priority: 0.5, priority_class: 2 }));
+    const full = encodeRow(r);
+    const stored = storedRow(full);
+    const urlBytes = Buffer.byteLength(url);
+    const varint = 2 * urlBytes < 128 ? 1 : 2 * urlBytes < 16384 ? 2 : 3;
+    expect(stored.length).toBe(full.length - varint - urlBytes);
+    expect(full.subarray(varint + urlBytes).equals(stored)).toBe(true);
+    expect(decodeStoredRow(Buffer.concat([Buffer.from('u'), Buffer.from(url)]), stored)).toEqual(r);
+    const store = await UrlStore.open(join(dir, 's'), levelOf);
+    const b = store.newBatch();
+    store.stage(b, undefined, r);
+    await store.write(b);
+    expect(await store.rows([url, `${url}-other`])).toEqual([r, undefined]);
+    expect(await store.rowsAfter('', 10)).toEqual([r]);
+    await store.close();
+  });
+
+  it('bytes that are not a row are refused', () => {
+    expect(() => storedRow(Buffer.from([0x81]))).toThrow(/not a UrlState row/);
+    expect(() => storedRow(Buffer.from([0x20, 0x61]))).toThrow(/not a UrlState row/);
+    expect(() => storedRow(Buffer.from([0x03, 0x61]))).toThrow(/not a UrlState row/);
+  });
+
+  it.each([['1 (before layouts were numbered)', null], ['2', '2']])('a store of an older layout, %s, is rebuilt from the changelog', async (_label, layout) => {
     const changelog = new MemoryChangelog();
     for (let i = 0; i < 20; i++) changelog.append(`https://a.test/${i}`, 'a.test', row(`https://a.test/${i}`, 'a.test', { updated_at: i }));
     const o = { dirOf: () => join(dir, 'urls-0'), levelOf, levels: LEVELS, log: silent };
     const [a] = await restoreStores([0], changelog, o);
     expect(a.store.layout).toBe(STORE_LAYOUT);
     await a.store.close();
-    // What layout 1 wrote: no layout fact, queue keys ending in the whole URL.
+    // What layout 1 wrote: no layout fact, queue keys ending in the whole URL (rows whole, as layout 2 too).
     const kv = await KvStore.open(join(dir, 'urls-0'));
     const b = kv.batch();
-    b.del(Buffer.from('mlayout'));
+    if (layout === null) b.del(Buffer.from('mlayout'));
+    else b.put(Buffer.from('mlayout'), Buffer.from(layout));
+    b.put(Buffer.from('uhttps://a.test/1'), encodeRow(row('https://a.test/1', 'a.test', { updated_at: 1 })));
     const r0 = row('https://a.test/0', 'a.test', { updated_at: 0 });
     const v1 = Buffer.concat([Buffer.from('qa.test\u0000'), Buffer.from([levelOf(r0), 1]), Buffer.alloc(8), Buffer.from(r0.url)]);
     b.del(queueKey('a.test', levelOf(r0), false, 0, r0.url));
@@ -389,7 +417,8 @@ describe('store layout (STORE_LAYOUT)', () => {
     const [r] = await restoreStores([0], changelog, { ...o, log });
     expect(r).toMatchObject({ rebuilt: true, rows: 20 });
     expect(r.store.layout).toBe(STORE_LAYOUT);
-    expect(lines).toContainEqual(expect.objectContaining({ reason: `store layout 1, this release writes ${STORE_LAYOUT}` }));
+    expect(lines).toContainEqual(expect.objectContaining({ reason: `store layout ${layout ?? 1}, this release writes ${STORE_LAYOUT}` }));
+    expect((await r.store.rows(['https://a.test/1']))[0]).toEqual(asStored(row('https://a.test/1', 'a.test', { updated_at: 1 })));
     expect(await r.store.queue('a.test')).toEqual(Array.from({ length: 20 }, (_, i) => `https://a.test/${i}`));
     await r.store.close();
     // Rebuilt in this layout: the next start replays only the tail.
