@@ -13,7 +13,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { KvStore, type KvBatch, type KvStoreOptions } from '../connectors/kv-store';
-import { avroReader, avroType } from '../lib/avro';
+import { avroReader, avroTailType, avroType } from '../lib/avro';
 import type { UrlStateMsg, UrlStatus } from '../lib/messages';
 import {
   decodeHostSummary, dueOfKey, hashKeyOfHex, dueRange, encodeHostSummary, hostKey, hostOfHostKey, hostQueueRange, hostSlotRange, indexEntry, KEY_DUE, KEY_HOST, KEY_LEASE,
@@ -31,6 +31,8 @@ export const STORE_LAYOUT = 3;
 
 const ROW_SCHEMA = 'crawl.UrlState.v1';
 const rowType = avroType(ROW_SCHEMA);
+/** A row's fields after the URL: encodes storedRow(encodeRow(row)) without writing the URL. */
+const storedRowType = avroTailType(ROW_SCHEMA, 1);
 const readRow = avroReader(ROW_SCHEMA);
 
 export function encodeRow(row: UrlStateMsg): Buffer {
@@ -58,6 +60,11 @@ export function storedRow(bytes: Buffer): Buffer {
   const end = i + z / 2; // a length is never negative: zigzag doubles it
   if (z % 2 !== 0 || end > bytes.length) throw new Error('not a UrlState row: bad URL length');
   return bytes.subarray(end);
+}
+
+/** A row as the store keeps it: storedRow(encodeRow(row)), encoded without the URL. */
+export function encodeStoredRow(row: UrlStateMsg): Buffer {
+  return storedRowType.toBuffer(row);
 }
 
 /** A row as the store keeps it (storedRow), read back with the URL its row key holds. */
@@ -254,7 +261,7 @@ export class UrlStore {
     const after = next ? indexEntry(next, this.levelOf) : null;
     if (before && !(after && after[0].equals(before[0]))) batch.del(before[0]);
     if (after) batch.put(after[0], after[1]);
-    if (next) batch.put(rowKey(url), storedRow(nextBytes ?? encodeRow(next)));
+    if (next) batch.put(rowKey(url), nextBytes ? storedRow(nextBytes) : encodeStoredRow(next));
     else batch.del(rowKey(url));
     const delta = deltaOf(batch);
     if (prev) delta[prev.state] = (delta[prev.state] ?? 0) - 1;

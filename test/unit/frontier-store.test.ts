@@ -17,7 +17,7 @@ import { priorityLevel, queueLayout, queueSlotOf } from '../../processors/fronti
 import { DEFAULTS } from '../../lib/config';
 import { schemaBefore, loadSchema } from '../../lib/avro';
 import * as avro from 'avsc';
-import { decodeStoredRow, encodeRow, STORE_LAYOUT, storedRow, UrlStore } from '../../processors/frontier-store';
+import { decodeStoredRow, encodeRow, encodeStoredRow, STORE_LAYOUT, storedRow, UrlStore } from '../../processors/frontier-store';
 import { MemoryChangelog } from '../support/memory-changelog';
 import { rng } from '../support/rng';
 import { UrlTable } from '../support/url-table';
@@ -384,6 +384,15 @@ describe('store layout (STORE_LAYOUT)', () => {
     expect(await store.rows([url, `${url}-other`])).toEqual([r, undefined]);
     expect(await store.rowsAfter('', 10)).toEqual([r]);
     await store.close();
+  });
+
+  it('a row encoded for the store is its changelog bytes without the URL (random rows of every state)', () => {
+    const rnd = rng(11);
+    const hosts = ['a.test', 'www.b.test', 'bücher.test'];
+    for (let i = 0; i < 500; i++) {
+      const r = randomRow(rnd, hosts, []);
+      expect(encodeStoredRow(r).equals(storedRow(encodeRow(r)))).toBe(true);
+    }
   });
 
   it('bytes that are not a row are refused', () => {
