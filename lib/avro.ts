@@ -51,6 +51,11 @@ export function schemaBefore(schema: object, version: number): object {
   return { ...r, fields: r.fields.filter((f) => (f['kcrawl.since'] ?? 1) < version) };
 }
 
+/** The avsc type of an Avro primitive ('long', 'string', ...). */
+export function avroPrimitive(name: 'long' | 'int' | 'string' | 'bytes'): avro.Type {
+  return avro.Type.forSchema(name);
+}
+
 const tailCache = new Map<string, avro.Type>();
 
 /**

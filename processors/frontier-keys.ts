@@ -4,7 +4,7 @@
  * rebuilt from the changelog (crawl.urls, or the embedded journal) has exactly the index
  * entries the live frontier wrote:
  *
- *   u <url>                                          the row (crawl.UrlState.v1 Avro bytes)
+ *   u <url>                                          the row (crawl.UrlState.v1 Avro bytes less the URL: frontier-store.ts storedRow)
  *   q <host> 00 <level u8> <order u8> <time u64> <form u8> <rest>   a QUEUED row in its host's queue
  *   t <due u64> <url>                  -> host       a FAILED or FETCHED row waiting for next_due_at
  *   l <url>                            -> host       a LEASED row (leases are few: one per host at most)

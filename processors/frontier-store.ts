@@ -13,7 +13,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { KvStore, type KvBatch, type KvStoreOptions } from '../connectors/kv-store';
-import { avroReader, avroTailType, avroType } from '../lib/avro';
+import { avroPrimitive, avroReader, avroTailType, avroType } from '../lib/avro';
 import type { UrlStateMsg, UrlStatus } from '../lib/messages';
 import {
   decodeHostSummary, dueOfKey, hashKeyOfHex, dueRange, encodeHostSummary, hostKey, hostOfHostKey, hostQueueRange, hostSlotRange, indexEntry, KEY_DUE, KEY_HOST, KEY_LEASE,
@@ -44,22 +44,17 @@ export function decodeRow(b: Buffer): UrlStateMsg {
   return readRow(b) as UrlStateMsg;
 }
 
+/** An Avro string's length prefix (a long: zigzag varint), the first bytes of a row's encoding. */
+const lengthType = avroPrimitive('long');
+
 /**
  * A row's changelog bytes as the store keeps them: without the URL, the record's first field (an
- * Avro string: its length as a zigzag varint, then its UTF-8 bytes). A view, not a copy.
+ * Avro string: its length, then its UTF-8 bytes). A view, not a copy.
  */
 export function storedRow(bytes: Buffer): Buffer {
-  let z = 0;
-  let i = 0;
-  for (let shift = 1; ; shift *= 128) {
-    if (i >= bytes.length || shift > 2 ** 35) throw new Error('not a UrlState row: bad URL length');
-    const byte = bytes[i++];
-    z += (byte & 0x7f) * shift;
-    if (byte < 0x80) break;
-  }
-  const end = i + z / 2; // a length is never negative: zigzag doubles it
-  if (z % 2 !== 0 || end > bytes.length) throw new Error('not a UrlState row: bad URL length');
-  return bytes.subarray(end);
+  const { value: n, offset } = lengthType.decode(bytes, 0) as { value: number; offset: number };
+  if (offset < 0 || n < 0 || offset + n > bytes.length) throw new Error('not a UrlState row: bad URL length');
+  return bytes.subarray(offset + n);
 }
 
 /** A row as the store keeps it: storedRow(encodeRow(row)), encoded without the URL. */
@@ -70,15 +65,8 @@ export function encodeStoredRow(row: UrlStateMsg): Buffer {
 /** A row as the store keeps it (storedRow), read back with the URL its row key holds. */
 export function decodeStoredRow(key: Buffer, value: Buffer): UrlStateMsg {
   const n = key.length - 1;
-  const b = Buffer.allocUnsafe(5 + n + value.length);
-  let at = 0;
-  for (let z = 2 * n; ; z = Math.floor(z / 128)) {
-    if (z < 0x80) {
-      b[at++] = z;
-      break;
-    }
-    b[at++] = (z & 0x7f) | 0x80;
-  }
+  const b = Buffer.allocUnsafe(10 + n + value.length);
+  let at = lengthType.encode(n, b, 0);
   at += key.copy(b, at, 1);
   at += value.copy(b, at);
   return decodeRow(b.subarray(0, at));
