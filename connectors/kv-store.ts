@@ -172,15 +172,6 @@ export class KvStore {
     return readAhead(this.db.iterator({ gte: range.gte, lt: range.lt, limit: range.limit ?? -1 }), chunk, onChunk);
   }
 
-  /**
-   * The values of a range, as `scan` reads entries. Each entry read costs the event loop a
-   * Buffer (classic-level copies every key and value into one of its own): 1.3-1.4 µs a row of
-   * about 250 bytes for values alone, 1.8-2.0 µs with the keys (1M rows, nextv of 2,048).
-   */
-  async scanValues(range: KvRange, chunk: number, onChunk: (values: Buffer[]) => Promise<void> | void): Promise<number> {
-    return readAhead(this.db.values({ gte: range.gte, lt: range.lt, limit: range.limit ?? -1 }), chunk, onChunk);
-  }
-
   /** Bytes on disk LevelDB reports for a key range. */
   async approximateBytes(range: KvRange): Promise<number> {
     return this.db.approximateSize(range.gte, range.lt);
