@@ -50,7 +50,10 @@ function tagged(tag: number, text: string): Buffer {
 
 /** A time (ms since the epoch, >= 0) as 8 big-endian bytes, so keys sort by time. */
 function writeTime(b: Buffer, at: number, ms: number): void {
-  b.writeBigUInt64BE(BigInt(Math.max(0, Math.floor(ms))), at);
+  // Two 32-bit halves rather than a BigInt (a rebuild writes one per queued URL); exact below 2^53.
+  const t = Math.max(0, Math.floor(ms));
+  b.writeUInt32BE(Math.floor(t / 0x100000000), at);
+  b.writeUInt32BE(t % 0x100000000, at + 4);
 }
 
 export const rowKey = (url: string): Buffer => tagged(KEY_ROW, url);
