@@ -4,14 +4,12 @@
  * Both must give the same CLI. Uses the built CLI (dist/).
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CLI } from '../support/cli';
+import { JEMALLOC } from '../support/jemalloc';
 
-/** The jemalloc the launcher preloads on this machine: the first of its paths that exists. */
-const JEMALLOC = ['/usr/lib/x86_64-linux-gnu', '/usr/lib/aarch64-linux-gnu', '/usr/lib64', '/usr/lib', '/usr/local/lib']
-  .map((d) => `${d}/libjemalloc.so.2`).find((f) => existsSync(f));
 
 describe('bin/crawl.js launcher', () => {
   it('runs as a program through sh, and through node, as the same CLI', () => {

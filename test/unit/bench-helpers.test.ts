@@ -3,7 +3,7 @@
  * /proc parsing, flags, the report's ratios and limits; and produce()'s request chunking.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseBenchArgs, launcherEnv, launcherNodeFlags } from '../../bench/args';
@@ -13,6 +13,7 @@ import { cpuMsPerPage, floorMultiple, kcrawlHostPeriodMs, machineShare, markdown
 import { growthBetween, pagesBetweenSeconds, stealShare, sustainedBounds, valueAt } from '../../bench/sustained';
 import { fillerHtml, hostAddress, hostIndexOfName, hostName, LINKS_PER_PAGE, PAGE_BYTES, pageHtml, pageLinks, PolitenessTracker } from '../../bench/synthetic-web';
 import { chunkByBytes, type RawRecord } from '../../connectors/kafka';
+import { JEMALLOC } from '../support/jemalloc';
 
 describe('synthetic web', () => {
   it('gives thousands of hosts distinct addresses within 127.1.0.0 to 127.20.255.255', () => {
@@ -227,9 +228,7 @@ describe('crawler node flags', () => {
     delete env.LD_PRELOAD;
     delete env.CRAWL_MALLOC;
     // jemalloc is preloaded where the machine has it (bin/crawl.js), and not with CRAWL_MALLOC=glibc.
-    const jemalloc = ['/usr/lib/x86_64-linux-gnu', '/usr/lib/aarch64-linux-gnu', '/usr/lib64', '/usr/lib', '/usr/local/lib']
-      .map((d) => `${d}/libjemalloc.so.2`).find((f) => existsSync(f));
-    expect(launcherEnv(CLI, env)).toEqual({ MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '1048576', ...(jemalloc ? { LD_PRELOAD: jemalloc } : {}) });
+    expect(launcherEnv(CLI, env)).toEqual({ MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '1048576', ...(JEMALLOC ? { LD_PRELOAD: JEMALLOC } : {}) });
     expect(launcherEnv(CLI, { ...env, CRAWL_MALLOC: 'glibc', MALLOC_ARENA_MAX: '8', MALLOC_MMAP_THRESHOLD_: '131072' })).toEqual({ MALLOC_ARENA_MAX: '8', MALLOC_MMAP_THRESHOLD_: '131072' });
   });
   it('bin/crawl.js runs with a 32 MiB young generation and one V8 helper fewer than the cores (at most 4), and node accepts its flags', () => {

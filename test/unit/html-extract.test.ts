@@ -170,7 +170,7 @@ describe('extract: text', () => {
     }
   });
 
-  test('the text is the same however the tokenizer splits it (FastTokenizer cuts text tokens where parse5 would not)', () => {
+  test('the text is the same however the tokenizer splits it (a tokenizer may cut text tokens where parse5 would not)', () => {
     // Empty comments cut a text into more tokens without changing what the page says; pieces of
     // every kind of whitespace, entities, NULs and wide characters, between block, cell, inline
     // and skipped elements, cut anywhere but inside an entity or a surrogate pair.
