@@ -19,7 +19,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } fr
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { launcherEnv } from './args';
+import { launcherEnv, launcherNodeFlags } from './args';
 import { parsePeakRssBytes, parseRssParts, type RssParts } from './proc-stat';
 
 export interface FrontierScaleArgs {
@@ -100,8 +100,9 @@ function memRows(run: ChildRun, fed: number): Array<[string, string]> {
 }
 
 function startChild(dir: string, feed: number, leaseSecs: number): ChildRun {
-  const child = spawn(process.execPath, ['--max-old-space-size=768', join(__dirname, 'frontier-scale-child.js'), dir, String(feed), String(leaseSecs)], {
-    // As a frontier process started by bin/crawl.js (`crawl process frontier`) runs: its launcher's environment.
+  // As a frontier process started by bin/crawl.js (`crawl process frontier`) runs: its launcher's
+  // node flags and environment, and no heap cap of the benchmark's own (a user's process has none).
+  const child = spawn(process.execPath, [...launcherNodeFlags(CLI), join(__dirname, 'frontier-scale-child.js'), dir, String(feed), String(leaseSecs)], {
     env: { ...process.env, ...launcherEnv(CLI), CRAWL_LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   const run: ChildRun = {
