@@ -29,6 +29,10 @@ export interface BenchArgs {
   /** frontier-scale: URLs to take in, and seconds of leasing measured with them in the table. */
   urls: number;
   leaseSecs: number;
+  /** frontier-scale: keep the run's folder here (a journal to rebuild from again: --rebuild-only). */
+  keep?: string;
+  /** frontier-scale: only the store-deleted rebuild, from the journal a kept run left in --keep. */
+  rebuildOnly?: boolean;
   /** crawl-run-scale: seed URLs in the seeds file (over --hosts hosts; crawls --secs before its kill -9). */
   seeds: number;
   /** The web served: real pages (bench/real-web.ts, every headline figure) or lorem ipsum (a micro-benchmark). */
@@ -58,6 +62,8 @@ export const USAGE = `usage: npm run bench -- [flags]   (or node dist/bench/run.
   --stages N                   per-stage CPU a page over N hosts' pages before the contenders (64; 0: skip)
   --urls N                     frontier-scale: distinct URLs into one frontier (1000000; the acceptance run is 50000000)
   --lease-secs S               frontier-scale: seconds of leasing measured with the table full (30)
+  --keep DIR                   frontier-scale: keep the run's folder (its journal) in DIR
+  --rebuild-only               frontier-scale: only delete the store and rebuild it from DIR's journal (needs --keep)
   --seeds N                    crawl-run-scale: seeds in the file (1000000; the acceptance run is 20000000 over --hosts 100000)`;
 
 /** "a,b/c,d" -> [[a, b], [c, d]]: every stage exactly once. */
@@ -112,6 +118,8 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
       case '--kafka-procs': a.kafkaProcs = parseKafkaProcs(v ?? ''); break;
       case '--urls': a.urls = wholeNumber(flag, v, 1000); break;
       case '--lease-secs': a.leaseSecs = wholeNumber(flag, v, 3); break;
+      case '--keep': a.keep = v; break;
+      case '--rebuild-only': a.rebuildOnly = true; i--; break;
       case '--seeds': a.seeds = wholeNumber(flag, v, 1); break;
       case '--node-flags': {
         const flags = (v ?? '').split(/\s+/).filter(Boolean);
@@ -122,6 +130,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
       default: throw new Error(`unknown flag ${flag}\n${USAGE}`);
     }
   }
+  if (a.rebuildOnly && !a.keep) throw new Error('--rebuild-only: needs --keep DIR, the folder of a kept frontier-scale run');
   return a;
 }
 

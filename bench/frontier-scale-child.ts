@@ -3,7 +3,8 @@
  * journal in `dir`, one partition, its store under `dir/state/frontier`; and a stand-in fetcher
  * that answers every lease at once (stored, 200), so the frontier's own work is what is
  * measured. Prints one JSON line per event on stdout:
- *   {"event":"restored","ms":…}            the store is current (after a tail replay or a rebuild)
+ *   {"event":"restored","ms":…,"threadCpuMs":[…]}   the store is current (after a tail replay or a
+ *                                          rebuild); CPU of each thread so far, the main thread first
  *   {"event":"intake","urls":…,"secs":…,"heapBytes":…,"bufferBytes":…}   every 5 s while URLs are fed
  *   {"event":"intake-done","urls":…,"secs":…}
  *   {"event":"first-lease","msSinceStart":…}
@@ -11,6 +12,7 @@
  *
  *   node dist/bench/frontier-scale-child.js <dir> <urls to feed (0: none)> <lease secs>
  */
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pino from 'pino';
 import { loadConfig } from '../lib/config';
@@ -23,6 +25,7 @@ import { EmbeddedRunner } from '../runtime/embedded-runner';
 import { FileLog } from '../runtime/file-log';
 import type { OutRecord, Stage } from '../runtime/stage';
 import { ScaleWeb } from './frontier-scale-web';
+import { parseStatCpuMs } from './proc-stat';
 
 const started = Date.now();
 const [dir, feedArg, leaseArg] = process.argv.slice(2);
@@ -31,6 +34,20 @@ const LEASE_SECS = Number(leaseArg ?? 30);
 /** Links records waiting for seen-test before the feeder waits. */
 const FEED_AHEAD = 4000;
 
+/**
+ * CPU (ms) of each of this process's threads, the main thread first, the rest by thread id
+ * (libuv's pool runs LevelDB's reads and writes, LevelDB's own thread its flushes and compaction).
+ */
+const threadCpuMs = (): number[] => {
+  const tids = readdirSync('/proc/self/task').map(Number).sort((a, b) => (a === process.pid ? -1 : b === process.pid ? 1 : a - b));
+  return tids.map((t) => {
+    try {
+      return parseStatCpuMs(readFileSync(`/proc/self/task/${t}/stat`, 'utf8'));
+    } catch {
+      return 0; // the thread ended
+    }
+  });
+};
 const say = (o: Record<string, unknown>): void => void process.stdout.write(`${JSON.stringify(o)}\n`);
 /** V8's share of the process's memory: its heap, and the bytes of Buffers and ArrayBuffers it tracks (malloc'd outside the heap). */
 const heap = (): { heapBytes: number; bufferBytes: number } => {
@@ -77,7 +94,7 @@ async function main(): Promise<void> {
     holdWhile: { 'seen-test': () => fileLog.lag('crawl.frontier', 'frontier') > 2000 },
   });
   await runner.start();
-  say({ event: 'restored', ms: Date.now() - started, urls: frontier.state.stats().urls });
+  say({ event: 'restored', ms: Date.now() - started, urls: frontier.state.stats().urls, threadCpuMs: threadCpuMs() });
 
   if (FEED > 0) {
     const t0 = Date.now();

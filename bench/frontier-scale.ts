@@ -11,13 +11,15 @@
  *   4. store deleted: rebuilt from the changelog (the journal's crawl.urls), rows/s, and the
  *      first lease after it.
  * Disk bytes per URL: the store's folder and the changelog's, after the intake.
+ * `--keep DIR --rebuild-only` runs step 4 alone on a kept run's journal (an A/B of the rebuild;
+ * each run appends the few records its 5 s of leases write).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { launcherEnv } from './args';
+import { launcherEnv, launcherNodeFlags } from './args';
 import { parsePeakRssBytes, parseRssParts, type RssParts } from './proc-stat';
 
 export interface FrontierScaleArgs {
@@ -26,6 +28,8 @@ export interface FrontierScaleArgs {
   leaseSecs: number;
   /** Keep the run's folder (default: removed). */
   dir?: string;
+  /** Only step 4, from the journal a kept run left in `dir`. */
+  rebuildOnly?: boolean;
 }
 
 interface Event {
@@ -96,8 +100,9 @@ function memRows(run: ChildRun, fed: number): Array<[string, string]> {
 }
 
 function startChild(dir: string, feed: number, leaseSecs: number): ChildRun {
-  const child = spawn(process.execPath, ['--max-old-space-size=768', join(__dirname, 'frontier-scale-child.js'), dir, String(feed), String(leaseSecs)], {
-    // As a frontier process started by bin/crawl.js (`crawl process frontier`) runs: its launcher's environment.
+  // As a frontier process started by bin/crawl.js (`crawl process frontier`) runs: its launcher's
+  // node flags and environment, and no heap cap of the benchmark's own (a user's process has none).
+  const child = spawn(process.execPath, [...launcherNodeFlags(CLI), join(__dirname, 'frontier-scale-child.js'), dir, String(feed), String(leaseSecs)], {
     env: { ...process.env, ...launcherEnv(CLI), CRAWL_LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   const run: ChildRun = {
@@ -160,9 +165,14 @@ async function kill9(run: ChildRun): Promise<void> {
 
 export async function runFrontierScale(a: FrontierScaleArgs): Promise<string> {
   const dir = a.dir ?? join(tmpdir(), `kcrawl-frontier-scale-${process.pid}`);
+  const rows: Array<[string, string]> = [];
+  if (a.rebuildOnly) {
+    if (!existsSync(join(dir, 'state', 'topics', 'crawl.urls'))) throw new Error(`--rebuild-only: no journal in ${dir} (run once with --keep ${dir})`);
+    await rebuildStep(dir, rows);
+    return report(a, rows);
+  }
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
-  const rows: Array<[string, string]> = [];
   try {
     // 1-2: intake, then leases with the table full, then kill -9.
     process.stderr.write(`frontier-scale: ${a.urls} URLs into one frontier process (${dir})…\n`);
@@ -196,19 +206,35 @@ export async function runFrontierScale(a: FrontierScaleArgs): Promise<string> {
     await kill9(second);
     rows.push(['peak RSS, restart', mib(second.peakRss)]);
 
-    // 4: store deleted, rebuilt from the changelog.
-    rmSync(join(dir, 'state', 'frontier'), { recursive: true, force: true });
-    const t2 = Date.now();
-    const third = startChild(dir, 0, 5);
-    const lease3 = await third.wait((e) => e.event === 'first-lease', 6 * 3600_000);
-    const rebuilt = third.logs.find((l) => l.msg === 'frontier store restored');
-    const secs = Number(rebuilt?.seconds ?? NaN);
-    rows.push(['store deleted: rebuild from the changelog', `${Math.round(Number(rebuilt?.rowsPerSec ?? NaN)).toLocaleString('en')} rows/s (${secs.toFixed(1)} s); first lease ${lease3 ? `${((lease3.at - t2) / 1000).toFixed(1)} s after start` : 'none'}`]);
-    await kill9(third);
-    rows.push(['peak RSS, rebuild', mib(third.peakRss)]);
+    await rebuildStep(dir, rows);
   } finally {
     if (!a.dir) rmSync(dir, { recursive: true, force: true });
   }
+  return report(a, rows);
+}
+
+/** 4: store deleted, rebuilt from the changelog. */
+async function rebuildStep(dir: string, rows: Array<[string, string]>): Promise<void> {
+  rmSync(join(dir, 'state', 'frontier'), { recursive: true, force: true });
+  const t2 = Date.now();
+  const third = startChild(dir, 0, 5);
+  const lease3 = await third.wait((e) => e.event === 'first-lease', 6 * 3600_000);
+  const rebuilt = third.logs.find((l) => l.msg === 'frontier store restored');
+  const secs = Number(rebuilt?.seconds ?? NaN);
+  const records = (rebuilt?.partitions as Array<{ rows: number; urls: number }> | undefined)?.[0];
+  rows.push(['store deleted: rebuild from the changelog', `${Math.round(Number(rebuilt?.rowsPerSec ?? NaN)).toLocaleString('en')} rows/s (${secs.toFixed(1)} s, ${Number(records?.rows).toLocaleString('en')} records, ${Number(records?.urls).toLocaleString('en')} URLs); first lease ${lease3 ? `${((lease3.at - t2) / 1000).toFixed(1)} s after start` : 'none'}`]);
+  // Where the CPU went until the store was current: the main thread, then the busiest others.
+  const cpu = (third.events.find((e) => e.event === 'restored')?.threadCpuMs as number[] | undefined) ?? [];
+  if (cpu.length) {
+    const others = cpu.slice(1).sort((a, b) => b - a);
+    const s = (ms: number): string => (ms / 1000).toFixed(1);
+    rows.push(['rebuild CPU by thread (s)', `main ${s(cpu[0])}; others of 0.1 s or more, largest first: ${others.filter((ms) => ms >= 100).map(s).join(', ') || 'none'}; all ${s(cpu.reduce((x, y) => x + y, 0))}`]);
+  }
+  await kill9(third);
+  rows.push(['peak RSS, rebuild', mib(third.peakRss)]);
+}
+
+function report(a: FrontierScaleArgs, rows: Array<[string, string]>): string {
   const table = `| frontier-scale | ${a.urls.toLocaleString('en')} URLs |\n|---|---|\n${rows.map(([k, v]) => `| ${k} | ${v} |`).join('\n')}\n`;
   process.stdout.write(`\n${table}\nnode ${process.version}; reproduce: \`npm run bench -- --only frontier-scale --urls ${a.urls}\`\n`);
   return table;

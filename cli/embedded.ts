@@ -10,6 +10,7 @@ import { LocalPageStore } from '../connectors/page-store-local';
 import { loadSchema, avroType } from '../lib/avro';
 import { loadConfig, type CrawlConfig } from '../lib/config';
 import { createLogger, type Logger } from '../lib/logger';
+import { HostPolicyTable } from '../lib/host-policy';
 import type { LinkMsg } from '../lib/messages';
 import { WarcWriter } from '../lib/warc/writer';
 import type { FrontierStage } from '../processors/frontier';
@@ -159,7 +160,7 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   // pages: handoff events written; responses: responses in hand as they arrive (their WARC file may still be open).
   const counts = { pages: 0, failures: 0, responses: 0 };
   const stages = buildStages(STAGE_NAMES, {
-    config, http, warc, textWarc, scope: feed.scope, frontierStateDir: join(opts.out, 'state', 'frontier'),
+    config, http, warc, textWarc, scope: feed.scope, frontierStateDir: join(opts.out, 'state', 'frontier'), hostPolicy: new HostPolicyTable(),
     onOutcome: (outcome) => {
       if (outcome === 'FAILED' || outcome === 'REFUSED' || outcome === 'ROBOTS_UNAVAILABLE') counts.failures++;
     },

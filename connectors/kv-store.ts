@@ -164,22 +164,12 @@ export class KvStore {
 
   /**
    * Every entry of a range in chunks of up to `chunk`, handed to `onChunk` one chunk at a time
-   * (rebuilds and sweeps over millions of rows: never the whole range in memory).
+   * (rebuilds and sweeps over millions of rows: never more than two chunks in memory). The next
+   * chunk is read (on libuv's pool) while `onChunk` works on the last; the iterator reads a
+   * snapshot taken when the scan starts, so writes `onChunk` makes are not seen.
    */
   async scan(range: KvRange, chunk: number, onChunk: (entries: Array<[Buffer, Buffer]>) => Promise<void> | void): Promise<number> {
-    const it = this.db.iterator({ gte: range.gte, lt: range.lt, limit: range.limit ?? -1 });
-    let n = 0;
-    try {
-      for (;;) {
-        const entries = await it.nextv(chunk);
-        if (entries.length === 0) break;
-        n += entries.length;
-        await onChunk(entries);
-      }
-    } finally {
-      await it.close();
-    }
-    return n;
+    return readAhead(this.db.iterator({ gte: range.gte, lt: range.lt, limit: range.limit ?? -1 }), chunk, onChunk);
   }
 
   /** Bytes on disk LevelDB reports for a key range. */
@@ -190,4 +180,25 @@ export class KvStore {
   async close(): Promise<void> {
     await this.db.close();
   }
+}
+
+/** An iterator read to its end `chunk` items at a time, the next chunk read while `onChunk` works on the last. */
+async function readAhead<T>(it: { nextv(n: number): Promise<T[]>; close(): Promise<void> }, chunk: number, onChunk: (items: T[]) => Promise<void> | void): Promise<number> {
+  let n = 0;
+  let next: Promise<T[]> | null = it.nextv(chunk);
+  try {
+    for (;;) {
+      const items = await next;
+      next = null;
+      if (items.length === 0) break;
+      n += items.length;
+      next = it.nextv(chunk);
+      await onChunk(items);
+    }
+  } finally {
+    // A read still in flight (onChunk failed) settles before the iterator closes.
+    await next?.catch(() => undefined);
+    await it.close();
+  }
+  return n;
 }

@@ -51,6 +51,29 @@ export function schemaBefore(schema: object, version: number): object {
   return { ...r, fields: r.fields.filter((f) => (f['kcrawl.since'] ?? 1) < version) };
 }
 
+/** The avsc type of an Avro primitive ('long', 'string', ...). */
+export function avroPrimitive(name: 'long' | 'int' | 'string' | 'bytes'): avro.Type {
+  return avro.Type.forSchema(name);
+}
+
+const tailCache = new Map<string, avro.Type>();
+
+/**
+ * The type of a record's fields after its first `skip`: it encodes a value into the bytes the
+ * whole record's encoding has after those fields (Avro writes a record's fields one after
+ * another), without writing the skipped ones.
+ */
+export function avroTailType(name: string, skip: number): avro.Type {
+  const id = `${name}/${skip}`;
+  let t = tailCache.get(id);
+  if (!t) {
+    const r = loadSchema(name) as RecordSchema;
+    t = avro.Type.forSchema({ ...r, fields: r.fields.slice(skip) } as avro.Schema);
+    tailCache.set(id, t);
+  }
+  return t;
+}
+
 const readerCache = new Map<string, (buf: Buffer) => unknown>();
 
 /**

@@ -38,24 +38,47 @@ export interface DuplicateVerdict {
 
 export const NEAR_DUPLICATE_MAX_BITS = 3;
 
+/**
+ * The URLs under one key of a host's index: one URL as itself (nearly every key holds one), more
+ * in a Set (insertion order kept either way).
+ */
+type Urls = string | Set<string>;
+
+/**
+ * One host's rows and its representatives' keys. Both tables of representatives share one Map:
+ * SHA-256 keys are strings, SimHash block keys numbers (blockSlot), so they cannot collide.
+ * With a Map and a Set per table and key (six Maps and at least five Sets a host) parse held
+ * about 2.2 KB a host: 36 MiB at 120 s of `crawl run` with 2 million seeds over 100,000 hosts
+ * (docs/frontier-store.md, "The peak of crawl run, again").
+ */
 interface HostIndex {
   rows: Map<string, ContentRow>;
-  bySha: Map<string, Set<string>>;
-  byBlock: [Map<number, Set<string>>, Map<number, Set<string>>, Map<number, Set<string>>, Map<number, Set<string>>];
+  reps: Map<string | number, Urls>;
 }
 
-function addTo<K>(m: Map<K, Set<string>>, k: K, url: string): void {
-  let s = m.get(k);
-  if (!s) m.set(k, (s = new Set()));
-  s.add(url);
+/** The key of block `i` (0-3) of a fingerprint of `version` in HostIndex.reps. */
+const blockSlot = (version: number, block: number, i: number): number => blockKey(version, block) * 4 + i;
+
+function addTo(m: Map<string | number, Urls>, k: string | number, url: string): void {
+  const had = m.get(k);
+  if (had === undefined) m.set(k, url);
+  else if (typeof had !== 'string') had.add(url);
+  else if (had !== url) m.set(k, new Set([had, url]));
 }
 
-function removeFrom<K>(m: Map<K, Set<string>>, k: K, url: string): void {
-  const s = m.get(k);
-  if (!s) return;
-  s.delete(url);
-  if (s.size === 0) m.delete(k);
+function removeFrom(m: Map<string | number, Urls>, k: string | number, url: string): void {
+  const had = m.get(k);
+  if (had === undefined) return;
+  if (typeof had === 'string') {
+    if (had === url) m.delete(k);
+    return;
+  }
+  had.delete(url);
+  if (had.size === 1) m.set(k, had.values().next().value!);
 }
+
+const NONE: readonly string[] = [];
+const urlsOf = (u: Urls | undefined): Iterable<string> => (u === undefined ? NONE : typeof u === 'string' ? [u] : u);
 
 export class DedupIndex {
   private readonly hosts = new Map<string, HostIndex>();
@@ -78,11 +101,11 @@ export class DedupIndex {
   check(url: string, host: string, sha256: string, simhash: string | null, version: number): DuplicateVerdict | null {
     const h = this.hosts.get(host);
     if (!h) return null;
-    for (const other of h.bySha.get(sha256) ?? []) if (other !== url) return { kind: 'exact', of: other, distance: 0 };
+    for (const other of urlsOf(h.reps.get(sha256))) if (other !== url) return { kind: 'exact', of: other, distance: 0 };
     if (!simhash) return null;
     let best: DuplicateVerdict | null = null;
     blocks16(simhash).forEach((b, i) => {
-      for (const other of h.byBlock[i].get(blockKey(version, b)) ?? []) {
+      for (const other of urlsOf(h.reps.get(blockSlot(version, b, i)))) {
         const o = other === url ? null : h.rows.get(other);
         if (!o?.simhash64) continue;
         const d = hammingDistance(simhash, o.simhash64);
@@ -96,11 +119,11 @@ export class DedupIndex {
   record(row: ContentRow): void {
     this.forget(row.url, row.host);
     let h = this.hosts.get(row.host);
-    if (!h) this.hosts.set(row.host, (h = { rows: new Map(), bySha: new Map(), byBlock: [new Map(), new Map(), new Map(), new Map()] }));
+    if (!h) this.hosts.set(row.host, (h = { rows: new Map(), reps: new Map() }));
     h.rows.set(row.url, row);
     if (row.duplicate_of !== null) return;
-    addTo(h.bySha, row.sha256, row.url);
-    if (row.simhash64) blocks16(row.simhash64).forEach((b, i) => addTo(h!.byBlock[i], blockKey(simhashVersionOf(row), b), row.url));
+    addTo(h.reps, row.sha256, row.url);
+    if (row.simhash64) blocks16(row.simhash64).forEach((b, i) => addTo(h!.reps, blockSlot(simhashVersionOf(row), b, i), row.url));
   }
 
   /** Drop a URL (a tombstone in crawl.content). */
@@ -109,8 +132,10 @@ export class DedupIndex {
     const old = h?.rows.get(url);
     if (!h || !old) return;
     h.rows.delete(url);
-    removeFrom(h.bySha, old.sha256, url);
-    if (old.simhash64) blocks16(old.simhash64).forEach((b, i) => removeFrom(h.byBlock[i], blockKey(simhashVersionOf(old), b), url));
+    if (old.duplicate_of === null) {
+      removeFrom(h.reps, old.sha256, url);
+      if (old.simhash64) blocks16(old.simhash64).forEach((b, i) => removeFrom(h.reps, blockSlot(simhashVersionOf(old), b, i), url));
+    }
     if (h.rows.size === 0) this.hosts.delete(host);
   }
 

@@ -40,6 +40,8 @@ export interface FetchDeps {
   sleep?: (ms: number) => Promise<void>;
   /** Told of every outcome, for metrics and progress. */
   onOutcome?: (outcome: FetchOutcome, status: number | null, reason: string | null) => void;
+  /** The host-policy view, when stages of one process share it (runtime/build-stages.ts); else one of its own. */
+  policy?: HostPolicyTable;
 }
 
 const EMPTY_BODY = Buffer.alloc(0);
@@ -179,7 +181,7 @@ export function fetchStage(deps: FetchDeps): Stage & FollowsOptOuts {
     robotsFetcher(deps), { cacheMs: cfg.robotsCacheMs, retryMs: 60_000, maxEntries: 100_000, staleMaxMs: cfg.robotsStaleMaxMs }, now,
   );
   // Blocks, crawl-rate rows and back-off gaps (crawl.host-policy) and the opt-out registry, read whole.
-  const policy = new HostPolicyTable();
+  const policy = deps.policy ?? new HostPolicyTable();
   const optout = new OptOutRegistry();
   const report = (s: FetchStatusMsg): void => deps.onOutcome?.(s.outcome, s.http_status, s.reason);
   const gains = new PartitionGains(now());

@@ -4,8 +4,8 @@
  * rebuilt from the changelog (crawl.urls, or the embedded journal) has exactly the index
  * entries the live frontier wrote:
  *
- *   u <url>                                          the row (crawl.UrlState.v1 Avro bytes)
- *   q <host> 00 <level u8> <order u8> <time u64> <url>   a QUEUED row in its host's queue
+ *   u <url>                                          the row (crawl.UrlState.v1 Avro bytes less the URL: frontier-store.ts storedRow)
+ *   q <host> 00 <level u8> <order u8> <time u64> <form u8> <rest>   a QUEUED row in its host's queue
  *   t <due u64> <url>                  -> host       a FAILED or FETCHED row waiting for next_due_at
  *   l <url>                            -> host       a LEASED row (leases are few: one per host at most)
  *   h <host>                                         the host's summary (queued count, fetches this cycle)
@@ -14,7 +14,10 @@
  *
  * A host's queue reads in key order: priority level first (0 most important), then URLs put
  * back at the front of their level (a lost lease, an operator block), then the rest by the time
- * they were queued, oldest first.
+ * they were queued, oldest first. A queue key holds its URL without the `scheme://host` its
+ * host part already gives (store layout 2; processors/frontier-store.ts STORE_LAYOUT): `form` 1
+ * is `https://<host>` + rest, 2 is `http://<host>` + rest, 0 is the whole URL as rest (a URL
+ * that does not start with its host's name, should one occur).
  */
 import { createHash } from 'node:crypto';
 import type { UrlStateMsg } from '../lib/messages';
@@ -47,7 +50,10 @@ function tagged(tag: number, text: string): Buffer {
 
 /** A time (ms since the epoch, >= 0) as 8 big-endian bytes, so keys sort by time. */
 function writeTime(b: Buffer, at: number, ms: number): void {
-  b.writeBigUInt64BE(BigInt(Math.max(0, Math.floor(ms))), at);
+  // Two 32-bit halves rather than a BigInt (a rebuild writes one per queued URL); exact below 2^53.
+  const t = Math.max(0, Math.floor(ms));
+  b.writeUInt32BE(Math.floor(t / 0x100000000), at);
+  b.writeUInt32BE(t % 0x100000000, at + 4);
 }
 
 export const rowKey = (url: string): Buffer => tagged(KEY_ROW, url);
@@ -88,10 +94,23 @@ export function queuedAtFront(row: UrlStateMsg): boolean {
   return row.reason === 'lease-expired' || row.reason === 'blocked' || row.reason === FEED_DUE;
 }
 
+/** How a queue key holds its URL: `QUEUE_URL_PREFIX[form]` + `<host>` + rest, or (form 0) rest alone. */
+const QUEUE_URL_WHOLE = 0;
+const QUEUE_URL_PREFIX = ['', 'https://', 'http://'];
+
 export function queueKey(host: string, level: number, front: boolean, queuedAt: number, url: string): Buffer {
+  let form = QUEUE_URL_WHOLE;
+  for (let f = 1; f < QUEUE_URL_PREFIX.length; f++) {
+    const p = QUEUE_URL_PREFIX[f];
+    if (url.startsWith(p) && url.startsWith(host, p.length)) {
+      form = f;
+      break;
+    }
+  }
+  const rest = form === QUEUE_URL_WHOLE ? url : url.slice(QUEUE_URL_PREFIX[form].length + host.length);
   const h = Buffer.byteLength(host, 'utf8');
-  const u = Buffer.byteLength(url, 'utf8');
-  const b = Buffer.allocUnsafe(1 + h + 1 + 2 + 8 + u);
+  const u = Buffer.byteLength(rest, 'utf8');
+  const b = Buffer.allocUnsafe(1 + h + 1 + 2 + 8 + 1 + u);
   b[0] = KEY_QUEUE;
   b.write(host, 1, 'utf8');
   let at = 1 + h;
@@ -99,7 +118,8 @@ export function queueKey(host: string, level: number, front: boolean, queuedAt: 
   b[at++] = Math.max(0, Math.min(255, level));
   b[at++] = front ? 0 : 1;
   writeTime(b, at, queuedAt);
-  b.write(url, at + 8, 'utf8');
+  b[at + 8] = form;
+  b.write(rest, at + 9, 'utf8');
   return b;
 }
 
@@ -110,10 +130,16 @@ export interface IndexRef {
   key: Buffer;
 }
 
-/** The URL at the end of a queue key. */
+/** The URL a queue key holds (queueKey's `url`). */
 export function urlOfQueueKey(key: Buffer): string {
   const zero = key.indexOf(0, 1);
-  return key.toString('utf8', zero + 1 + 2 + 8);
+  const at = zero + 1 + 2 + 8;
+  const form = key[at];
+  const rest = key.toString('utf8', at + 1);
+  if (form === QUEUE_URL_WHOLE) return rest;
+  const prefix = QUEUE_URL_PREFIX[form];
+  if (prefix === undefined) throw new Error(`queue key with an unknown URL form ${form}`);
+  return prefix + key.toString('utf8', 1, zero) + rest;
 }
 
 export function dueKey(due: number, url: string): Buffer {

@@ -4,7 +4,8 @@
  * embedded journal), and a checkpoint beside it names the changelog offset the store holds.
  *
  * - Store and checkpoint agree: replay only the changelog's tail, from the checkpoint.
- * - Store missing, damaged, replaced, or made with other priority levels; checkpoint missing
+ * - Store missing, damaged, replaced, made with other priority levels or in another layout
+ *   (frontier-store.ts STORE_LAYOUT); checkpoint missing
  *   or past the changelog's end (a recreated topic): the store is deleted and rebuilt from the
  *   whole changelog, in two passes: rows are copied as stored bytes (no decoding), then the
  *   indexes and host summaries are built from the rows, in key order. Progress is logged.
@@ -19,7 +20,7 @@ import { KvStore, type KvBatch, type KvStoreOptions } from '../connectors/kv-sto
 import type { ChangelogRecord, ChangelogSource } from '../runtime/changelog';
 import type { UrlStateMsg, UrlStatus } from '../lib/messages';
 import { hashKey, indexEntry, rowKey } from './frontier-keys';
-import { decodeRow, UrlStore, type StateCounts } from './frontier-store';
+import { decodeRow, decodeStoredRow, STORE_LAYOUT, UrlStore, type StateCounts } from './frontier-store';
 
 export interface Checkpoint {
   /** The store this describes (UrlStore.id). */
@@ -128,7 +129,8 @@ export async function restoreStores(partitions: readonly number[], source: Chang
     const end = ends.get(p) ?? 0;
     const why =
       cp === null ? 'no checkpoint' : cp.store !== store.id ? 'the checkpoint names another store' : cp.offset > end ? 'the checkpoint is past the changelog end' :
-      cp.levels !== o.levels || store.levels !== o.levels ? 'priority levels changed' : null;
+      cp.levels !== o.levels || store.levels !== o.levels ? 'priority levels changed' :
+      store.layout !== STORE_LAYOUT ? `store layout ${store.layout}, this release writes ${STORE_LAYOUT}` : null;
     if (why !== null && (store.size > 0 || cp !== null)) {
       o.log.info({ partition: p, reason: why }, 'frontier store out of date: rebuilding it from the changelog');
       await store.close();
@@ -239,8 +241,8 @@ async function buildIndexes(store: UrlStore, o: RestoreOptions): Promise<void> {
   let writing: Promise<void> = Promise.resolve();
   await store.eachRawRow(async (entries) => {
     const b = store.newBatch();
-    for (const [, v] of entries) {
-      const row = decodeRow(v);
+    for (const [k, v] of entries) {
+      const row = decodeStoredRow(k, v);
       counts[row.state as UrlStatus] = (counts[row.state as UrlStatus] ?? 0) + 1;
       const e = indexEntry(row, o.levelOf);
       if (e) b.put(e[0], e[1]);

@@ -6,28 +6,70 @@
  * keeps how many rows it holds in each state (for /stats and progress lines), updated with
  * every batch.
  *
- * Rows are stored as the changelog's own value bytes (crawl.UrlState.v1 in Avro), so a rebuild
- * copies a changelog record into the store without decoding it.
+ * Rows are stored as the changelog's own value bytes (crawl.UrlState.v1 in Avro) less the URL,
+ * their first field, which the row's key already holds (store layout 3): a rebuild still copies a
+ * changelog record into the store without decoding it (it skips one length-prefixed string), and
+ * a read puts the URL back in front before decoding, so every schema version reads as before.
  */
 import { randomUUID } from 'node:crypto';
 import { KvStore, type KvBatch, type KvStoreOptions } from '../connectors/kv-store';
-import { avroReader, avroType } from '../lib/avro';
+import { avroPrimitive, avroReader, avroTailType, avroType } from '../lib/avro';
 import type { UrlStateMsg, UrlStatus } from '../lib/messages';
 import {
   decodeHostSummary, dueOfKey, hashKeyOfHex, dueRange, encodeHostSummary, hostKey, hostOfHostKey, hostQueueRange, hostSlotRange, indexEntry, KEY_DUE, KEY_HOST, KEY_LEASE,
   KEY_QUEUE, KEY_ROW, metaKey, prefixRange, rowKey, urlOfQueueKey, urlOfRowKey, type HostSummary, type IndexRef,
 } from './frontier-keys';
 
+/**
+ * The layout of keys and rows this release writes. A store written with another (or, before
+ * layouts were numbered, none: layout 1) is rebuilt from the changelog (frontier-restore.ts).
+ *   1  rows as changelog bytes; queue keys end in the whole URL
+ *   2  queue keys hold the URL without the `scheme://host` their host part gives (frontier-keys.ts)
+ *   3  rows without their URL (storedRow): the changelog's bytes after the first field
+ */
+export const STORE_LAYOUT = 3;
+
 const ROW_SCHEMA = 'crawl.UrlState.v1';
 const rowType = avroType(ROW_SCHEMA);
+/** A row's fields after the URL: encodes storedRow(encodeRow(row)) without writing the URL. */
+const storedRowType = avroTailType(ROW_SCHEMA, 1);
 const readRow = avroReader(ROW_SCHEMA);
 
 export function encodeRow(row: UrlStateMsg): Buffer {
   return rowType.toBuffer(row);
 }
 
+/** A row from its changelog bytes (any schema version of crawl.UrlState.v1). */
 export function decodeRow(b: Buffer): UrlStateMsg {
   return readRow(b) as UrlStateMsg;
+}
+
+/** An Avro string's length prefix (a long: zigzag varint), the first bytes of a row's encoding. */
+const lengthType = avroPrimitive('long');
+
+/**
+ * A row's changelog bytes as the store keeps them: without the URL, the record's first field (an
+ * Avro string: its length, then its UTF-8 bytes). A view, not a copy.
+ */
+export function storedRow(bytes: Buffer): Buffer {
+  const { value: n, offset } = lengthType.decode(bytes, 0) as { value: number; offset: number };
+  if (offset < 0 || n < 0 || offset + n > bytes.length) throw new Error('not a UrlState row: bad URL length');
+  return bytes.subarray(offset + n);
+}
+
+/** A row as the store keeps it: storedRow(encodeRow(row)), encoded without the URL. */
+export function encodeStoredRow(row: UrlStateMsg): Buffer {
+  return storedRowType.toBuffer(row);
+}
+
+/** A row as the store keeps it (storedRow), read back with the URL its row key holds. */
+export function decodeStoredRow(key: Buffer, value: Buffer): UrlStateMsg {
+  const n = key.length - 1;
+  const b = Buffer.allocUnsafe(10 + n + value.length);
+  let at = lengthType.encode(n, b, 0);
+  at += key.copy(b, at, 1);
+  at += value.copy(b, at);
+  return decodeRow(b.subarray(0, at));
 }
 
 /** A queued URL as its host's queue holds it. */
@@ -41,6 +83,7 @@ export type StateCounts = Partial<Record<UrlStatus, number>>;
 const ID_KEY = metaKey('id');
 const COUNTS_KEY = metaKey('counts');
 const LEVELS_KEY = metaKey('levels');
+const LAYOUT_KEY = metaKey('layout');
 
 /** The change each batch makes to the state counts. */
 const deltas = new WeakMap<KvBatch, StateCounts>();
@@ -72,21 +115,27 @@ export class UrlStore {
     counts: StateCounts,
     /** The priority levels its queue keys were derived with (null: a new store). */
     readonly levels: number | null,
+    /** The layout its keys and rows were written in (STORE_LAYOUT; 1: a store from before layouts were numbered). */
+    readonly layout: number,
   ) {
     this.counts = counts;
   }
 
   static async open(dir: string, levelOf: (row: UrlStateMsg) => number, o: KvStoreOptions = {}): Promise<UrlStore> {
     const kv = await KvStore.open(dir, o);
-    const [id, counts, levels] = await kv.getMany([ID_KEY, COUNTS_KEY, LEVELS_KEY]);
+    const [id, counts, levels, layout] = await kv.getMany([ID_KEY, COUNTS_KEY, LEVELS_KEY, LAYOUT_KEY]);
     let storeId = id?.toString('utf8');
+    let storeLayout = layout ? Number(layout.toString('utf8')) : 1;
     if (!storeId) {
       storeId = randomUUID();
+      storeLayout = STORE_LAYOUT;
       const b = kv.batch();
       b.put(ID_KEY, Buffer.from(storeId));
+      b.put(LAYOUT_KEY, Buffer.from(String(STORE_LAYOUT)));
       await kv.write(b, true);
     }
-    return new UrlStore(kv, storeId, levelOf, counts ? (JSON.parse(counts.toString('utf8')) as StateCounts) : {}, levels ? Number(levels.toString('utf8')) : null);
+    const c = counts ? (JSON.parse(counts.toString('utf8')) as StateCounts) : {};
+    return new UrlStore(kv, storeId, levelOf, c, levels ? Number(levels.toString('utf8')) : null, storeLayout);
   }
 
   get dir(): string {
@@ -107,9 +156,10 @@ export class UrlStore {
   /** Rows of these URLs (undefined where the table has none), read in key order (KvStore.getMany). */
   async rows(urls: readonly string[]): Promise<Array<UrlStateMsg | undefined>> {
     const order = inKeyOrder(urls);
-    const got = await this.kv.getMany(order.map((i) => rowKey(urls[i])));
+    const keys = order.map((i) => rowKey(urls[i]));
+    const got = await this.kv.getMany(keys);
     const out = new Array<UrlStateMsg | undefined>(urls.length);
-    order.forEach((i, k) => (out[i] = got[k] === undefined ? undefined : decodeRow(got[k]!)));
+    order.forEach((i, k) => (out[i] = got[k] === undefined ? undefined : decodeStoredRow(keys[k], got[k]!)));
     return out;
   }
 
@@ -180,10 +230,10 @@ export class UrlStore {
     const all = prefixRange(Buffer.from([KEY_ROW]));
     const gte = after ? Buffer.concat([rowKey(after), Buffer.from([0])]) : all.gte;
     const entries = await this.kv.entries({ gte, lt: all.lt, limit });
-    return entries.map(([, v]) => decodeRow(v));
+    return entries.map(([k, v]) => decodeStoredRow(k, v));
   }
 
-  /** Every row as stored bytes, chunk by chunk (a rebuild's index pass). */
+  /** Every row as stored (its key and value: decodeStoredRow), chunk by chunk (a rebuild's index pass). */
   async eachRawRow(onChunk: (entries: Array<[key: Buffer, value: Buffer]>) => void | Promise<void>): Promise<number> {
     return this.kv.scan(prefixRange(Buffer.from([KEY_ROW])), 2048, onChunk);
   }
@@ -199,7 +249,7 @@ export class UrlStore {
     const after = next ? indexEntry(next, this.levelOf) : null;
     if (before && !(after && after[0].equals(before[0]))) batch.del(before[0]);
     if (after) batch.put(after[0], after[1]);
-    if (next) batch.put(rowKey(url), nextBytes ?? encodeRow(next));
+    if (next) batch.put(rowKey(url), nextBytes ? storedRow(nextBytes) : encodeStoredRow(next));
     else batch.del(rowKey(url));
     const delta = deltaOf(batch);
     if (prev) delta[prev.state] = (delta[prev.state] ?? 0) - 1;
@@ -211,9 +261,9 @@ export class UrlStore {
     else batch.put(hostKey(host), encodeHostSummary(s));
   }
 
-  /** Stage a row as stored bytes with no index entry (a rebuild's copy pass), counted as `state`. */
+  /** Stage a row from its changelog bytes with no index entry (a rebuild's copy pass). */
   stageRaw(batch: KvBatch, url: string, value: Buffer): void {
-    batch.put(rowKey(url), value);
+    batch.put(rowKey(url), storedRow(value));
   }
 
   /**
@@ -230,15 +280,17 @@ export class UrlStore {
     for (const k of keys) this.counts[k] = next[k];
   }
 
-  /** Set the state counts and the levels the queue keys were derived with (after a rebuild). */
+  /** Set the state counts and the levels the queue keys were derived with (after a rebuild, which writes this release's layout). */
   async setFacts(counts: StateCounts, levels: number): Promise<void> {
     const b = this.kv.batch();
     b.put(COUNTS_KEY, Buffer.from(JSON.stringify(counts)));
     b.put(LEVELS_KEY, Buffer.from(String(levels)));
+    b.put(LAYOUT_KEY, Buffer.from(String(STORE_LAYOUT)));
     await this.kv.write(b, true);
     for (const k of Object.keys(this.counts) as UrlStatus[]) delete this.counts[k];
     Object.assign(this.counts, counts);
     (this as { levels: number | null }).levels = levels;
+    (this as { layout: number }).layout = STORE_LAYOUT;
   }
 
   /** Remove every index entry and host summary (before rebuilding them from the rows). */

@@ -77,6 +77,8 @@ export interface FrontierStageOptions {
   /** How long a newly owned partition waits for its previous owner on this machine to close the store. */
   lockWaitMs?: number;
   checkpointMs?: number;
+  /** The host-policy view, when stages of one process share it (runtime/build-stages.ts); else one of its own. */
+  policy?: HostPolicyTable;
   /** This frontier's name in its lease ids (default `<hostname>:<pid>`). */
   instance?: string;
   /**
@@ -88,7 +90,7 @@ export interface FrontierStageOptions {
 }
 
 export function frontierStage(policy: FrontierPolicy & Partial<FrontierTuning>, opts: FrontierStageOptions): FrontierStage {
-  const table = new HostPolicyTable();
+  const table = opts.policy ?? new HostPolicyTable();
   const optout = new OptOutRegistry();
   // A lease id names the frontier that issued it (`crawl explain`, logs, the partition-move test).
   const instance = opts.instance ?? `${hostname()}:${process.pid}`;

@@ -45,6 +45,14 @@ type Stored = Omit<RobotsEntry, 'fresh'> & { expiresAt: number };
 export class RobotsCache {
   private readonly entries = new Map<string, Stored>();
   private readonly inflight = new Map<string, Promise<RobotsEntry>>();
+  /**
+   * Origins whose entry is a failure to retry (retryLater, no good copy in force), in the order
+   * they expire (retryMs after they were put): once expired such an entry says nothing (the
+   * next ask fetches again, and only a good copy is kept in force past its time), so it is
+   * dropped. A crawl contacts many hosts that never answer: in `crawl run` over 100,000 hosts,
+   * 82,000 of them refusing connections, the cache held them all (docs/frontier-store.md).
+   */
+  private readonly failures = new Map<string, number>();
 
   constructor(private readonly fetcher: RobotsFetcher, private readonly opts: RobotsCacheOptions, private readonly now: () => number = Date.now) {}
 
@@ -73,6 +81,11 @@ export class RobotsCache {
     return true;
   }
 
+  /** Origins with an entry. */
+  get size(): number {
+    return this.entries.size;
+  }
+
   /** The entry in force without fetching (for `crawl explain`), or undefined. */
   peek(origin: string): Omit<RobotsEntry, 'fresh'> | undefined {
     const hit = this.entries.get(origin);
@@ -97,9 +110,25 @@ export class RobotsCache {
   }
 
   private put(origin: string, entry: Stored): void {
+    this.dropExpiredFailures();
     if (this.entries.size >= this.opts.maxEntries && !this.entries.has(origin)) this.entries.delete(this.entries.keys().next().value!);
     this.entries.delete(origin); // re-insert at the end: oldest first for eviction
-    this.entries.set(origin, entry);
+    // A literal of one shape: spread copies ({ ...got, ... }) of many origins came to have a hidden
+    // class each in the crawl's heap (a descriptor array and a map per entry, 300 bytes more).
+    this.entries.set(origin, {
+      rules: entry.rules, kind: entry.kind, retryLater: entry.retryLater, fetchedAt: entry.fetchedAt, error: entry.error, stale: entry.stale, expiresAt: entry.expiresAt,
+    });
+    this.failures.delete(origin);
+    if (entry.retryLater && !entry.stale) this.failures.set(origin, entry.expiresAt);
+  }
+
+  private dropExpiredFailures(): void {
+    const t = this.now();
+    for (const [origin, expiresAt] of this.failures) {
+      if (expiresAt > t) break;
+      this.failures.delete(origin);
+      this.entries.delete(origin);
+    }
   }
 }
 

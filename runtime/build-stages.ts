@@ -5,6 +5,7 @@
 import type { HttpClient } from '../connectors/types';
 import type { CrawlConfig } from '../lib/config';
 import type { FetchOutcome, FetchStatusMsg } from '../lib/messages';
+import type { HostPolicyTable } from '../lib/host-policy';
 import type { WarcWriter } from '../lib/warc/writer';
 import { fetchStage } from '../processors/fetch';
 import { frontierStage } from '../processors/frontier';
@@ -39,6 +40,14 @@ export interface StageDeps {
   onReject?: (reason: string, url: string) => void;
   /** Where the frontier keeps its partitions' stores (default: config.stateDir). */
   frontierStateDir?: string;
+  /**
+   * One host-policy view for seen-test, the frontier and fetch, or (absent) one each. `crawl run`
+   * shares one: its stages see every crawl.host-policy row at the same moment (the runner hands
+   * each append to all of them in turn), and each copy held every host's rows, about 15 MiB at
+   * 50,000 hosts (docs/frontier-store.md). In Kafka mode each stage's consumer follows the topic
+   * at its own pace, so each keeps its own.
+   */
+  hostPolicy?: HostPolicyTable;
 }
 
 export function buildStages(names: readonly StageName[], deps: StageDeps): Stage[] {
@@ -55,15 +64,15 @@ export function buildStages(names: readonly StageName[], deps: StageDeps): Stage
     'seen-test': () =>
       // The embedded default: the same Bloom filter code as Kafka mode's Redis one, over process memory.
       seenTestStage(deps.seen ?? new MemoryBloom(bloomParams(c.bloomExpectedUrls, c.bloomFalsePositiveRate, c.bloomMaxShardBytes)), {
-        maxDepth: c.maxDepth, scope: deps.scope ?? new Set(), onReject, trapOptions: trapOptionsFrom(c),
+        maxDepth: c.maxDepth, scope: deps.scope ?? new Set(), onReject, trapOptions: trapOptionsFrom(c), policy: deps.hostPolicy,
       }),
     frontier: () => {
-      const stage = frontierStage(c, { partitions: c.partitions, stateDir: deps.frontierStateDir ?? c.stateDir, maxLeases: c.frontierMaxLeases });
+      const stage = frontierStage(c, { partitions: c.partitions, stateDir: deps.frontierStateDir ?? c.stateDir, maxLeases: c.frontierMaxLeases, policy: deps.hostPolicy });
       setMetricSources({ classes: () => stage.state.classStats(Date.now()), feeds: () => stage.state.feeds.size });
       return stage;
     },
     fetch: () => {
-      const stage = fetchStage({ http: deps.http, archive: (e, onBuilt) => deps.warc.append(e, onBuilt), config: c, onOutcome });
+      const stage = fetchStage({ http: deps.http, archive: (e, onBuilt) => deps.warc.append(e, onBuilt), config: c, onOutcome, policy: deps.hostPolicy });
       // Closing the fetch stage stores the open WARC file so waiting fetches are announced.
       const observed = observeEmits(stage, (o) => {
         if (o.topic !== 'fetchStatus') return;

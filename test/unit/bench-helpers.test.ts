@@ -197,6 +197,9 @@ describe('bench flags', () => {
     expect(parseBenchArgs([])).toMatchObject({ web: 'real', stageHosts: 64 });
     expect(parseBenchArgs(['--web', 'lorem', '--stages', '0'])).toMatchObject({ web: 'lorem', stageHosts: 0 });
     expect(() => parseBenchArgs(['--web', 'fake'])).toThrow(/--web fake: expected real or lorem/);
+    // frontier-scale's rebuild alone, on the journal of a kept run.
+    expect(parseBenchArgs(['--only', 'frontier-scale', '--keep', '/tmp/fs', '--rebuild-only', '--urls', '5000'])).toMatchObject({ keep: '/tmp/fs', rebuildOnly: true, urls: 5000 });
+    expect(() => parseBenchArgs(['--rebuild-only'])).toThrow(/--rebuild-only: needs --keep DIR/);
     expect(parseBenchArgs(['--warmup', '0']).warmupSecs).toBe(0);
     expect(() => parseBenchArgs(['--warmup', '-1'])).toThrow(/--warmup/);
     expect(parseBenchArgs([]).kafkaProcs).toEqual([['parse', 'handoff', 'seen-test'], ['frontier', 'fetch']]);

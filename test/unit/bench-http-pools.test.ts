@@ -58,6 +58,43 @@ describe('http client pool bound', () => {
     expect(await rotate(2)).toBe(2);
   });
 
+  it('forgets a pool idle past its keep-alive once its connection is closed, however many the bound allows', async () => {
+    // Servers that close idle connections after 100 ms (and say so: Keep-Alive: timeout=0).
+    const quick = await Promise.all(['127.20.0.5', '127.20.0.6'].map(startHost));
+    for (const h of quick) h.server.keepAliveTimeout = 100;
+    const client = createHttpClient({ maxPools: 100, keepAliveTimeoutMs: 100 });
+    try {
+      for (const h of quick) expect((await client.fetch(h.url, OPTS)).status).toBe(200);
+      expect(client.openPools).toBe(2);
+      // Past keep-alive and its slack (1 s): both connections are closed, both pools forgotten.
+      await new Promise((r) => setTimeout(r, 1300));
+      expect((await client.fetch(hosts[2].url, OPTS)).status).toBe(200);
+      expect(client.openPools).toBe(1);
+      // A pool just used stays, and keeps its connection.
+      const before = hosts[2].connections;
+      expect((await client.fetch(hosts[2].url, OPTS)).status).toBe(200);
+      expect(hosts[2].connections - before).toBe(0);
+    } finally {
+      await client.close();
+      await Promise.all(quick.map((h) => new Promise((r) => { h.server.closeAllConnections(); h.server.close(r); })));
+    }
+  });
+
+  it('keeps an idle pool whose connection the server keeps open longer (Keep-Alive: timeout=30)', async () => {
+    const client = createHttpClient({ maxPools: 100, keepAliveTimeoutMs: 100 });
+    const before = hosts[0].connections;
+    try {
+      expect((await client.fetch(hosts[0].url, OPTS)).status).toBe(200);
+      await new Promise((r) => setTimeout(r, 1300));
+      expect((await client.fetch(hosts[1].url, OPTS)).status).toBe(200);
+      expect(client.openPools).toBe(2);
+      expect((await client.fetch(hosts[0].url, OPTS)).status).toBe(200);
+      expect(hosts[0].connections - before).toBe(1);
+    } finally {
+      await client.close();
+    }
+  });
+
   it('defaults to a bound that covers thousands of hosts', () => {
     expect(DEFAULTS.httpMaxPools).toBeGreaterThanOrEqual(5000);
   });

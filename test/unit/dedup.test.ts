@@ -95,6 +95,22 @@ describe('DedupIndex', () => {
     expect(ix.check('http://a.test/2', 'a.test', 's2', H, V)).toBeNull();
   });
 
+  it('several representatives under one key: the first recorded is found, then the next once it is forgotten', () => {
+    const ix = new DedupIndex();
+    for (const n of [1, 2, 3]) ix.record(row(`http://a.test/${n}`, 's1', H));
+    expect(ix.check('http://a.test/9', 'a.test', 's1', H, V)).toEqual({ kind: 'exact', of: 'http://a.test/1', distance: 0 });
+    expect(ix.check('http://a.test/9', 'a.test', 's2', flip(H, 2), V)).toEqual({ kind: 'near', of: 'http://a.test/1', distance: 2 });
+    ix.forget('http://a.test/1', 'a.test');
+    expect(ix.check('http://a.test/9', 'a.test', 's1', H, V)?.of).toBe('http://a.test/2');
+    ix.forget('http://a.test/2', 'a.test');
+    // One left under each key: never its own duplicate, still found by others.
+    expect(ix.check('http://a.test/3', 'a.test', 's1', H, V)).toBeNull();
+    expect(ix.check('http://a.test/9', 'a.test', 's2', flip(H, 1), V)?.of).toBe('http://a.test/3');
+    ix.record(row('http://a.test/3', 's1', H, 'http://a.test/0'));
+    expect(ix.check('http://a.test/9', 'a.test', 's1', H, V)).toBeNull();
+    expect(ix.check('http://a.test/9', 'a.test', 's2', flip(H, 1), V)).toBeNull();
+  });
+
   it('retain drops hosts no longer owned', () => {
     const ix = new DedupIndex();
     ix.record(row('http://a.test/1', 's1', H));

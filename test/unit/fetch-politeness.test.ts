@@ -8,6 +8,7 @@ import type { HttpCapture, HttpClient, HttpFetchOptions } from '../../connectors
 import { DEFAULTS, type CrawlConfig } from '../../lib/config';
 import type { FetchRequestMsg, FetchStatusMsg, HostPolicyMsg, OptOutMsg } from '../../lib/messages';
 import { fetchStage, type Archive } from '../../processors/fetch';
+import { frontierStage } from '../../processors/frontier';
 import { BACKOFF_WAIT_MAX_MS, backoffWait, firstContactAt, gate, HostPacer, PartitionGains } from '../../processors/fetch-gate';
 import { HostPolicyTable } from '../../lib/host-policy';
 import { OptOutRegistry } from '../../lib/optout-registry';
@@ -28,7 +29,7 @@ function capture(url: string, status: number, headers: Array<[string, string]> =
 
 type Route = HttpCapture | (() => HttpCapture);
 
-function setup(routes: Record<string, Route>) {
+function setup(routes: Record<string, Route>, policy?: HostPolicyTable) {
   const events: string[] = [];
   /** When (on the fake clock) each request went out, as a server would log it. */
   const sentAt = new Map<string, number>();
@@ -46,7 +47,7 @@ function setup(routes: Record<string, Route>) {
   const archive: Archive = async () => ({ uri: 'file:///w.warc.gz', offset: ++n, length: 10, recordId: `<urn:uuid:${n}>` });
   let clock = 1_000_000;
   const stage = fetchStage({
-    http, archive, config: CFG, now: () => clock++,
+    http, archive, config: CFG, now: () => clock++, policy,
     sleep: async (ms) => {
       events.push(`sleep ${ms}`);
       clock += ms;
@@ -190,6 +191,17 @@ describe('fetch stage: global tables', () => {
     const { early, final } = await run(request());
     expect(early).toEqual([]);
     expect(final).toEqual([expect.objectContaining({ outcome: 'REFUSED', reason, stored: true, http_status: null })]);
+    expect(events.filter((e) => e.startsWith('GET'))).toEqual([]);
+  });
+
+  it('with a host-policy table shared by the stages of one process (crawl run), a block applied through another stage refuses here', async () => {
+    const shared = new HostPolicyTable();
+    const frontier = frontierStage({ ...CFG }, { partitions: 1, stateDir: '/nonexistent', policy: shared });
+    const { run, events } = setup(okRoutes(), shared);
+    frontier.onGlobal!(policyRow('a.test', 'block', { blocked_until: FAR, reason: 'complaint' }), 'hostPolicy');
+    expect(frontier.state.table).toBe(shared);
+    const { final } = await run(request());
+    expect(final).toEqual([expect.objectContaining({ outcome: 'REFUSED', reason: 'blocked' })]);
     expect(events.filter((e) => e.startsWith('GET'))).toEqual([]);
   });
 

@@ -10,13 +10,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import type { UrlStateMsg, UrlStatus } from '../../lib/messages';
-import { dueKey, hostQueueRange, indexEntry, prefixRange, queueKey, queuedAtFront } from '../../processors/frontier-keys';
+import { dueKey, hostQueueRange, indexEntry, prefixRange, queueKey, queuedAtFront, urlOfQueueKey } from '../../processors/frontier-keys';
+import { KvStore } from '../../connectors/kv-store';
 import { checkpointPath, readCheckpoint, restoreStores } from '../../processors/frontier-restore';
 import { priorityLevel, queueLayout, queueSlotOf } from '../../processors/frontier-schedule';
 import { DEFAULTS } from '../../lib/config';
 import { schemaBefore, loadSchema } from '../../lib/avro';
 import * as avro from 'avsc';
-import { UrlStore } from '../../processors/frontier-store';
+import { decodeStoredRow, encodeRow, encodeStoredRow, STORE_LAYOUT, storedRow, UrlStore } from '../../processors/frontier-store';
 import { MemoryChangelog } from '../support/memory-changelog';
 import { rng } from '../support/rng';
 import { UrlTable } from '../support/url-table';
@@ -334,5 +335,104 @@ describe('restoreStores: checkpoint, tail replay, rebuild', () => {
     expect(r).toMatchObject({ rebuilt: true, rows: 0 });
     expect(r.store.size).toBe(0);
     await r.store.close();
+  });
+});
+
+describe('store layout (STORE_LAYOUT)', () => {
+  let dir: string;
+  beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'url-store-layout-'))));
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it.each<[string, string, string]>([
+    ['https', 'https://a.test/p?q=1', 'a.test'],
+    ['http with a port', 'http://a.test:8080/p', 'a.test'],
+    ['a longer host name with the host as its start', 'http://a.test.example/x', 'a.test'],
+    ['a URL not starting with its host', 'https://b.test/x', 'a.test'],
+    ['another scheme', 'ftp://a.test/x', 'a.test'],
+    ['non-ASCII path and host', 'https://bücher.test/straße/ü?x=ß', 'bücher.test'],
+    ['the host alone', 'https://a.test', 'a.test'],
+  ])('a queue key gives back its URL: %s', (_label, url, host) => {
+    const key = queueKey(host, 3, true, 1_700_000_000_123, url);
+    expect(urlOfQueueKey(key)).toBe(url);
+    expect(key.subarray(0, 1 + Buffer.byteLength(host) + 1).equals(Buffer.from(`q${host}\u0000`))).toBe(true);
+  });
+
+  it('a queue key holds the URL without its scheme://host', () => {
+    const url = 'https://www.example.test/articles/2026/12/06/a-long-path?id=12345';
+    const key = queueKey('www.example.test', 0, false, 0, url);
+    // tag, host, 00, level, order, time, form, then the path only
+    expect(key.length).toBe(1 + 16 + 1 + 2 + 8 + 1 + url.length - 'https://www.example.test'.length);
+    // Keys of one host and level still sort by the time queued.
+    expect(Buffer.compare(queueKey('h.test', 1, false, 5, 'http://h.test/z'), queueKey('h.test', 1, false, 6, 'https://h.test/a'))).toBeLessThan(0);
+  });
+
+  it.each([['ASCII', 60], ['ASCII', 63], ['ASCII', 64], ['ASCII', 120], ['ASCII', 9000], ['non-ASCII', 80]])('a stored row is its changelog bytes without the URL (%s, %i characters) and reads back whole', async (kind, length) => {
+    const base = kind === 'ASCII' ? 'https://a.test/' : 'https://bücher.test/straße/';
+    const url = base + (kind === 'ASCII' ? 'x' : 'ü').repeat(length - base.length);
+    const r = asStored(row(url, kind === 'ASCII' ? 'a.test' : 'bücher.test', { priority: 0.5, priority_class: 2 }));
+    const full = encodeRow(r);
+    const stored = storedRow(full);
+    const urlBytes = Buffer.byteLength(url);
+    const varint = 2 * urlBytes < 128 ? 1 : 2 * urlBytes < 16384 ? 2 : 3;
+    expect(stored.length).toBe(full.length - varint - urlBytes);
+    expect(full.subarray(varint + urlBytes).equals(stored)).toBe(true);
+    expect(decodeStoredRow(Buffer.concat([Buffer.from('u'), Buffer.from(url)]), stored)).toEqual(r);
+    const store = await UrlStore.open(join(dir, 's'), levelOf);
+    const b = store.newBatch();
+    store.stage(b, undefined, r);
+    await store.write(b);
+    expect(await store.rows([url, `${url}-other`])).toEqual([r, undefined]);
+    expect(await store.rowsAfter('', 10)).toEqual([r]);
+    await store.close();
+  });
+
+  it('a row encoded for the store is its changelog bytes without the URL (random rows of every state)', () => {
+    const rnd = rng(11);
+    const hosts = ['a.test', 'www.b.test', 'bücher.test'];
+    for (let i = 0; i < 500; i++) {
+      const r = randomRow(rnd, hosts, []);
+      expect(encodeStoredRow(r).equals(storedRow(encodeRow(r)))).toBe(true);
+    }
+  });
+
+  it('bytes that are not a row are refused', () => {
+    expect(() => storedRow(Buffer.from([0x81]))).toThrow(/not a UrlState row/);
+    expect(() => storedRow(Buffer.from([0x20, 0x61]))).toThrow(/not a UrlState row/);
+    expect(() => storedRow(Buffer.from([0x03, 0x61]))).toThrow(/not a UrlState row/);
+  });
+
+  it.each([['1 (before layouts were numbered)', null], ['2', '2']])('a store of an older layout, %s, is rebuilt from the changelog', async (_label, layout) => {
+    const changelog = new MemoryChangelog();
+    for (let i = 0; i < 20; i++) changelog.append(`https://a.test/${i}`, 'a.test', row(`https://a.test/${i}`, 'a.test', { updated_at: i }));
+    const o = { dirOf: () => join(dir, 'urls-0'), levelOf, levels: LEVELS, log: silent };
+    const [a] = await restoreStores([0], changelog, o);
+    expect(a.store.layout).toBe(STORE_LAYOUT);
+    await a.store.close();
+    // What layout 1 wrote: no layout fact, queue keys ending in the whole URL (rows whole, as layout 2 too).
+    const kv = await KvStore.open(join(dir, 'urls-0'));
+    const b = kv.batch();
+    if (layout === null) b.del(Buffer.from('mlayout'));
+    else b.put(Buffer.from('mlayout'), Buffer.from(layout));
+    b.put(Buffer.from('uhttps://a.test/1'), encodeRow(row('https://a.test/1', 'a.test', { updated_at: 1 })));
+    const r0 = row('https://a.test/0', 'a.test', { updated_at: 0 });
+    const v1 = Buffer.concat([Buffer.from('qa.test\u0000'), Buffer.from([levelOf(r0), 1]), Buffer.alloc(8), Buffer.from(r0.url)]);
+    b.del(queueKey('a.test', levelOf(r0), false, 0, r0.url));
+    b.put(v1, Buffer.alloc(0));
+    await kv.write(b, true);
+    await kv.close();
+
+    const lines: Array<Record<string, unknown>> = [];
+    const log = pino({ level: 'info' }, { write: (l: string) => void lines.push(JSON.parse(l) as Record<string, unknown>) });
+    const [r] = await restoreStores([0], changelog, { ...o, log });
+    expect(r).toMatchObject({ rebuilt: true, rows: 20 });
+    expect(r.store.layout).toBe(STORE_LAYOUT);
+    expect(lines).toContainEqual(expect.objectContaining({ reason: `store layout ${layout ?? 1}, this release writes ${STORE_LAYOUT}` }));
+    expect((await r.store.rows(['https://a.test/1']))[0]).toEqual(asStored(row('https://a.test/1', 'a.test', { updated_at: 1 })));
+    expect(await r.store.queue('a.test')).toEqual(Array.from({ length: 20 }, (_, i) => `https://a.test/${i}`));
+    await r.store.close();
+    // Rebuilt in this layout: the next start replays only the tail.
+    const [again] = await restoreStores([0], changelog, o);
+    expect(again).toMatchObject({ rebuilt: false, rows: 0 });
+    await again.store.close();
   });
 });

@@ -124,4 +124,37 @@ describe('RobotsCache', () => {
     expect(stale).toMatchObject({ fresh: true, stale: true });
     expect(stale.answer).toBeUndefined();
   });
+
+  it('drops failures once expired: hosts that never answer do not fill the cache', async () => {
+    let clock = 0;
+    const cache = new RobotsCache(
+      async (origin) => (origin.startsWith('http://good') ? GOOD : { error: 'CONNECT_FAILED: refused' }),
+      { cacheMs: DAY, retryMs: 60_000, maxEntries: 100_000, staleMaxMs: 30 * DAY },
+      () => clock,
+    );
+    await cache.get('http://good.test');
+    for (let minute = 0; minute < 10; minute++) {
+      clock = minute * 60_000;
+      for (let i = 0; i < 100; i++) await cache.get(`http://down-${minute}-${i}.test`);
+    }
+    // The good copy and the last minute's failures (those of the minute before expired as these were put).
+    expect(cache.size).toBe(101);
+    expect(cache.peek('http://down-0-0.test')).toBeUndefined();
+    expect(cache.peek('http://good.test')?.kind).toBe('parsed');
+    // A failure still in force is served from the cache; once expired it is fetched again.
+    const t = clock;
+    expect((await cache.get('http://down-9-0.test')).fresh).toBe(false);
+    clock = t + 60_000;
+    expect(await cache.get('http://down-9-0.test')).toMatchObject({ fresh: true, retryLater: true });
+  });
+
+  it('a good copy kept in force over an unreachable refresh is not dropped with the failures', async () => {
+    const { cache, at } = cacheWith([GOOD, { error: 'CONNECT_FAILED: refused' }]);
+    await cache.get('http://a.test');
+    at(DAY);
+    expect(await cache.get('http://a.test')).toMatchObject({ stale: true });
+    at(DAY + 10 * 60_000);
+    await cache.seed('http://b.test', GOOD, DAY + 10 * 60_000);
+    expect(cache.peek('http://a.test')).toMatchObject({ stale: true, kind: 'parsed' });
+  });
 });

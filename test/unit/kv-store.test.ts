@@ -1,0 +1,70 @@
+/**
+ * KvStore's range reads in chunks (connectors/kv-store.ts): `scan` hands over
+ * every entry of the range once, in key order, while the next chunk is already being read; the
+ * writes a chunk's handler makes are not seen by the scan; a handler that fails ends the scan
+ * with its error and leaves the store usable.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { KvStore } from '../../connectors/kv-store';
+import { prefixRange } from '../../processors/frontier-keys';
+
+const key = (tag: string, i: number): Buffer => Buffer.from(`${tag}${String(i).padStart(5, '0')}`);
+
+describe('KvStore.scan', () => {
+  let dir: string;
+  let kv: KvStore;
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'kv-scan-'));
+    kv = await KvStore.open(join(dir, 'db'));
+    const b = kv.batch();
+    for (let i = 0; i < 1000; i++) b.put(key('a', i), Buffer.from(`v${i}`));
+    b.put(key('b', 0), Buffer.from('outside'));
+    await kv.write(b);
+  });
+  afterEach(async () => {
+    await kv.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('hands over every entry of the range once, in key order, in chunks of at most the size asked', async () => {
+    const seen: string[] = [];
+    const sizes: number[] = [];
+    const n = await kv.scan(prefixRange(Buffer.from('a')), 64, (entries) => {
+      sizes.push(entries.length);
+      for (const [k, v] of entries) seen.push(`${k.toString()}=${v.toString()}`);
+    });
+    expect(n).toBe(1000);
+    expect(seen).toEqual(Array.from({ length: 1000 }, (_, i) => `${key('a', i).toString()}=v${i}`));
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(64);
+  });
+
+  it('does not see what its handler writes (the next chunk is read ahead, from the scan\'s snapshot)', async () => {
+    let n = 0;
+    await kv.scan(prefixRange(Buffer.from('a')), 100, async (entries) => {
+      const b = kv.batch();
+      for (const [k] of entries) {
+        b.del(k);
+        b.put(Buffer.concat([k, Buffer.from('x')]), Buffer.from('new'));
+      }
+      await kv.write(b);
+      n += entries.length;
+    });
+    expect(n).toBe(1000);
+    const after = await kv.entries(prefixRange(Buffer.from('a')));
+    expect(after).toHaveLength(1000);
+    expect(after.every(([k, v]) => k.toString().endsWith('x') && v.toString() === 'new')).toBe(true);
+  });
+
+  it('a handler that fails ends the scan with its error, and the store stays usable', async () => {
+    let calls = 0;
+    await expect(
+      kv.scan(prefixRange(Buffer.from('a')), 10, async () => {
+        if (++calls === 3) throw new Error('handler failed');
+      }),
+    ).rejects.toThrow('handler failed');
+    expect(calls).toBe(3);
+    expect((await kv.get(key('a', 999)))?.toString()).toBe('v999');
+  });
+});
