@@ -159,5 +159,9 @@ export function sustainedTable(results: readonly RunResult[], cores = 2): string
       `${steal === null ? '–' : `${fmt(100 * steal, 0)}%`} | ${w.limitNetOfStealPagesPerSec ? `${fmt((100 * pps) / w.limitNetOfStealPagesPerSec, 0)}%` : '–'} |`
     );
   });
-  return [head, ...rows].join('\n');
+  // Fetch running ahead of parse in the window: its CPU includes pages parsed only after it.
+  const ahead = results
+    .filter((r) => r.sustained?.fetched !== undefined && r.sustained.pages > 0)
+    .map((r) => `${contenderName(r)} ${r.latencyMs} ms: ${Math.round(r.sustained!.fetched!)} pages fetched in the window, ${Math.round(r.sustained!.pages)} parsed`);
+  return [head, ...rows].join('\n') + (ahead.length ? `\n\nFetched and parsed in the window (fetch ahead of parse adds its CPU, not its pages): ${ahead.join('; ')}.` : '');
 }

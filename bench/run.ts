@@ -107,9 +107,12 @@ async function runEmbedded(a: BenchArgs, web: Web, latencyMs: number, dir: strin
   const child = spawn(process.execPath, args, { env: { ...process.env, ...CLI_ENV, CRAWL_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
   // `crawl run`'s progress line (stderr, once a second) says how many pages it has parsed.
   const parsedSoFar: Point[] = [];
+  const fetchedSoFar: Point[] = [];
   createInterface({ input: child.stderr! }).on('line', (line) => {
     const n = /, parsed (\d+),/.exec(line)?.[1];
     if (n !== undefined) parsedSoFar.push({ at: Date.now(), value: Number(n) });
+    const f = /, fetched (\d+),/.exec(line)?.[1];
+    if (f !== undefined) fetchedSoFar.push({ at: Date.now(), value: Number(f) });
   });
   // The crawl stops itself at --max-secs and then parses what it has fetched: on real pages a
   // backlog of thousands of pages, a minute of work on a loaded machine. SIGTERM only after that.
@@ -120,6 +123,7 @@ async function runEmbedded(a: BenchArgs, web: Web, latencyMs: number, dir: strin
   // count of pages parsed is known exactly.
   const bounds = s && parsedSoFar.length > 1 ? sustainedBounds(s.firstPageAt, Math.min(s.lastPageAt, parsedSoFar[parsedSoFar.length - 1].at), a.warmupSecs) : null;
   const sustained = bounds ? sustainedWindow(bounds, growthBetween(parsedSoFar, bounds.from, bounds.to), watch, [child.pid!], web, s!.firstPageAt) : undefined;
+  if (sustained && bounds) sustained.fetched = growthBetween(fetchedSoFar, bounds.from, bounds.to);
   rmSync(out, { recursive: true, force: true });
   const handedOff = Number(/(\d+) handoff events/.exec(m.stdout)?.[1] ?? 0);
   const parsed = Number(/(\d+) parsed/.exec(m.stdout)?.[1] ?? 0);

@@ -53,6 +53,12 @@ export interface SustainedWindow {
   secs: number;
   /** Pages done in it: parse completions for kcrawl, pages served for the peer (which parses as it fetches). */
   pages: number;
+  /**
+   * `crawl run`'s pages fetched in it (its progress lines), when known. Above `pages` when fetch
+   * ran ahead of parse: the window's CPU then includes fetching, hashing and gzipping pages that
+   * are parsed after it (docs/performance.md, "Why 0 ms showed more CPU a page than 200 ms").
+   */
+  fetched?: number;
   /** CPU of the counted processes in it (the services' included in Kafka mode). */
   cpuMs: number;
   /** The synthetic web server's CPU in it. */

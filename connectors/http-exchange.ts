@@ -73,6 +73,10 @@ export function exchange(
       // On a clean end, let undici hand the socket back to the pool first (it does so on the
       // next setImmediate); otherwise a fetch issued right after this one opens a new socket.
       if (!cut && !d.stopped) await new Promise<void>((r) => setImmediate(r));
+      // The chunks as they came; `body` joins them only when something asks for it (fetch's
+      // page path does not: lib/net/capture-body.ts).
+      const parts = d.parts();
+      let joined: Buffer | null = parts.length === 1 ? parts[0] : null;
       resolve({
         url: url.href,
         ip,
@@ -80,7 +84,10 @@ export function exchange(
         statusText,
         headers,
         requestHead: head.text,
-        body: d.result(),
+        get body(): Buffer {
+          return (joined ??= Buffer.concat(parts));
+        },
+        bodyParts: parts,
         truncated: d.stopped ?? cut ?? false,
         startedAt,
         elapsedMs: Date.now() - startedAt,

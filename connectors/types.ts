@@ -85,6 +85,14 @@ export interface HttpCapture {
   /** Body after removing transfer and content encodings, at most maxBodyBytes. */
   body: Buffer;
   /**
+   * The same bytes as the chunks they arrived in, when the client kept them (the undici client
+   * does; its `body` then joins them on first use). Fetch's page path (the SHA-256, the WARC
+   * record's digest and gzip) reads them through lib/net/capture-body.ts and never joins them:
+   * a copy of every page in a fresh buffer, half of the event loop's ArrayBuffer allocation a
+   * page (docs/performance.md, "Fetch and WARC CPU").
+   */
+  bodyParts?: readonly Buffer[];
+  /**
    * Why the body is incomplete (WARC-Truncated): 'length' body cap, 'time' overall deadline,
    * 'decompression' ratio cap / corrupt or stacked encodings, 'disconnect' the server closed
    * or broke the connection mid-body.

@@ -15,7 +15,12 @@ import { parseWarcRecord } from './warc/read';
 /** Far above any record fetch makes (the body cap is a few MiB): a damaged member cannot balloon. */
 const MAX_RECORD_BYTES = 256 * 1024 * 1024;
 
-export function fetchedBody(page: Pick<FetchedPageMsg, 'url' | 'body' | 'sha256' | 'record_gz'>): Buffer {
+/**
+ * `transient`: the caller is done with the bytes before it calls again (parse decodes them to a
+ * string at once), so a body from `record_gz` may be inflated into a reused buffer
+ * (lib/warc/gunzip-member.ts) rather than one of its own.
+ */
+export function fetchedBody(page: Pick<FetchedPageMsg, 'url' | 'body' | 'sha256' | 'record_gz'>, transient = false): Buffer {
   const gz = page.record_gz;
   if (!gz || page.body.length > 0) return page.body;
   const fail = (why: string): Error => new Error(`crawl.fetched: the WARC record sent with ${page.url} ${why}`);
@@ -23,7 +28,7 @@ export function fetchedBody(page: Pick<FetchedPageMsg, 'url' | 'body' | 'sha256'
   try {
     // One output buffer of the size the member's trailer states (a 50 KiB page inflated in
     // 45-57 µs in zlib's default 16 KiB chunks, 26 µs in one), from one reused inflate stream.
-    rec = parseWarcRecord(gunzipMember(gz, MAX_RECORD_BYTES));
+    rec = parseWarcRecord(gunzipMember(gz, MAX_RECORD_BYTES, transient));
   } catch (err) {
     throw fail(`cannot be read (${(err as Error).message})`);
   }

@@ -8,9 +8,9 @@
  * crawl.links, so every hop is normalised, seen-tested, scheduled politely and robots-checked
  * like any other URL, and a redirect loop ends at the seen test.
  */
-import { createHash } from 'node:crypto';
 import { FetchError, type HttpCapture, type HttpClient, type HttpFetchOptions } from '../connectors/types';
 import type { CrawlConfig } from '../lib/config';
+import { bodyHead, bodyLength, bodySha256 } from '../lib/net/capture-body';
 import { HostPolicyTable, hostPolicyKey } from '../lib/host-policy';
 import type { FetchOutcome, FetchRequestMsg, FetchStatusMsg, FetchedPageMsg, HostPolicyMsg, LinkMsg, OptOutMsg } from '../lib/messages';
 import { OptOutRegistry } from '../lib/optout-registry';
@@ -65,7 +65,7 @@ export function retryAfterMs(value: string | null, now: number): number | null {
 export function isHtml(c: HttpCapture): boolean {
   const ct = header(c, 'content-type');
   if (ct) return HTML_TYPES.test(ct);
-  return /^\s*(<!doctype html|<html)/i.test(c.body.subarray(0, 512).toString('latin1'));
+  return /^\s*(<!doctype html|<html)/i.test(bodyHead(c, 512).toString('latin1'));
 }
 
 export function fetchOptions(config: CrawlConfig, headers: Record<string, string> = {}): HttpFetchOptions {
@@ -140,7 +140,7 @@ export function classify(c: HttpCapture, req: FetchRequestMsg, now: number): Ver
       v.reason = 'not-html';
       v.entry = {
         type: 'metadata', targetUri: req.url,
-        fields: [['http-status', String(c.status)], ['content-type', header(c, 'content-type') ?? ''], ['content-length-seen', String(c.body.length)]],
+        fields: [['http-status', String(c.status)], ['content-type', header(c, 'content-type') ?? ''], ['content-length-seen', String(bodyLength(c))]],
       };
     }
   }
@@ -298,9 +298,9 @@ export function fetchStage(deps: FetchDeps): Stage & FollowsOptOuts {
       if (sitemap) ctx.log.info({ url: req.url, kind: sitemap.kind, entries: sitemap.entries.length, news: news.length }, 'sitemap read');
       else ctx.log.info({ url: req.url, kind: feed!.kind, items: feed!.items.length }, 'feed read');
     }
-    if (c.truncated) ctx.log.info({ url: req.url, truncated: c.truncated, bytes: c.body.length }, 'body truncated');
+    if (c.truncated) ctx.log.info({ url: req.url, truncated: c.truncated, bytes: bodyLength(c) }, 'body truncated');
     if (v.outcome === 'NOT_HTML') ctx.log.info({ url: req.url, contentType: header(c, 'content-type') }, 'not HTML: metadata only');
-    const sha256 = v.page || v.outcome === 'FETCHED' ? createHash('sha256').update(c.body).digest('hex') : null;
+    const sha256 = v.page || v.outcome === 'FETCHED' ? bodySha256(c) : null;
     // The WARC payload digest is this same hash of the same bytes: hand it over, not hash twice.
     if (sha256 && v.entry?.type === 'exchange') v.entry = { ...v.entry, payloadSha256: sha256 };
     const base = status(req, {
@@ -323,7 +323,8 @@ export function fetchStage(deps: FetchDeps): Stage & FollowsOptOuts {
     const contentType = header(c, 'content-type');
     const truncated = c.truncated !== false;
     const xRobotsTag = header(c, 'x-robots-tag');
-    let bodyUntilBuilt: Buffer | null = c.body;
+    // The capture, not its `body`, which would join the page's chunks into a copy.
+    let bodyUntilBuilt: HttpCapture | null = c;
     const archived = v.entry ? deps.archive(v.entry, () => void (bodyUntilBuilt = null)) : null;
     v.entry = null;
     const pending = (async (): Promise<OutRecord[]> => {
@@ -346,7 +347,7 @@ export function fetchStage(deps: FetchDeps): Stage & FollowsOptOuts {
         if (!ptr.recordGz && !bodyUntilBuilt) throw new Error(`${req.url}: the archive said the record was built but handed back no record`);
         const page: FetchedPageMsg = {
           url: req.url, final_url: req.url, host: req.host, depth: req.depth, fetched_at: finished, http_status: httpStatus,
-          content_type: contentType, body: ptr.recordGz ? EMPTY_BODY : bodyUntilBuilt!, record_gz: ptr.recordGz ?? null, truncated, sha256: sha256!,
+          content_type: contentType, body: ptr.recordGz ? EMPTY_BODY : bodyUntilBuilt!.body, record_gz: ptr.recordGz ?? null, truncated, sha256: sha256!,
           prev_sha256: req.prev_sha256, warc: { uri: ptr.uri, offset: ptr.offset, length: ptr.length }, x_robots_tag: xRobotsTag,
           record_id: ptr.recordId, priority: req.priority ?? null,
         };

@@ -124,7 +124,8 @@ function ownUtf8(s: string): Uint8Array {
 export function analyzePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'userAgent'>): PageAnalysis & { text: string };
 export function analyzePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'userAgent'> & { textAsUtf8: true | ((text: string) => Uint8Array | null) }): PageAnalysis & { text: Uint8Array };
 export function analyzePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'userAgent'> & { textAsUtf8?: true | ((text: string) => Uint8Array | null) }): PageAnalysis {
-  const { text: html } = decodeBody(fetchedBody(page), page.content_type);
+  // The body is read once, into the page's text, and not kept: it may be inflated into a reused buffer.
+  const { text: html } = decodeBody(fetchedBody(page, true), page.content_type);
   const ex = extract(html, page.final_url, { xRobotsTag: page.x_robots_tag, productToken: productToken(opts.userAgent) });
   const linkUrls: string[] = [];
   let feedUrls: string[] | undefined;

@@ -30,6 +30,8 @@ export interface BodyDecoder {
   destroy(): void;
   readonly stopped: DecodeStop | null;
   result(): Buffer;
+  /** What result() joins: the kept chunks in order, not copied (views of the input or zlib's output). */
+  parts(): Buffer[];
 }
 
 export interface DecoderEvents {
@@ -157,6 +159,9 @@ export function createBodyDecoder(codings: readonly string[], limits: DecodeLimi
     },
     result() {
       return out.length === 1 ? out[0] : Buffer.concat(out);
+    },
+    parts() {
+      return out;
     },
   };
 }

@@ -16,6 +16,8 @@ import * as zlib from 'node:zlib';
 import { RawZlib } from './zlib-raw';
 
 const { Z_FINISH } = zlib.constants;
+/** A reused output buffer grown past this by one huge member is not kept. */
+const KEEP_OUTPUT = 4 * 1024 * 1024;
 
 /** The member's size as its trailer states it (ISIZE, mod 2^32), and room for zlib to say it is done. */
 function sizeHint(gz: Uint8Array): number {
@@ -26,10 +28,13 @@ function sizeHint(gz: Uint8Array): number {
 
 class ReusedGunzip {
   private readonly z = new RawZlib(zlib.createGunzip());
+  /** The output buffer `reuseOutput` calls inflate into. */
+  private output: Buffer | null = null;
 
   /** The member inflated, or null when its input did not end with the member (gunzipSync decides then). */
-  member(gz: Uint8Array, maxOutputLength: number): Buffer | null {
-    let out = Buffer.allocUnsafe(Math.min(sizeHint(gz), maxOutputLength));
+  member(gz: Uint8Array, maxOutputLength: number, reuseOutput: boolean): Buffer | null {
+    const want = Math.min(sizeHint(gz), maxOutputLength);
+    let out = reuseOutput && this.output !== null && this.output.length >= want ? this.output : Buffer.allocUnsafe(want);
     let outOff = 0;
     let inOff = 0;
     let inLen = gz.length;
@@ -50,6 +55,7 @@ class ReusedGunzip {
       out.copy(grown, 0, 0, outOff);
       out = grown;
     }
+    if (reuseOutput && out !== this.output && out.length <= KEEP_OUTPUT) this.output = out;
     // inflateReset: the next member starts from the state inflateInit gives.
     this.z.reset();
     // Input left after the member's end: another member or trailing bytes, gunzipSync's cases.
@@ -70,12 +76,18 @@ function engineNow(): ReusedGunzip | null {
   return engine;
 }
 
-/** gunzipSync(gz, { maxOutputLength }), for input that is one gzip member (the WARC record's). */
-export function gunzipMember(gz: Buffer, maxOutputLength: number): Buffer {
+/**
+ * gunzipSync(gz, { maxOutputLength }), for input that is one gzip member (the WARC record's).
+ * With `reuseOutput` the bytes may be a view of one buffer that the next such call inflates into
+ * again, not a buffer of their own: for a caller done with them before it calls again (parse
+ * decodes a page to a string at once). A page's record is about 290 KB inflated, and a fresh
+ * buffer for each was most of what the parse thread allocated outside its heap.
+ */
+export function gunzipMember(gz: Buffer, maxOutputLength: number, reuseOutput = false): Buffer {
   const e = types.isUint8Array(gz) && gz.length > 0 ? engineNow() : null;
   if (e) {
     try {
-      const out = e.member(gz, maxOutputLength);
+      const out = e.member(gz, maxOutputLength, reuseOutput);
       if (out) return out;
     } catch {
       // A stream in an unknown state is not used again; gunzipSync gives this member's error.

@@ -8,6 +8,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { HttpCapture } from '../../connectors/types';
+import { bodyLength, bodyParts, bodySha256 } from '../net/capture-body';
 import { gzipMember } from './gzip-member';
 
 export type WarcRecordType = 'warcinfo' | 'request' | 'response' | 'revisit' | 'metadata' | 'conversion';
@@ -179,7 +180,7 @@ function latin1(s: string): Buffer {
  */
 function httpResponseHead(c: HttpCapture): Buffer {
   const lines = [`HTTP/1.1 ${c.status} ${c.statusText || STATUS_CODES[c.status] || ''}`.trimEnd()];
-  const storedLength = `Content-Length: ${c.body.length}`;
+  const storedLength = `Content-Length: ${bodyLength(c)}`;
   for (const [name, value] of c.headers) {
     const lower = name.toLowerCase();
     if (lower === 'transfer-encoding') lines.push(`X-Crawler-Transfer-Encoding: ${oneLine(value)}`);
@@ -221,7 +222,7 @@ export function exchangeRecords(c: HttpCapture, o: ExchangeOptions): [WarcRecord
     block: requestBlock,
     payloadDigest: warcDigest(headEnd < 0 ? Buffer.alloc(0) : requestBlock.subarray(headEnd + 4)),
   });
-  const payloadDigest = o.payloadSha256 ? `sha256:${o.payloadSha256}` : warcDigest(c.body);
+  const payloadDigest = `sha256:${o.payloadSha256 || bodySha256(c)}`;
   const response = buildRecord({
     type: 'response',
     gzipLevel: o.gzipLevel,
@@ -235,7 +236,7 @@ export function exchangeRecords(c: HttpCapture, o: ExchangeOptions): [WarcRecord
       ['WARC-Warcinfo-ID', o.warcinfoId],
     ],
     contentType: 'application/http;msgtype=response',
-    block: [httpResponseHead(c), c.body],
+    block: [httpResponseHead(c), ...bodyParts(c)],
     payloadDigest,
     index: { mime: responseMime(c), status: c.status, digest: stripAlgo(payloadDigest) },
   });
@@ -256,7 +257,7 @@ export interface RevisitOptions extends RecordContext {
  * (server-not-modified) has no payload to compare, so it gets none.
  */
 export function revisitRecord(c: HttpCapture, o: RevisitOptions): WarcRecord {
-  const payloadDigest = o.profile === 'identical-payload-digest' ? warcDigest(c.body) : null;
+  const payloadDigest = o.profile === 'identical-payload-digest' ? `sha256:${bodySha256(c)}` : null;
   return buildRecord({
     type: 'revisit',
     gzipLevel: o.gzipLevel,

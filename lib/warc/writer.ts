@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { HttpCapture, PageStore } from '../../connectors/types';
 import type { RecordPointer } from '../messages';
+import { bodyLength } from '../net/capture-body';
 import { WarcFileBuilder, type RecordSpan } from './file-builder';
 import {
   conversionRecord,
@@ -280,7 +281,7 @@ function entryBytes(e: WarcEntry): number {
   switch (e.type) {
     case 'exchange':
     case 'revisit':
-      return e.capture.body.length;
+      return bodyLength(e.capture);
     case 'conversion':
       return typeof e.text === 'string' ? e.text.length : e.text.byteLength;
     default:

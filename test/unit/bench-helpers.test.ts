@@ -154,6 +154,19 @@ describe('sustained window', () => {
     // A result without steal figures (older JSON) shows none.
     expect(sustainedTable([base], 2).split('\n')[2]!.split('|').map((c) => c.trim()).slice(-3, -1)).toEqual(['–', '–']);
     expect(rows[4]).toBe('| kcrawl Kafka mode | 0 ms | – | – | – | | – | – | | – | – | – | – | – |');
+    // No fetched count: no note under the table.
+    expect(sustainedTable([ours, base, short], 2)).not.toMatch(/fetched in the window/);
+  });
+
+  it('says under the table how many pages fetch took in the window beside those parsed', () => {
+    const run: RunResult = {
+      contender: 'embedded', latencyMs: 0, hosts: 10, pages: 100, handedOff: 100, windowSecs: 10, cpuMs: 1000, serviceCpuMs: 0, peakRssBytes: 0,
+      gapViolations: 0, concurrencyViolations: 0, minGapMs: 1000, limitPagesPerSec: null,
+      sustained: { fromSec: 15, secs: 40, pages: 5943.6, fetched: 7076.2, cpuMs: 60_000, webCpuMs: 400 },
+    };
+    expect(sustainedTable([run], 2).split('\n').pop()).toBe(
+      'Fetched and parsed in the window (fetch ahead of parse adds its CPU, not its pages): kcrawl embedded 0 ms: 7076 pages fetched in the window, 5944 parsed.',
+    );
   });
 });
 

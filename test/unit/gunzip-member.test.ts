@@ -80,3 +80,25 @@ test('two members, or bytes after the member, give what gunzipSync gives', () =>
   expect(ours(trailing)).toEqual(reference(trailing));
   expect(gunzipMember(gzipSync(html), MAX).equals(html)).toBe(true);
 });
+
+test('reuseOutput: the same bytes, inflated into one buffer call after call; a larger member grows it; failures unchanged', () => {
+  const small = gzipSync(html);
+  const big = gzipSync(noise);
+  const a = gunzipMember(small, MAX, true);
+  expect(a.equals(html)).toBe(true);
+  const b = gunzipMember(big, MAX, true); // larger than the buffer kept: a new one, kept from now on
+  expect(b.equals(noise)).toBe(true);
+  const c = gunzipMember(small, MAX, true);
+  expect(c.equals(html)).toBe(true);
+  expect(c.buffer).toBe(b.buffer); // inflated into the kept buffer: `b` is overwritten, as documented
+  const d = gunzipMember(small, MAX, true);
+  expect(d.buffer).toBe(c.buffer);
+  expect(d.equals(html)).toBe(true);
+  // Without it every result has a buffer of its own.
+  expect(gunzipMember(small, MAX).buffer).not.toBe(gunzipMember(small, MAX).buffer);
+  // A failure is still gunzipSync's, and the next call is right again.
+  const bad = Buffer.from(small);
+  bad[bad.length - 8] ^= 0xff; // the CRC
+  expect(() => gunzipMember(bad, MAX, true)).toThrow(reference(bad) as string);
+  expect(gunzipMember(small, MAX, true).equals(html)).toBe(true);
+});

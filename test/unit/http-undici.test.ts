@@ -347,6 +347,20 @@ describe('hostile responses', () => {
     expect(c.body.length).toBe(5 * MiB);
   });
 
+  it('keeps a large body as the chunks it arrived in; body joins the same bytes, capped ones too', async () => {
+    const capped = await client.fetch(`${s1.base}/six-mib`, opts());
+    expect(capped.bodyParts!.length).toBeGreaterThan(1);
+    expect(Buffer.concat(capped.bodyParts!).equals(capped.body)).toBe(true);
+    expect(capped.body.equals(SIX_MIB.subarray(0, 5 * MiB))).toBe(true);
+    const whole = await client.fetch(`${s1.base}/six-mib`, opts({ maxBodyBytes: 8 * MiB }));
+    expect(whole.bodyParts!.reduce((n, p) => n + p.length, 0)).toBe(SIX_MIB.length);
+    expect(whole.body.equals(SIX_MIB)).toBe(true);
+    expect(whole.body).toBe(whole.body); // joined once, then kept
+    const gz = await client.fetch(`${s1.base}/gzip`, opts());
+    expect(Buffer.concat(gz.bodyParts!)).toEqual(PAGE);
+    expect(gz.body).toEqual(PAGE);
+  });
+
   it('refuses 64 KiB of headers with a 16 KiB cap', async () => {
     const e = await fetchError(client.fetch(`${s1.base}/huge-headers`, opts()));
     expect(e.code).toBe('HEADERS_TOO_LARGE');
