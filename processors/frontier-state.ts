@@ -39,10 +39,10 @@ import { HostPolicyTable } from '../lib/host-policy';
 import { OptOutRegistry } from '../lib/optout-registry';
 import type { CandidateMsg, FeedStateMsg, FetchRequestMsg, FetchStatusMsg, HostPolicyMsg, UrlStateMsg } from '../lib/messages';
 import { DEFAULTS, type CrawlConfig } from '../lib/config';
-import { partitionForHost, routingKey } from '../lib/partitioner';
+import { partitionForHost } from '../lib/partitioner';
 import { redirectField } from '../lib/redirect-hops';
 import { AIMD_DEFAULTS, backoffFromRecord, handOverWaitMs, type AimdPolicy, type HostBackoff } from './frontier-aimd';
-import { applyAnswer, newHost, type HostState } from './frontier-hosts';
+import { applyAnswer, HostState } from './frontier-hosts';
 import { ClassBudget, type BudgetPolicy, type ClassBudgetView } from './frontier-budget';
 import { FeedTable, type FeedPolicy } from './frontier-feeds';
 import { heldUntil } from './frontier-holds';
@@ -471,7 +471,7 @@ export class FrontierState {
   private hostState(host: string, now: number, summary?: { queued: number; fetches: number; cycle: number }): HostState {
     let h = this.hosts.get(host);
     if (h) return h;
-    h = newHost(host, routingKey(host), now, this.policy.minHostDelayMs);
+    h = new HostState(host, now);
     if (summary && summary.cycle === this.cycle) h.fetches = summary.fetches;
     // Queued URLs on disk (a host with work is never evicted; this is a restore).
     if (summary) h.size = summary.queued;
@@ -800,7 +800,7 @@ export class FrontierState {
       op.touch(h);
       if (h.inflight?.id === id) {
         this.free(h);
-        h.nextAt = Math.max(h.nextAt, now + Math.max(this.policy.minHostDelayMs, h.crawlDelayMs, h.persistedGap, h.backoff.delayMs));
+        h.nextAt = Math.max(h.nextAt, now + Math.max(this.policy.minHostDelayMs, h.crawlDelayMs, h.persistedGap ?? 0, h.backoff.delayMs));
       }
       const next: UrlStateMsg = { ...row, lease_id: null, lease_expires_at: null, updated_at: now, reason: 'lease-expired', attempts: row.attempts + 1 };
       // Re-issue a lost fetch as soon as politeness allows (front of its level), not after the failure back-off.
