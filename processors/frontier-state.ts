@@ -999,11 +999,13 @@ export class FrontierState {
   }
 
   /**
-   * Let go of hosts with nothing left to do: nothing queued, nothing in flight, their gap over.
-   * Their summary (fetches this cycle) is in the store and their back-off in crawl.host-policy,
+   * Let go of hosts with nothing left to do: nothing queued, nothing in flight, their gap over;
+   * and of domain and IP groups with nothing in flight and their gap over. Their summary (fetches this cycle) is in the store and their back-off in crawl.host-policy,
    * where hostState finds both if the host has work again.
    */
   private evictIdle(now: number): void {
+    this.domains.forgetIdle(now, EVICT_PER_TICK);
+    this.ips.forgetIdle(now, EVICT_PER_TICK);
     for (let i = 0; i < EVICT_PER_TICK; i++) {
       this.evictCursor ??= this.hosts.values();
       const n = this.evictCursor.next();
