@@ -999,9 +999,10 @@ export class FrontierState {
   }
 
   /**
-   * Let go of hosts with nothing left to do: nothing queued, nothing in flight, their gap over;
-   * and of domain and IP groups with nothing in flight and their gap over. Their summary (fetches this cycle) is in the store and their back-off in crawl.host-policy,
-   * where hostState finds both if the host has work again.
+   * Let go of hosts with nothing left to do: nothing queued, nothing in flight, their gap over.
+   * Their summary (fetches this cycle) is in the store and their back-off in crawl.host-policy,
+   * where hostState finds both if the host has work again. Domain and IP groups go the same way
+   * (LayerGroups.forgetIdle).
    */
   private evictIdle(now: number): void {
     this.domains.forgetIdle(now, EVICT_PER_TICK);
