@@ -158,6 +158,28 @@ function startChild(dir: string, feed: number, leaseSecs: number): ChildRun {
   return run;
 }
 
+/**
+ * CPU per URL taken in, by thread, from the store being current to the intake's end: the main
+ * thread (seen-test, the frontier, the benchmark's feeder), then the busiest others (every thread
+ * of node is named "node": as a rule LevelDB's compaction thread is the busiest, then libuv's pool
+ * threads (LevelDB's reads and writes) and V8's GC helpers), then threads that ended in between
+ * (the journal cleaner's passes, one worker thread each).
+ */
+function threadCpuRow(run: ChildRun, urls: number): string | null {
+  const from = run.events.find((e) => e.event === 'restored');
+  const to = run.events.find((e) => e.event === 'intake-done');
+  if (!from?.threads || !to?.threads) return null;
+  const a = from.threads as Record<string, number>;
+  const b = to.threads as Record<string, number>;
+  const pid = String(run.child.pid);
+  const us = (ms: number): string => ((ms * 1000) / Math.max(1, urls)).toFixed(1);
+  const main = b[pid] - (a[pid] ?? 0);
+  const others = Object.keys(b).filter((t) => t !== pid).map((t) => b[t] - (a[t] ?? 0)).sort((x, y) => y - x);
+  const all = Number(to.processCpuMs) - Number(from.processCpuMs);
+  const ended = all - main - others.reduce((x, y) => x + y, 0);
+  return `${us(all)} µs: main thread ${us(main)}; others, largest first: ${others.filter((ms) => ms >= 10).map(us).join(', ')}; threads that ended ${us(Math.max(0, ended))} µs`;
+}
+
 async function kill9(run: ChildRun): Promise<void> {
   run.child.kill('SIGKILL');
   await run.exited;
@@ -183,6 +205,8 @@ export async function runFrontierScale(a: FrontierScaleArgs): Promise<string> {
     const taken = Number(done.urls);
     rows.push(['URLs, hosts', `${taken.toLocaleString('en')} in the table of ${a.urls.toLocaleString('en')} fed (the rest dropped by the Bloom filter as seen), ${Number(done.hosts).toLocaleString('en')} hosts with work`]);
     rows.push(['intake', `${Math.round(taken / intakeSecs).toLocaleString('en')} URLs/s (${intakeSecs.toFixed(0)} s)`]);
+    const cpu = threadCpuRow(first, taken);
+    if (cpu) rows.push(['CPU per URL in the intake', cpu]);
     await first.wait((e) => e.event === 'leases' && first.events.filter((x) => x.event === 'leases').length >= a.leaseSecs, (a.leaseSecs + 60) * 1000);
     const perSec = first.events.filter((e) => e.event === 'leases').map((e) => Number(e.perSec));
     const window = perSec.slice(2);
