@@ -11,7 +11,7 @@
  *   {"event":"first-lease","msSinceStart":…}
  *   {"event":"leases","perSec":…}          every second of the lease phase
  *
- *   node dist/bench/frontier-scale-child.js <dir> <urls to feed (0: none)> <lease secs>
+ *   node dist/bench/frontier-scale-child.js <dir> <urls to feed (0: none)> <lease secs> [partitions (1)]
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -29,9 +29,11 @@ import { ScaleWeb } from './frontier-scale-web';
 import { parseStatCpuMs } from './proc-stat';
 
 const started = Date.now();
-const [dir, feedArg, leaseArg] = process.argv.slice(2);
+const [dir, feedArg, leaseArg, partsArg] = process.argv.slice(2);
 const FEED = Number(feedArg ?? 0);
 const LEASE_SECS = Number(leaseArg ?? 30);
+/** Partitions the frontier owns (each a store of its own), as `crawl run` (8 by default) and Kafka mode split the table. */
+const PARTITIONS = Math.max(1, Number(partsArg ?? 1));
 /** Links records waiting for seen-test before the feeder waits. */
 const FEED_AHEAD = 4000;
 
@@ -63,11 +65,11 @@ const heap = (): { heapBytes: number; bufferBytes: number } => {
 
 async function main(): Promise<void> {
   const log = pino({ level: process.env.CRAWL_LOG_LEVEL ?? 'info' }, pino.destination(2));
-  const config = loadConfig(process.env, { partitions: 1, allowPrivateNetwork: true, minHostDelayMs: 1000 });
-  const fileLog = new FileLog({ dir: join(dir, 'state'), partitions: 1 });
+  const config = loadConfig(process.env, { partitions: PARTITIONS, allowPrivateNetwork: true, minHostDelayMs: 1000 });
+  const fileLog = new FileLog({ dir: join(dir, 'state'), partitions: PARTITIONS });
   const web = new ScaleWeb(Math.max(FEED, 1));
   let leasing = FEED === 0;
-  const frontier = frontierStage(config, { partitions: 1, stateDir: join(dir, 'state', 'frontier') });
+  const frontier = frontierStage(config, { partitions: PARTITIONS, stateDir: join(dir, 'state', 'frontier') });
   // While URLs are fed, ticks release nothing (intake is measured alone); then they do.
   const gated: Stage = {
     ...frontier,
