@@ -264,6 +264,6 @@ async function rebuildStep(dir: string, rows: Array<[string, string]>, partition
 
 function report(a: FrontierScaleArgs, rows: Array<[string, string]>): string {
   const table = `| frontier-scale | ${a.urls.toLocaleString('en')} URLs${(a.partitions ?? 1) > 1 ? `, ${a.partitions} partitions` : ''} |\n|---|---|\n${rows.map(([k, v]) => `| ${k} | ${v} |`).join('\n')}\n`;
-  process.stdout.write(`\n${table}\nnode ${process.version}; reproduce: \`npm run bench -- --only frontier-scale --urls ${a.urls}\`\n`);
+  process.stdout.write(`\n${table}\nnode ${process.version}; reproduce: \`npm run bench -- --only frontier-scale --urls ${a.urls}${(a.partitions ?? 1) > 1 ? ` --partitions ${a.partitions}` : ''}\`\n`);
   return table;
 }
