@@ -69,6 +69,8 @@ export interface CrawlViewOptions {
   registryLagAlarmMs?: number;
   /** How often processes report their applied version (a process three intervals quiet is silent). */
   registryReportMs?: number;
+  /** A host-policy table shared with the crawl's stages (`crawl run`); a view of its own when absent. */
+  policy?: HostPolicyTable;
 }
 
 export function urlHash(url: string): string {
@@ -76,7 +78,7 @@ export function urlHash(url: string): string {
 }
 
 export class CrawlView {
-  readonly policy = new HostPolicyTable();
+  readonly policy: HostPolicyTable;
   readonly optouts = new OptOutRegistry();
   readonly webmaster = new WebmasterState();
   /** What was fetched from each host over the last day. */
@@ -99,6 +101,7 @@ export class CrawlView {
   constructor(o: CrawlViewOptions = {}) {
     this.lagOptions = { alarmMs: o.registryLagAlarmMs ?? DEFAULTS.optoutLagAlarmMs, reportMs: o.registryReportMs ?? DEFAULTS.optoutReportMs };
     this.table = o.urls ?? null;
+    this.policy = o.policy ?? new HostPolicyTable();
   }
 
   applyFeed(key: string, value: FeedStateMsg | null): void {

@@ -9,6 +9,7 @@
  */
 import type { Logger } from 'pino';
 import type { CrawlConfig } from '../lib/config';
+import type { HostPolicyTable } from '../lib/host-policy';
 import { metrics, setMetricSources } from '../lib/metrics';
 import type { OutRecord, Stage } from '../runtime/stage';
 import { CrawlView } from './crawl-view';
@@ -69,14 +70,23 @@ const LAG_METRIC_MS = 1000;
 export function embeddedStatus(
   port: number,
   log: Logger,
-  warcStats?: () => { bytes: number; files: number },
-  lags?: () => GroupLag[],
-  /** With both, the webmaster API is served too, writing to the embedded log through `append`. */
-  webmaster?: { config: CrawlConfig; append: (outs: OutRecord[]) => void },
-  /** The frontier's URL table (api/url-table.ts frontierTable). */
-  urls: UrlTableView | null = null,
+  o: {
+    warcStats?: () => { bytes: number; files: number };
+    lags?: () => GroupLag[];
+    /** With both, the webmaster API is served too, writing to the embedded log through `append`. */
+    webmaster?: { config: CrawlConfig; append: (outs: OutRecord[]) => void };
+    /** The frontier's URL table (api/url-table.ts frontierTable). */
+    urls?: UrlTableView | null;
+    /** The host-policy table the crawl's stages share (one copy of every host's rows, not two). */
+    policy?: HostPolicyTable;
+  } = {},
 ): EmbeddedStatus {
-  const view = new CrawlView({ ...(webmaster ? { registryLagAlarmMs: webmaster.config.optoutLagAlarmMs, registryReportMs: webmaster.config.optoutReportMs } : {}), urls });
+  const { warcStats, lags, webmaster, urls = null, policy } = o;
+  const view = new CrawlView({
+    ...(webmaster ? { registryLagAlarmMs: webmaster.config.optoutLagAlarmMs, registryReportMs: webmaster.config.optoutReportMs } : {}),
+    urls,
+    ...(policy ? { policy } : {}),
+  });
   const lagTimer = lags
     ? setInterval(() => {
         for (const l of lags()) metrics.consumerLag.set({ group: l.group, topic: l.topic }, l.records);

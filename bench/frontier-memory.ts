@@ -2,13 +2,17 @@
  * Heap bytes (and typed-array bytes, outside the heap) the frontier keeps in memory per URL it
  * knows and per host with work, now that the URL table is on disk (processors/frontier-store.ts):
  *   many URLs, few hosts — N URLs over 5,000 hosts: what memory grows by per URL known;
- *   many hosts           — 2 URLs per host: what a host with work costs.
+ *   many hosts           — 2 URLs per host: what a host with work costs (N/2 hosts: 2,000,000
+ *                          URLs give the million hosts of the 50M frontier-scale run).
  * Candidates look like the benchmark web's (a host string of its own per candidate, a priority,
- * depth 1-3), fed through FrontierState.onCandidates in batches of 1,000, as the stage does.
+ * depth 1-3), fed through FrontierState.onCandidates in batches of 1,000, as the stage does. In
+ * the many-hosts case each host is a site of its own, named as bench/frontier-scale-web.ts names
+ * them (`www.<word>-<n>-site.com`, its own registered domain); in the other, 250 hosts share one.
  * Before the table moved to disk this bench measured 182 heap + 47 typed-array bytes per queued
  * URL (docs/frontier-store.md).
  *
- *   npx tsc -p tsconfig.json && node --expose-gc dist/bench/frontier-memory.js [urls]
+ *   npx tsc -p tsconfig.json && node --expose-gc dist/bench/frontier-memory.js [urls] [urls|hosts|both] [rounds]
+ * (both cases by default, each twice: a second round is the one to read).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,6 +24,10 @@ import { restoreStores } from '../processors/frontier-restore';
 import type { ChangelogSource } from '../runtime/changelog';
 
 const URLS = Number(process.argv[2] ?? 500_000);
+const CASES = process.argv[3] ?? 'both';
+const ROUNDS = Number(process.argv[4] ?? 2);
+if (!['urls', 'hosts', 'both'].includes(CASES)) throw new Error(`case: urls, hosts or both, not ${CASES}`);
+const WORDS = ['news', 'article', 'category', 'products', 'blog', 'archive', 'item', 'view', 'tag', 'docs', 'forum', 'wiki', 'shop', 'event', 'story', 'guide'];
 
 function gc(): void {
   const g = (globalThis as { gc?: () => void }).gc;
@@ -28,16 +36,16 @@ function gc(): void {
   g();
 }
 
-function candidate(i: number, hosts: number, now: number): CandidateMsg {
+function candidate(i: number, hosts: number, now: number, ownSites: boolean): CandidateMsg {
   const h = i % hosts;
   // Built afresh, as a decoded message's strings are.
-  const host = `h${h}.site-${Math.floor(h / 250)}.test`;
+  const host = ownSites ? `www.${WORDS[h % WORDS.length]}-${h.toString(36)}-site.com` : `h${h}.site-${Math.floor(h / 250)}.test`;
   return { url: `http://${host}:40123/p/${i}`, host, depth: 1 + (i % 3), discovered_at: now - (i % 1000), source_url: null, priority: ((i * 7) % 100) / 100 };
 }
 
 const EMPTY: ChangelogSource = { ends: async (ps) => new Map(ps.map((p) => [p, 0])), read: async () => undefined };
 
-async function measure(label: string, hosts: number): Promise<void> {
+async function measure(label: string, hosts: number, ownSites: boolean): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'frontier-memory-'));
   const f = new FrontierState({ minHostDelayMs: 1000, maxCrawlDelayMs: 10_000, responseTimeFactor: 10, leaseMs: 60_000, retryBackoffMs: [5000], maxAttempts: 3 }, undefined, undefined, undefined, { partitions: 1 });
   const [r] = await restoreStores([0], EMPTY, { dirOf: () => join(dir, 'urls-0'), levelOf: f.levelOf, levels: TUNING_DEFAULTS.priorityLevels, log: pino({ level: 'silent' }) });
@@ -48,7 +56,7 @@ async function measure(label: string, hosts: number): Promise<void> {
   const now = Date.now();
   for (let i = 0; i < URLS; i += 1000) {
     const batch: CandidateMsg[] = [];
-    for (let j = i; j < Math.min(URLS, i + 1000); j++) batch.push(candidate(j, hosts, now));
+    for (let j = i; j < Math.min(URLS, i + 1000); j++) batch.push(candidate(j, hosts, now, ownSites));
     await f.onCandidates(batch, now);
   }
   const ms = Number(process.hrtime.bigint() - t0) / 1e6;
@@ -66,9 +74,9 @@ async function measure(label: string, hosts: number): Promise<void> {
 
 async function main(): Promise<void> {
   process.stdout.write('| case | URLs | hosts | heap bytes per URL | heap bytes per host | typed-array bytes per URL | MiB in all | µs per URL |\n|---|---:|---:|---:|---:|---:|---:|---:|\n');
-  for (let round = 0; round < 2; round++) {
-    await measure('many URLs, few hosts', 5000);
-    await measure('many hosts, 2 URLs each', Math.floor(URLS / 2));
+  for (let round = 0; round < ROUNDS; round++) {
+    if (CASES !== 'hosts') await measure('many URLs, few hosts', 5000, false);
+    if (CASES !== 'urls') await measure('many hosts, 2 URLs each', Math.floor(URLS / 2), true);
   }
 }
 

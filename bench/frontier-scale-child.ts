@@ -3,14 +3,15 @@
  * journal in `dir`, one partition, its store under `dir/state/frontier`; and a stand-in fetcher
  * that answers every lease at once (stored, 200), so the frontier's own work is what is
  * measured. Prints one JSON line per event on stdout:
- *   {"event":"restored","ms":…,"threadCpuMs":[…]}   the store is current (after a tail replay or a
+ *   {"event":"restored","ms":…,"threadCpuMs":[…],"threads":{…},"processCpuMs":…}   the store is current (after a tail replay or a
  *                                          rebuild); CPU of each thread so far, the main thread first
  *   {"event":"intake","urls":…,"secs":…,"heapBytes":…,"bufferBytes":…}   every 5 s while URLs are fed
- *   {"event":"intake-done","urls":…,"secs":…}
+ *   {"event":"intake-done","urls":…,"secs":…,"threads":{…},"processCpuMs":…}   CPU by thread id and of the
+ *                                          whole process (threads that ended too) at the intake's end
  *   {"event":"first-lease","msSinceStart":…}
  *   {"event":"leases","perSec":…}          every second of the lease phase
  *
- *   node dist/bench/frontier-scale-child.js <dir> <urls to feed (0: none)> <lease secs>
+ *   node dist/bench/frontier-scale-child.js <dir> <urls to feed (0: none)> <lease secs> [partitions (1)]
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -28,26 +29,33 @@ import { ScaleWeb } from './frontier-scale-web';
 import { parseStatCpuMs } from './proc-stat';
 
 const started = Date.now();
-const [dir, feedArg, leaseArg] = process.argv.slice(2);
+const [dir, feedArg, leaseArg, partsArg] = process.argv.slice(2);
 const FEED = Number(feedArg ?? 0);
 const LEASE_SECS = Number(leaseArg ?? 30);
+/** Partitions the frontier owns (each a store of its own), as `crawl run` (8 by default) and Kafka mode split the table. */
+const PARTITIONS = Math.max(1, Number(partsArg ?? 1));
 /** Links records waiting for seen-test before the feeder waits. */
 const FEED_AHEAD = 4000;
 
 /**
- * CPU (ms) of each of this process's threads, the main thread first, the rest by thread id
- * (libuv's pool runs LevelDB's reads and writes, LevelDB's own thread its flushes and compaction).
+ * CPU (ms) of each live thread by id (libuv's pool runs LevelDB's reads and writes, LevelDB's own
+ * thread its flushes and compaction), and of the whole process (threads that ended included: the
+ * journal cleaner's passes).
  */
-const threadCpuMs = (): number[] => {
-  const tids = readdirSync('/proc/self/task').map(Number).sort((a, b) => (a === process.pid ? -1 : b === process.pid ? 1 : a - b));
-  return tids.map((t) => {
+const cpuByThread = (): { threads: Record<number, number>; processCpuMs: number } => {
+  const threads: Record<number, number> = {};
+  for (const t of readdirSync('/proc/self/task')) {
     try {
-      return parseStatCpuMs(readFileSync(`/proc/self/task/${t}/stat`, 'utf8'));
+      threads[Number(t)] = parseStatCpuMs(readFileSync(`/proc/self/task/${t}/stat`, 'utf8'));
     } catch {
-      return 0; // the thread ended
+      // the thread ended
     }
-  });
+  }
+  return { threads, processCpuMs: parseStatCpuMs(readFileSync('/proc/self/stat', 'utf8')) };
 };
+/** CPU (ms) of each thread, the main thread first, the rest by thread id. */
+const threadCpuMs = (threads: Record<number, number>): number[] =>
+  Object.keys(threads).map(Number).sort((a, b) => (a === process.pid ? -1 : b === process.pid ? 1 : a - b)).map((t) => threads[t]);
 const say = (o: Record<string, unknown>): void => void process.stdout.write(`${JSON.stringify(o)}\n`);
 /** V8's share of the process's memory: its heap, and the bytes of Buffers and ArrayBuffers it tracks (malloc'd outside the heap). */
 const heap = (): { heapBytes: number; bufferBytes: number } => {
@@ -57,11 +65,11 @@ const heap = (): { heapBytes: number; bufferBytes: number } => {
 
 async function main(): Promise<void> {
   const log = pino({ level: process.env.CRAWL_LOG_LEVEL ?? 'info' }, pino.destination(2));
-  const config = loadConfig(process.env, { partitions: 1, allowPrivateNetwork: true, minHostDelayMs: 1000 });
-  const fileLog = new FileLog({ dir: join(dir, 'state'), partitions: 1 });
+  const config = loadConfig(process.env, { partitions: PARTITIONS, allowPrivateNetwork: true, minHostDelayMs: 1000 });
+  const fileLog = new FileLog({ dir: join(dir, 'state'), partitions: PARTITIONS });
   const web = new ScaleWeb(Math.max(FEED, 1));
   let leasing = FEED === 0;
-  const frontier = frontierStage(config, { partitions: 1, stateDir: join(dir, 'state', 'frontier') });
+  const frontier = frontierStage(config, { partitions: PARTITIONS, stateDir: join(dir, 'state', 'frontier') });
   // While URLs are fed, ticks release nothing (intake is measured alone); then they do.
   const gated: Stage = {
     ...frontier,
@@ -94,7 +102,8 @@ async function main(): Promise<void> {
     holdWhile: { 'seen-test': () => fileLog.lag('crawl.frontier', 'frontier') > 2000 },
   });
   await runner.start();
-  say({ event: 'restored', ms: Date.now() - started, urls: frontier.state.stats().urls, threadCpuMs: threadCpuMs() });
+  const cpu = cpuByThread();
+  say({ event: 'restored', ms: Date.now() - started, urls: frontier.state.stats().urls, threadCpuMs: threadCpuMs(cpu.threads), ...cpu });
 
   if (FEED > 0) {
     const t0 = Date.now();
@@ -110,7 +119,7 @@ async function main(): Promise<void> {
     }
     // Done when seen-test and the frontier have taken every record (a Bloom false positive drops a URL as seen).
     while (fileLog.lag('crawl.seen-test', 'links') > 0 || fileLog.lag('crawl.frontier', 'frontier') > 0) await new Promise((r) => setTimeout(r, 100));
-    say({ event: 'intake-done', urls: frontier.state.stats().urls, fed: FEED, secs: (Date.now() - t0) / 1000, hosts: frontier.state.stats().hosts });
+    say({ event: 'intake-done', urls: frontier.state.stats().urls, fed: FEED, secs: (Date.now() - t0) / 1000, hosts: frontier.state.stats().hosts, ...cpuByThread() });
     leasing = true;
   }
   let last = fetched;

@@ -9,6 +9,8 @@
 import type { LinkMsg } from '../lib/messages';
 
 const GROUP = 8;
+/** What pads a URL to its length (at most 120 characters are ever needed). */
+const FILL = 'abcdefghijklmnopqrstuvwxyz0123456789'.repeat(4);
 const WORDS = ['news', 'article', 'category', 'products', 'blog', 'archive', 'item', 'view', 'tag', 'docs', 'forum', 'wiki', 'shop', 'event', 'story', 'guide'];
 
 /** Host sizes: max(1, floor(largest / k^a)), a found by bisection so they add up to `total`. */
@@ -70,11 +72,15 @@ export class ScaleWeb {
 
   /** The i-th URL of host k: 60-120 characters, lowercase, normalised. */
   url(k: number, i: number): string {
+    return this.urlOn(`https://${this.hostName(k)}/`, k, i);
+  }
+
+  /** url(k, i) given its `https://<host>/` (the feeder makes it once a group). */
+  private urlOn(origin: string, k: number, i: number): string {
     const h = Math.imul(k + 1, 0x9e3779b1) ^ Math.imul(i + 1, 0x85ebca6b);
     const want = 60 + ((h >>> 0) % 61);
-    let u = `https://${this.hostName(k)}/${WORDS[(h >>> 4) % WORDS.length]}/${WORDS[(h >>> 9) % WORDS.length]}/${i.toString(36)}`;
-    if (u.length < want) u += `-${'abcdefghijklmnopqrstuvwxyz0123456789'.repeat(4).slice(0, want - u.length - 1)}`;
-    return u.slice(0, Math.max(want, u.length));
+    const u = `${origin}${WORDS[(h >>> 4) % WORDS.length]}/${WORDS[(h >>> 9) % WORDS.length]}/${i.toString(36)}`;
+    return u.length < want ? `${u}-${FILL.slice(0, want - u.length - 1)}` : u;
   }
 
   private hostOfGroup(g: number): number {
@@ -97,10 +103,11 @@ export class ScaleWeb {
       const k = this.hostOfGroup(g);
       const first = (g - this.groupStart[k]) * GROUP;
       const last = Math.min(this.sizes[k], first + GROUP);
-      const urls: string[] = [];
-      for (let j = first; j < last; j++) urls.push(this.url(k, j));
       const host = this.hostName(k);
-      yield { host, link: { url: urls[0], more_urls: urls.slice(1), source_url: `https://${host}/`, depth: 1, discovered_at: now, is_seed: false } };
+      const origin = `https://${host}/`;
+      const more: string[] = [];
+      for (let j = first + 1; j < last; j++) more.push(this.urlOn(origin, k, j));
+      yield { host, link: { url: this.urlOn(origin, k, first), more_urls: more, source_url: origin, depth: 1, discovered_at: now, is_seed: false } };
     }
   }
 }

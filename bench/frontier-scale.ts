@@ -26,6 +26,8 @@ export interface FrontierScaleArgs {
   urls: number;
   /** Seconds of the lease phase before the kill -9. */
   leaseSecs: number;
+  /** Partitions the frontier process owns, each with its own store (default 1). */
+  partitions?: number;
   /** Keep the run's folder (default: removed). */
   dir?: string;
   /** Only step 4, from the journal a kept run left in `dir`. */
@@ -99,10 +101,10 @@ function memRows(run: ChildRun, fed: number): Array<[string, string]> {
   ]);
 }
 
-function startChild(dir: string, feed: number, leaseSecs: number): ChildRun {
+function startChild(dir: string, feed: number, leaseSecs: number, partitions: number): ChildRun {
   // As a frontier process started by bin/crawl.js (`crawl process frontier`) runs: its launcher's
   // node flags and environment, and no heap cap of the benchmark's own (a user's process has none).
-  const child = spawn(process.execPath, [...launcherNodeFlags(CLI), join(__dirname, 'frontier-scale-child.js'), dir, String(feed), String(leaseSecs)], {
+  const child = spawn(process.execPath, [...launcherNodeFlags(CLI), join(__dirname, 'frontier-scale-child.js'), dir, String(feed), String(leaseSecs), String(partitions)], {
     env: { ...process.env, ...launcherEnv(CLI), CRAWL_LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   const run: ChildRun = {
@@ -158,6 +160,28 @@ function startChild(dir: string, feed: number, leaseSecs: number): ChildRun {
   return run;
 }
 
+/**
+ * CPU per URL taken in, by thread, from the store being current to the intake's end: the main
+ * thread (seen-test, the frontier, the benchmark's feeder), then the busiest others (every thread
+ * of node is named "node": as a rule LevelDB's compaction thread is the busiest, then libuv's pool
+ * threads (LevelDB's reads and writes) and V8's GC helpers), then threads that ended in between
+ * (the journal cleaner's passes, one worker thread each).
+ */
+function threadCpuRow(run: ChildRun, urls: number): string | null {
+  const from = run.events.find((e) => e.event === 'restored');
+  const to = run.events.find((e) => e.event === 'intake-done');
+  if (!from?.threads || !to?.threads) return null;
+  const a = from.threads as Record<string, number>;
+  const b = to.threads as Record<string, number>;
+  const pid = String(run.child.pid);
+  const us = (ms: number): string => ((ms * 1000) / Math.max(1, urls)).toFixed(1);
+  const main = b[pid] - (a[pid] ?? 0);
+  const others = Object.keys(b).filter((t) => t !== pid).map((t) => b[t] - (a[t] ?? 0)).sort((x, y) => y - x);
+  const all = Number(to.processCpuMs) - Number(from.processCpuMs);
+  const ended = all - main - others.reduce((x, y) => x + y, 0);
+  return `${us(all)} µs: main thread ${us(main)}; others, largest first: ${others.filter((ms) => ms >= 10).map(us).join(', ')}; threads that ended ${us(Math.max(0, ended))} µs`;
+}
+
 async function kill9(run: ChildRun): Promise<void> {
   run.child.kill('SIGKILL');
   await run.exited;
@@ -166,9 +190,10 @@ async function kill9(run: ChildRun): Promise<void> {
 export async function runFrontierScale(a: FrontierScaleArgs): Promise<string> {
   const dir = a.dir ?? join(tmpdir(), `kcrawl-frontier-scale-${process.pid}`);
   const rows: Array<[string, string]> = [];
+  const parts = a.partitions ?? 1;
   if (a.rebuildOnly) {
     if (!existsSync(join(dir, 'state', 'topics', 'crawl.urls'))) throw new Error(`--rebuild-only: no journal in ${dir} (run once with --keep ${dir})`);
-    await rebuildStep(dir, rows);
+    await rebuildStep(dir, rows, parts);
     return report(a, rows);
   }
   rmSync(dir, { recursive: true, force: true });
@@ -176,13 +201,15 @@ export async function runFrontierScale(a: FrontierScaleArgs): Promise<string> {
   try {
     // 1-2: intake, then leases with the table full, then kill -9.
     process.stderr.write(`frontier-scale: ${a.urls} URLs into one frontier process (${dir})…\n`);
-    const first = startChild(dir, a.urls, 1e6);
+    const first = startChild(dir, a.urls, 1e6, parts);
     const done = await first.wait((e) => e.event === 'intake-done', 24 * 3600_000);
     if (!done) throw new Error('the frontier process stopped before taking every URL');
     const intakeSecs = Number(done.secs);
     const taken = Number(done.urls);
     rows.push(['URLs, hosts', `${taken.toLocaleString('en')} in the table of ${a.urls.toLocaleString('en')} fed (the rest dropped by the Bloom filter as seen), ${Number(done.hosts).toLocaleString('en')} hosts with work`]);
     rows.push(['intake', `${Math.round(taken / intakeSecs).toLocaleString('en')} URLs/s (${intakeSecs.toFixed(0)} s)`]);
+    const cpu = threadCpuRow(first, taken);
+    if (cpu) rows.push(['CPU per URL in the intake', cpu]);
     await first.wait((e) => e.event === 'leases' && first.events.filter((x) => x.event === 'leases').length >= a.leaseSecs, (a.leaseSecs + 60) * 1000);
     const perSec = first.events.filter((e) => e.event === 'leases').map((e) => Number(e.perSec));
     const window = perSec.slice(2);
@@ -199,14 +226,14 @@ export async function runFrontierScale(a: FrontierScaleArgs): Promise<string> {
 
     // 3: restart after kill -9.
     const t1 = Date.now();
-    const second = startChild(dir, 0, 10);
+    const second = startChild(dir, 0, 10, parts);
     const lease2 = await second.wait((e) => e.event === 'first-lease', 120_000);
     const restored2 = second.events.find((e) => e.event === 'restored');
     rows.push(['restart after kill -9: first lease', lease2 ? `${((lease2.at - t1) / 1000).toFixed(1)} s after start (store current after ${(Number(restored2?.ms ?? NaN) / 1000).toFixed(1)} s)` : 'none within 120 s']);
     await kill9(second);
     rows.push(['peak RSS, restart', mib(second.peakRss)]);
 
-    await rebuildStep(dir, rows);
+    await rebuildStep(dir, rows, parts);
   } finally {
     if (!a.dir) rmSync(dir, { recursive: true, force: true });
   }
@@ -214,15 +241,16 @@ export async function runFrontierScale(a: FrontierScaleArgs): Promise<string> {
 }
 
 /** 4: store deleted, rebuilt from the changelog. */
-async function rebuildStep(dir: string, rows: Array<[string, string]>): Promise<void> {
+async function rebuildStep(dir: string, rows: Array<[string, string]>, partitions: number): Promise<void> {
   rmSync(join(dir, 'state', 'frontier'), { recursive: true, force: true });
   const t2 = Date.now();
-  const third = startChild(dir, 0, 5);
+  const third = startChild(dir, 0, 5, partitions);
   const lease3 = await third.wait((e) => e.event === 'first-lease', 6 * 3600_000);
   const rebuilt = third.logs.find((l) => l.msg === 'frontier store restored');
   const secs = Number(rebuilt?.seconds ?? NaN);
-  const records = (rebuilt?.partitions as Array<{ rows: number; urls: number }> | undefined)?.[0];
-  rows.push(['store deleted: rebuild from the changelog', `${Math.round(Number(rebuilt?.rowsPerSec ?? NaN)).toLocaleString('en')} rows/s (${secs.toFixed(1)} s, ${Number(records?.rows).toLocaleString('en')} records, ${Number(records?.urls).toLocaleString('en')} URLs); first lease ${lease3 ? `${((lease3.at - t2) / 1000).toFixed(1)} s after start` : 'none'}`]);
+  const restored = (rebuilt?.partitions as Array<{ rows: number; urls: number }> | undefined) ?? [];
+  const records = { rows: restored.reduce((n, r) => n + r.rows, 0), urls: restored.reduce((n, r) => n + r.urls, 0) };
+  rows.push(['store deleted: rebuild from the changelog', `${Math.round(Number(rebuilt?.rowsPerSec ?? NaN)).toLocaleString('en')} rows/s (${secs.toFixed(1)} s, ${records.rows.toLocaleString('en')} records, ${records.urls.toLocaleString('en')} URLs); first lease ${lease3 ? `${((lease3.at - t2) / 1000).toFixed(1)} s after start` : 'none'}`]);
   // Where the CPU went until the store was current: the main thread, then the busiest others.
   const cpu = (third.events.find((e) => e.event === 'restored')?.threadCpuMs as number[] | undefined) ?? [];
   if (cpu.length) {
@@ -235,7 +263,7 @@ async function rebuildStep(dir: string, rows: Array<[string, string]>): Promise<
 }
 
 function report(a: FrontierScaleArgs, rows: Array<[string, string]>): string {
-  const table = `| frontier-scale | ${a.urls.toLocaleString('en')} URLs |\n|---|---|\n${rows.map(([k, v]) => `| ${k} | ${v} |`).join('\n')}\n`;
-  process.stdout.write(`\n${table}\nnode ${process.version}; reproduce: \`npm run bench -- --only frontier-scale --urls ${a.urls}\`\n`);
+  const table = `| frontier-scale | ${a.urls.toLocaleString('en')} URLs${(a.partitions ?? 1) > 1 ? `, ${a.partitions} partitions` : ''} |\n|---|---|\n${rows.map(([k, v]) => `| ${k} | ${v} |`).join('\n')}\n`;
+  process.stdout.write(`\n${table}\nnode ${process.version}; reproduce: \`npm run bench -- --only frontier-scale --urls ${a.urls}${(a.partitions ?? 1) > 1 ? ` --partitions ${a.partitions}` : ''}\`\n`);
   return table;
 }

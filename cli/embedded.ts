@@ -160,8 +160,10 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
 
   // pages: handoff events written; responses: responses in hand as they arrive (their WARC file may still be open).
   const counts = { pages: 0, failures: 0, responses: 0 };
+  // One host-policy view for seen-test, the frontier, fetch and the status page (runtime/build-stages.ts).
+  const hostPolicy = new HostPolicyTable();
   const stages = buildStages(STAGE_NAMES, {
-    config, http, warc, textWarc, scope: feed.scope, frontierStateDir: join(opts.out, 'state', 'frontier'), hostPolicy: new HostPolicyTable(),
+    config, http, warc, textWarc, scope: feed.scope, frontierStateDir: join(opts.out, 'state', 'frontier'), hostPolicy,
     onOutcome: (outcome) => {
       if (outcome === 'FAILED' || outcome === 'REFUSED' || outcome === 'ROBOTS_UNAVAILABLE') counts.failures++;
     },
@@ -185,7 +187,10 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
     [...stages, sinkStage].flatMap((s) => s.inputs.map((t) => ({ group: `crawl.${s.id}`, topic: topics[t].name, records: fileLog.lag(`crawl.${s.id}`, t) })));
   const frontier = stages.find((s) => s.id === 'frontier') as FrontierStage;
   const status = opts.statusPort === undefined ? null : (await import('../api/embedded-status')).embeddedStatus(
-    opts.statusPort, log, () => warc.stats, lags, { config, append: (outs) => fileLog.append(outs) }, (await import('../api/url-table')).frontierTable(frontier.state),
+    opts.statusPort, log, {
+      warcStats: () => warc.stats, lags, webmaster: { config, append: (outs) => fileLog.append(outs) },
+      urls: (await import('../api/url-table')).frontierTable(frontier.state), policy: hostPolicy,
+    },
   );
   // Fetch may run ahead of parse by CRAWL_PARSE_BACKLOG_MAX stored pages (4,096; each waits as its
   // compressed WARC record), no more: beyond, pages only wait in memory. A page reaches parse only

@@ -23,8 +23,19 @@ export class HostPolicyTable {
    */
   private readonly rows = new Map<string, HostPolicyMsg[]>();
 
+  /**
+   * The row last applied. `crawl run` shares one table among seen-test, the frontier and fetch,
+   * and its runner hands each appended row (one object) to every stage in turn: the second and
+   * third apply of the same object change nothing, and for a robots row would copy it again.
+   */
+  private lastKey: string | null = null;
+  private lastValue: HostPolicyMsg | null = null;
+
   /** Apply one row of crawl.host-policy (value null = tombstone of that key). */
   apply(key: string, value: HostPolicyMsg | null): void {
+    if (value !== null && value === this.lastValue && key === this.lastKey) return;
+    this.lastKey = key;
+    this.lastValue = value;
     const bar = key.indexOf('|');
     const host = key.slice(0, bar);
     const field = key.slice(bar + 1);

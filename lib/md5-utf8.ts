@@ -1,7 +1,7 @@
 /**
- * MD5 (RFC 1321) of a string's UTF-8 bytes, as `crypto.hash('md5', s)` computes it (lone
- * surrogates become U+FFFD there as here), written as the digest's four little-endian 32-bit
- * words: out[i] is what `digest.readUInt32LE(4 * i)` reads.
+ * MD5 (RFC 1321) of a string's UTF-8 bytes (md5Utf8) or of a range of bytes (md5Bytes), as
+ * `crypto.hash('md5', s)` computes it (lone surrogates become U+FFFD there as here), written as
+ * the digest's four little-endian 32-bit words: out[i] is what `digest.readUInt32LE(4 * i)` reads.
  *
  * Why in JavaScript: the URL-seen test hashes every link (25 a page), and a call into OpenSSL
  * for a 40-byte URL cost 1.1-1.5 µs here, most of it the call and the Buffer of each digest:
@@ -20,7 +20,7 @@ let bytes = new Uint8Array(1024);
 export function md5Utf8(s: string, out: Uint32Array): void {
   const n = s.length;
   // At most 3 bytes per UTF-16 unit, then 0x80, zeros and the 8-byte length.
-  if (bytes.length < 3 * n + 72) bytes = new Uint8Array(2 * (3 * n + 72));
+  room(3 * n);
   let len = 0;
   for (; len < n; len++) {
     const u = s.charCodeAt(len);
@@ -28,6 +28,28 @@ export function md5Utf8(s: string, out: Uint32Array): void {
     bytes[len] = u;
   }
   if (len < n) len = encoder.encodeInto(s, bytes).written;
+  digestOf(len, out);
+}
+
+/**
+ * The MD5 of src[start, end) as four little-endian words, into out: the journal cleaner hashes a
+ * record's key straight from the segment's bytes (runtime/log-segments.ts), without making it a
+ * string first. md5Bytes of a string's UTF-8 bytes is md5Utf8 of the string.
+ */
+export function md5Bytes(src: Uint8Array, start: number, end: number, out: Uint32Array): void {
+  const len = end - start;
+  room(len);
+  bytes.set(src.subarray(start, end));
+  digestOf(len, out);
+}
+
+/** Room in `bytes` for a message of up to n bytes and its padding. */
+function room(n: number): void {
+  if (bytes.length < n + 72) bytes = new Uint8Array(2 * (n + 72));
+}
+
+/** The digest of the message in bytes[0, len), padded in place. */
+function digestOf(len: number, out: Uint32Array): void {
   const total = (((len + 8) >> 6) + 1) << 6;
   bytes[len] = 0x80;
   bytes.fill(0, len + 1, total - 8);

@@ -261,6 +261,16 @@ export function hostOf(url: string): string {
  * ("alice.github.io"): their subdomains belong to different owners.
  */
 export function registeredDomain(host: string): string | null {
-  if (host === '' || host.charCodeAt(0) === 0x5b /* IPv6 literal */) return null;
-  return getDomain(host, { allowPrivateDomains: true, extractHostname: false });
+  if (host === lastHost) return lastDomain;
+  const domain = host === '' || host.charCodeAt(0) === 0x5b /* IPv6 literal */ ? null : getDomain(host, { allowPrivateDomains: true, extractHostname: false });
+  lastHost = host;
+  lastDomain = domain;
+  return domain;
 }
+
+/**
+ * The last answer of registeredDomain: links come in runs of one host (a page's links, a
+ * link group's URLs: lib/link-groups), and normalizeUrl asks for every URL it normalises.
+ */
+let lastHost = '';
+let lastDomain: string | null = null;

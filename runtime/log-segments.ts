@@ -20,7 +20,7 @@
  */
 import { closeSync, fstatSync, fsyncSync, openSync, readSync, renameSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { md5Utf8 } from '../lib/md5-utf8';
+import { md5Bytes } from '../lib/md5-utf8';
 
 export interface SegmentFile {
   baseOffset: number;
@@ -82,6 +82,20 @@ export const READ_WINDOW_BYTES = 4 << 20;
 export function* fileFrames(
   path: string, seg: Pick<SegmentFile, 'baseOffset' | 'explicit'>, bytes?: number, windowBytes = READ_WINDOW_BYTES, scratch?: Buffer,
 ): Generator<RawFrame, void, undefined> {
+  for (const w of fileWindows(path, seg, bytes, windowBytes, scratch)) yield* frames(w.buf, { baseOffset: w.offset, explicit: seg.explicit });
+}
+
+/** Whole frames of a segment file as read: `count` frames in `buf`, the first (of a .seg) at `offset`. */
+export interface FrameWindow {
+  buf: Buffer;
+  offset: number;
+  count: number;
+}
+
+/** A segment file's whole frames a window at a time, as fileFrames reads them, without decoding any (the cleaner's reads). */
+export function* fileWindows(
+  path: string, seg: Pick<SegmentFile, 'baseOffset' | 'explicit'>, bytes?: number, windowBytes = READ_WINDOW_BYTES, scratch?: Buffer,
+): Generator<FrameWindow, void, undefined> {
   const fd = openSync(path, 'r');
   try {
     const end = bytes ?? fstatSync(fd).size;
@@ -94,7 +108,7 @@ export function* fileFrames(
       if (first > buf.length && pos + first <= end) buf = readAt(fd, pos, first);
       const whole = scanFrames(buf, seg.explicit);
       if (whole.count === 0) return;
-      yield* frames(buf.subarray(0, whole.bytes), { baseOffset: offset, explicit: seg.explicit });
+      yield { buf: buf.subarray(0, whole.bytes), offset, count: whole.count };
       offset += whole.count;
       pos += whole.bytes;
     }
@@ -141,7 +155,8 @@ const pad = (n: number): string => String(n).padStart(20, '0');
 
 /**
  * An open-addressing map from a key's MD5 (four 32-bit words) to the offset of its newest
- * version: 24 bytes a slot, never resized (the cleaner stops mapping when it is full).
+ * version: 24 bytes a slot, never resized (the cleaner stops mapping when it is full). Keys are
+ * given as the bytes of a frame (md5Bytes), never made strings.
  */
 export class OffsetMap {
   private readonly words: Uint32Array;
@@ -158,8 +173,9 @@ export class OffsetMap {
     this.mask = slots - 1;
   }
 
-  private slot(key: string): number {
-    md5Utf8(key, this.h);
+  /** The slot of the key buf[start, end): its own, or the empty one it would take. */
+  private slot(buf: Uint8Array, start: number, end: number): number {
+    md5Bytes(buf, start, end, this.h);
     let i = this.h[0] & this.mask;
     for (;;) {
       if (this.offsets[i] < 0) return i;
@@ -169,18 +185,21 @@ export class OffsetMap {
     }
   }
 
-  set(key: string, offset: number): void {
-    const i = this.slot(key);
-    if (this.offsets[i] < 0) {
+  /** Map the key buf[start, end) to `offset`; returns the offset it was mapped to before, or -1. */
+  set(buf: Uint8Array, start: number, end: number, offset: number): number {
+    const i = this.slot(buf, start, end);
+    const before = this.offsets[i];
+    if (before < 0) {
       this.size++;
       this.words.set(this.h, i * 4);
     }
     this.offsets[i] = offset;
+    return before;
   }
 
-  /** The mapped offset of the key's newest version, or -1. */
-  get(key: string): number {
-    return this.offsets[this.slot(key)];
+  /** The mapped offset of the key buf[start, end)'s newest version, or -1. */
+  get(buf: Uint8Array, start: number, end: number): number {
+    return this.offsets[this.slot(buf, start, end)];
   }
 
   get full(): boolean {
@@ -197,10 +216,20 @@ export interface CleanResult {
   dropped: number;
 }
 
+/** Where a frame's fields sit after its 4-byte length: a .cseg frame has its 8-byte offset first. */
+const keyLenAt = (explicit: boolean): number => (explicit ? 12 : 4);
+
 /**
  * Clean `closed` (a compacted topic-partition's segments in offset order, the active one left
  * out) into one .cseg file in `dir`. Returns null when there is nothing dirty to clean.
- * Yields to the event loop every few thousand frames.
+ * Yields to the event loop after every read window (it runs on the calling thread where no
+ * worker file exists: runtime/log-cleaner.ts).
+ *
+ * Frames are handled as bytes: a key is hashed where it lies in the read window (md5Bytes) and a
+ * kept frame is copied whole. A dirty frame is hashed once: when the map pass maps a key already
+ * mapped, the earlier frame is marked superseded (`stale`), so the copy pass hashes only the
+ * frames of segments cleaned before (each pass hashed the dirty frames twice, as strings, and
+ * the frames of a table growing by new URLs are mostly dirty ones: runtime/log-cleaner.ts).
  */
 export async function cleanSegments(
   dir: string, closed: readonly SegmentFile[], o: { now: number; tombstoneRetentionMs: number; mapCapacity: number },
@@ -214,17 +243,27 @@ export async function cleanSegments(
   // No more slots than the dirty segments have records (a pass over a small topic, such as
   // crawl.host-policy's 1 MiB segments, needs far fewer than the 2M keys of a large one).
   const map = new OffsetMap(Math.max(1, Math.min(o.mapCapacity, dirty.reduce((n, s) => n + (s.endOffset - s.baseOffset), 0))));
-  // One read window for both passes: nothing here keeps a frame's key or value past the next frame.
+  // Dirty frames a later dirty frame of the same key supersedes, one bit each by offset from the first dirty one.
+  const dirtyBase = dirty[0].baseOffset;
+  const stale = new Uint8Array(((dirty[dirty.length - 1].endOffset - dirtyBase) >> 3) + 1);
+  // One read window for both passes: nothing here keeps a frame's bytes past its window.
   const scratch = Buffer.allocUnsafe(READ_WINDOW_BYTES);
+  const tick = (): Promise<unknown> => new Promise((r) => setImmediate(r));
   let mappedEnd = -1;
-  let n = 0;
   for (const seg of closed) {
     if (seg.explicit) continue;
     // Whole segments only; at least one even past the capacity (it holds at most 64 MiB of frames).
     if (mappedEnd >= 0 && map.size + (seg.endOffset - seg.baseOffset) > map.capacity) break;
-    for (const f of fileFrames(seg.path, seg, seg.bytes, READ_WINDOW_BYTES, scratch)) {
-      map.set(f.key, f.offset);
-      if (++n % 5000 === 0) await new Promise((r) => setImmediate(r));
+    for (const w of fileWindows(seg.path, seg, seg.bytes, READ_WINDOW_BYTES, scratch)) {
+      const b = w.buf;
+      for (let i = 0, pos = 0, offset = w.offset; i < w.count; i++, offset++) {
+        const len = b.readUInt32LE(pos);
+        const key = pos + 8;
+        const before = map.set(b, key, key + b.readUInt32LE(pos + 4), offset);
+        if (before >= 0) stale[(before - dirtyBase) >> 3] |= 1 << ((before - dirtyBase) & 7);
+        pos += 4 + len;
+      }
+      await tick();
     }
     mappedEnd = seg.endOffset;
   }
@@ -236,6 +275,7 @@ export async function cleanSegments(
   let bytes = 0;
   let kept = 0;
   let dropped = 0;
+  const expiredBefore = o.now - o.tombstoneRetentionMs;
   try {
     let out = Buffer.allocUnsafe(1 << 20);
     let used = 0;
@@ -245,30 +285,47 @@ export async function cleanSegments(
       used = 0;
     };
     for (const seg of inRange) {
-      for (const f of fileFrames(seg.path, seg, seg.bytes, READ_WINDOW_BYTES, scratch)) {
-        if (++n % 5000 === 0) await new Promise((r) => setImmediate(r));
-        const newest = map.get(f.key);
-        const superseded = newest >= 0 && newest !== f.offset;
-        const expiredTombstone = f.value === null && f.timestamp < o.now - o.tombstoneRetentionMs;
-        if (superseded || expiredTombstone) {
-          dropped++;
-          continue;
+      // Every plain segment in range was mapped (whole segments, in order): its frames' fates are in `stale`.
+      const mapped = !seg.explicit;
+      const at = keyLenAt(seg.explicit);
+      for (const w of fileWindows(seg.path, seg, seg.bytes, READ_WINDOW_BYTES, scratch)) {
+        const b = w.buf;
+        for (let i = 0, pos = 0, plainOffset = w.offset; i < w.count; i++, plainOffset++) {
+          const len = b.readUInt32LE(pos);
+          const end = pos + 4 + len;
+          const offset = seg.explicit ? b.readDoubleLE(pos + 4) : plainOffset;
+          const keyLen = b.readUInt32LE(pos + at);
+          const key = pos + at + 4;
+          let superseded: boolean;
+          if (mapped) superseded = (stale[(offset - dirtyBase) >> 3] & (1 << ((offset - dirtyBase) & 7))) !== 0;
+          else {
+            const newest = map.get(b, key, key + keyLen);
+            superseded = newest >= 0 && newest !== offset;
+          }
+          // A tombstone: no value after the key and the 8-byte timestamp.
+          const expiredTombstone = end === key + keyLen + 8 && b.readDoubleLE(key + keyLen) < expiredBefore;
+          if (superseded || expiredTombstone) {
+            dropped++;
+            pos = end;
+            continue;
+          }
+          kept++;
+          const need = seg.explicit ? 4 + len : 12 + len;
+          if (out.length - used < need) {
+            flush();
+            if (out.length < need) out = Buffer.allocUnsafe(need);
+          }
+          if (seg.explicit) b.copy(out, used, pos, end);
+          else {
+            // [len][keyLen][key][ts][value] -> [len + 8][offset][keyLen][key][ts][value]
+            out.writeUInt32LE(len + 8, used);
+            out.writeDoubleLE(offset, used + 4);
+            b.copy(out, used + 12, pos + 4, end);
+          }
+          used += need;
+          pos = end;
         }
-        kept++;
-        const keyLen = Buffer.byteLength(f.key, 'utf8');
-        const valueLen = f.value?.length ?? 0;
-        const need = EXPLICIT_HEAD + keyLen + valueLen;
-        if (out.length - used < need) {
-          flush();
-          if (out.length < need) out = Buffer.allocUnsafe(need);
-        }
-        out.writeUInt32LE(need - 4, used);
-        out.writeDoubleLE(f.offset, used + 4);
-        out.writeUInt32LE(keyLen, used + 12);
-        out.write(f.key, used + 16, keyLen, 'utf8');
-        out.writeDoubleLE(f.timestamp, used + 16 + keyLen);
-        if (f.value) f.value.copy(out, used + EXPLICIT_HEAD + keyLen);
-        used += need;
+        await tick();
       }
     }
     flush();

@@ -45,6 +45,30 @@ describe('LayerGroups', () => {
     expect(g.release('d')).toEqual([]);
     expect(g.inflight('d')).toBe(0);
   });
+
+  it('forgets a group only when nothing is in flight, no host is parked and its gap is over', () => {
+    const g = new LayerGroups({ maxInflight: 1, minGapMs: 100 });
+    g.acquire('busy', 0, 'a.busy');
+    g.acquire('parked', 0, 'a.parked');
+    g.park('parked', 'b.parked');
+    g.acquire('gap', 0, 'a.gap');
+    g.release('gap');
+    g.acquire('done', 0, 'a.done');
+    g.release('done');
+    g.forgetIdle(50, 100);
+    expect(g.size).toBe(4); // 'gap' and 'done' still inside their gap
+    expect(g.readyAt('gap', 'b.gap')).toBe(100);
+    g.forgetIdle(100, 100);
+    expect(g.size).toBe(2); // 'busy' has a request in flight, 'parked' a host waiting
+    expect([g.readyAt('gap', 'b.gap'), g.readyAt('done', 'b.done'), g.readyAt('busy', 'b.busy')]).toEqual([0, 0, Infinity]);
+    expect(g.release('parked')).toEqual(['b.parked']);
+    // The walk looks at `max` groups a call and goes on where it stopped.
+    g.release('busy');
+    g.forgetIdle(200, 1);
+    expect(g.size).toBe(1);
+    g.forgetIdle(200, 1);
+    expect(g.size).toBe(0);
+  });
 });
 
 describe('FrontierState: per registered domain cap', () => {

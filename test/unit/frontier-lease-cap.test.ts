@@ -12,6 +12,7 @@ import type { CandidateMsg, FetchRequestMsg, FetchStatusMsg } from '../../lib/me
 import { frontierStage } from '../../processors/frontier';
 import type { FrontierPolicy } from '../../processors/frontier-state';
 import type { InRecord, OutRecord } from '../../runtime/stage';
+import { testFrontier } from '../support/frontier';
 import { MemoryChangelog } from '../support/memory-changelog';
 
 const POLICY: FrontierPolicy = { minHostDelayMs: 1000, maxCrawlDelayMs: 10_000, responseTimeFactor: 10, leaseMs: 60_000, retryBackoffMs: [5_000], maxAttempts: 4 };
@@ -86,5 +87,33 @@ describe('frontier stage: leases in flight at most maxLeases', () => {
     const all = fetches(await stage.tick!(ctx));
     expect(all.map((f) => f.host).sort()).toEqual(['a.test', 'b.test', 'c.test', 'd.test', 'e.test', 'f.test']);
     await stage.close!();
+  });
+});
+
+describe('FrontierState: the lease-expiry heap', () => {
+  it('drops answered leases once they outnumber those in flight; a lease still out expires on time', async () => {
+    let n = 0;
+    const fs = await testFrontier(POLICY, () => `L${++n}`);
+    const hosts = 6000;
+    const cands: CandidateMsg[] = [];
+    for (let i = 0; i < hosts; i++) cands.push({ url: `http://h${i}.test/1`, host: `h${i}.test`, depth: 0, discovered_at: 0, source_url: null });
+    await fs.onCandidates(cands, 0);
+    const out: FetchRequestMsg[] = [];
+    for (let t = 0; out.length < hosts; t += 100) out.push(...(await fs.tick(t)).fetches);
+    expect(out).toHaveLength(hosts);
+    // Every lease but the last answered: the heap kept at most twice those in flight and the slack.
+    const last = out.pop()!;
+    await fs.onStatuses(out.map((f) => statusRec(f, 1000).value as FetchStatusMsg), 1000);
+    expect(fs.leasesInFlight()).toBe(1);
+    // A later lease rebuilds the heap from the one in flight.
+    await fs.onCandidates([{ url: 'http://h0.test/2', host: 'h0.test', depth: 0, discovered_at: 0, source_url: null }], 2000);
+    const again = (await fs.tick(5000)).fetches;
+    expect(again.map((f) => f.url)).toEqual(['http://h0.test/2']);
+    expect(fs.leaseEntries).toBeLessThanOrEqual(2 * fs.leasesInFlight() + 4096);
+    expect(fs.leaseEntries).toBeLessThan(hosts);
+    // The lease never answered expires at its time (leaseMs after its tick), not before.
+    expect((await fs.tick(last.lease_expires_at - 1)).rows.filter((r) => r.reason === 'lease-expired')).toEqual([]);
+    const expired = (await fs.tick(last.lease_expires_at)).rows.filter((r) => r.reason === 'lease-expired');
+    expect(expired).toEqual([expect.objectContaining({ url: last.url, state: 'QUEUED', attempts: 1 })]);
   });
 });

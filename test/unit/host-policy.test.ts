@@ -44,4 +44,24 @@ describe('HostPolicyTable', () => {
     expect(t.get('a.test', 'block')).toMatchObject({ field: 'block', blocked_until: 100 });
     expect(t.get('a.test', 'not-block')).toBeUndefined();
   });
+
+  it('applies a row handed to it again (crawl run: one shared table, one call a stage) once, and a later row for the key again', () => {
+    const t = new HostPolicyTable();
+    const robots = row('a.test', 'robots', { robots_body: Buffer.from('User-agent: *\n') });
+    t.apply('a.test|robots', robots);
+    const kept = t.get('a.test', 'robots');
+    t.apply('a.test|robots', robots);
+    t.apply('a.test|robots', robots);
+    expect(t.get('a.test', 'robots')).toBe(kept);
+    const block = row('a.test', 'block', { blocked_until: 100 });
+    t.apply('a.test|block', block);
+    t.apply('a.test|block', null);
+    t.apply('a.test|block', block);
+    expect(t.block('a.test', 50)).toEqual({ until: 100, reason: null });
+    const later = row('a.test', 'robots', { updated_at: 2 });
+    t.apply('a.test|robots', later);
+    t.apply('a.test|robots', robots);
+    expect(t.get('a.test', 'robots')).not.toBe(kept);
+    expect(t.get('a.test', 'robots')?.updated_at).toBe(1);
+  });
 });

@@ -3,13 +3,14 @@
  * frames a whole-file read gives, across window boundaries, with a frame larger than the window,
  * with explicit offsets (.cseg), read into one scratch window, and stops at a torn tail. The
  * cleaner on its worker thread (runtime/log-cleaner.ts) keeps what the same pass on the calling
- * thread keeps.
+ * thread keeps, and keeps exactly the newest record of each key it mapped (tombstones until they
+ * expire) over a cleaned file and dirty segments with keys repeated within and across them.
  */
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cleanSegmentsOffThread } from '../../runtime/log-cleaner';
-import { fileFrames, frames, type RawFrame, type SegmentFile } from '../../runtime/log-segments';
+import { cleanSegments, fileFrames, frames, type RawFrame, type SegmentFile } from '../../runtime/log-segments';
 
 /** A plain (.seg) frame: [u32 len][u32 keyLen][key][f64 ts][value]. */
 function plainFrame(key: string, ts: number, value: Buffer | null): Buffer {
@@ -129,6 +130,79 @@ describe('cleanSegmentsOffThread (runtime/log-cleaner.ts)', () => {
       await expect(cleanSegmentsOffThread(dir, missing, { now: 0, tombstoneRetentionMs: 0, mapCapacity: 10 }, workerFile)).rejects.toThrow(/journal cleaner: .*ENOENT/s);
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('cleanSegments', () => {
+  /** Deterministic pseudo-random numbers (failures replay). */
+  function rng(seed: number): () => number {
+    let x = seed;
+    return () => (x = (Math.imul(x, 1103515245) + 12345) >>> 0);
+  }
+
+  interface Rec {
+    offset: number;
+    key: string;
+    ts: number;
+    value: string | null;
+  }
+
+  it('keeps the newest record of every mapped key, whether it was in a cleaned file or dirty, and drops expired tombstones', async () => {
+    const now = 10_000_000;
+    const retention = 1000;
+    for (const [seed, mapCapacity] of [[1, 10_000], [2, 10_000], [3, 150]] as const) {
+      const dir = mkdtempSync(join(tmpdir(), 'kcrawl-clean-'));
+      try {
+        const next = rng(seed);
+        const keys = Array.from({ length: 120 }, (_, i) => (i % 7 === 0 ? `https://é.example/${i}/😀` : `https://h${i % 13}.example/p/${i}`));
+        const recs: Rec[] = [];
+        const add = (): Rec => {
+          const r = next();
+          const tomb = r % 9 === 0;
+          // Old tombstones (expired) and fresh ones.
+          const rec = { offset: recs.length, key: keys[next() % keys.length], ts: tomb && r % 2 === 0 ? now - 5000 : now - (r % 500), value: tomb ? null : `v${recs.length}` };
+          recs.push(rec);
+          return rec;
+        };
+        // A cleaned file of offsets [0, 100) (every key once, as a pass leaves it), then three dirty segments.
+        const cleanedRecs = new Map<string, Rec>();
+        for (let i = 0; i < 100; i++) {
+          const rec = add();
+          cleanedRecs.set(rec.key, rec);
+        }
+        const closed: SegmentFile[] = [];
+        const kept0 = [...cleanedRecs.values()].sort((a, b) => a.offset - b.offset);
+        const cpath = join(dir, `${'0'.padStart(20, '0')}-${'100'.padStart(20, '0')}.cseg`);
+        const cbytes = Buffer.concat(kept0.map((r) => explicitFrame(r.offset, r.key, r.ts, r.value === null ? Buffer.alloc(0) : Buffer.from(r.value))));
+        writeFileSync(cpath, cbytes);
+        closed.push({ baseOffset: 0, endOffset: 100, path: cpath, explicit: true, bytes: cbytes.length });
+        for (const n of [80, 120, 90]) {
+          const base = recs.length;
+          const segRecs = Array.from({ length: n }, add);
+          const path = join(dir, `${String(base).padStart(20, '0')}.seg`);
+          const bytes = Buffer.concat(segRecs.map((r) => plainFrame(r.key, r.ts, r.value === null ? null : Buffer.from(r.value))));
+          writeFileSync(path, bytes);
+          closed.push({ baseOffset: base, endOffset: base + n, path, explicit: false, bytes: bytes.length });
+        }
+        const r = await cleanSegments(dir, closed, { now, tombstoneRetentionMs: retention, mapCapacity });
+        expect(r).not.toBeNull();
+        const mappedEnd = r!.cleaned.endOffset;
+        // The small map holds only the first dirty segment (whole segments, at least one).
+        expect(mappedEnd).toBe(mapCapacity === 150 ? 180 : 390);
+        // The reference: the newest offset of each key among the mapped dirty records.
+        const newest = new Map<string, number>();
+        for (const rec of recs) if (rec.offset >= 100 && rec.offset < mappedEnd) newest.set(rec.key, rec.offset);
+        const inRange = [...kept0, ...recs.filter((x) => x.offset >= 100 && x.offset < mappedEnd)];
+        const want = inRange.filter((x) => (newest.get(x.key) ?? x.offset) === x.offset && !(x.value === null && x.ts < now - retention));
+        const got = [...fileFrames(r!.cleaned.path, r!.cleaned)].map((f) => ({ offset: f.offset, key: f.key, ts: f.timestamp, value: f.value?.toString() ?? null }));
+        expect(got).toEqual(want);
+        expect(r!.kept).toBe(want.length);
+        expect(r!.dropped).toBe(inRange.length - want.length);
+        expect(r!.replaced).toEqual(closed.filter((x) => x.endOffset <= mappedEnd));
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
     }
   });
 });

@@ -1,10 +1,11 @@
 /**
  * md5Utf8 against node:crypto's MD5 of the same string: every length around the 64-byte block
  * and padding boundaries, ASCII and not, astral characters and lone surrogates (which both
- * encode as U+FFFD), and long strings that grow the message buffer.
+ * encode as U+FFFD), and long strings that grow the message buffer; md5Bytes of a range of a
+ * buffer against the same.
  */
 import { hash } from 'node:crypto';
-import { md5Utf8 } from '../../lib/md5-utf8';
+import { md5Bytes, md5Utf8 } from '../../lib/md5-utf8';
 
 function expectSame(s: string): void {
   const out = new Uint32Array(4);
@@ -52,5 +53,22 @@ describe('md5Utf8', () => {
     expectSame('a'.repeat(100_000) + '€');
     expectSame('b');
     expectSame('c'.repeat(63));
+  });
+});
+
+describe('md5Bytes', () => {
+  test('a range of bytes hashes as node:crypto hashes those bytes, and as md5Utf8 hashes the string they encode', () => {
+    const out = new Uint32Array(4);
+    const viaString = new Uint32Array(4);
+    for (const s of [...strings(['a', '/', 'é', '😀', '%'], 300, 150), 'x'.repeat(5000)]) {
+      const b = Buffer.from(s, 'utf8');
+      // Inside a larger buffer, at an odd offset, as a key lies in a segment's read window.
+      const host = Buffer.concat([Buffer.from([1, 2, 3]), b, Buffer.from([9])]);
+      md5Bytes(host, 3, 3 + b.length, out);
+      const d = hash('md5', b, 'buffer') as unknown as Buffer;
+      expect([...out]).toEqual([0, 4, 8, 12].map((i) => d.readUInt32LE(i)));
+      md5Utf8(s, viaString);
+      expect([...out]).toEqual([...viaString]);
+    }
   });
 });

@@ -287,6 +287,11 @@ describe('result fields', () => {
     expect(registeredDomain('192.168.0.1')).toBeNull();
     expect(registeredDomain('[2001:db8::1]')).toBeNull();
   });
+
+  it('registeredDomain answers each host on its own when asked again and in turns (it keeps its last answer)', () => {
+    const hosts = ['a.example.com', 'a.example.com', 'co.uk', 'co.uk', 'x.bbc.co.uk', '', 'a.example.com', '[::1]', 'x.bbc.co.uk'];
+    expect(hosts.map(registeredDomain)).toEqual(['example.com', 'example.com', null, null, 'bbc.co.uk', null, 'example.com', null, 'bbc.co.uk']);
+  });
 });
 
 describe('host trailing dot and empty base', () => {
