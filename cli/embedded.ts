@@ -11,13 +11,14 @@ import { loadSchema, avroType } from '../lib/avro';
 import { loadConfig, type CrawlConfig } from '../lib/config';
 import { createLogger, type Logger } from '../lib/logger';
 import { HostPolicyTable } from '../lib/host-policy';
-import type { LinkMsg } from '../lib/messages';
+import type { FetchedPageMsg, LinkMsg } from '../lib/messages';
 import { WarcWriter } from '../lib/warc/writer';
 import type { FrontierStage } from '../processors/frontier';
 import { AvroFileSink } from '../runtime/avro-file-sink';
 import { buildStages, STAGE_NAMES } from '../runtime/build-stages';
 import { EmbeddedRunner } from '../runtime/embedded-runner';
-import { embeddedHoldRules, holdWhileOf, withWarcBacklog } from '../runtime/backlog-holds';
+import { embeddedHoldRules, holdWhileOf, UncommittedBytes, withParseBacklogBytes, withWarcBacklog } from '../runtime/backlog-holds';
+import { fetchedBytes } from '../lib/fetched-body';
 import { fetchedWithoutBody } from '../runtime/fetched-disk-form';
 import { FileLog } from '../runtime/file-log';
 import type { OutRecord, Stage } from '../runtime/stage';
@@ -195,9 +196,14 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   // compressed WARC record), no more: beyond, pages only wait in memory. A page reaches parse only
   // once its WARC file is stored (about 1,000 pages a file), so a smaller lead left parse waiting
   // after each hold: 2,048 read 935 and 978 pages/s with 200 ms responses against 1,007 and 1,009.
+  // And by bytes (CRAWL_PARSE_BACKLOG_MAX_BYTES, 64 MiB): 4,096 pages of the real web wait as
+  // about 225 MB of gzipped records, lorem ipsum's as 6 MB.
   // Parse and seen-test wait likewise on the stage after them (runtime/backlog-holds.ts).
+  const parseBacklog = new UncommittedBytes('fetched', fileLog.partitions, (v) => fetchedBytes(v as FetchedPageMsg), (p) => fileLog.committed('crawl.parse').fetched?.[p] ?? 0);
+  fileLog.on('append', parseBacklog.add);
+  const holds = holdWhileOf(embeddedHoldRules(config), (group, topic) => fileLog.lag(group, topic));
   const runner = new EmbeddedRunner(fileLog, [...stages, sinkStage, ...(status ? [status.stage] : [])], log, {
-    holdWhile: withWarcBacklog(holdWhileOf(embeddedHoldRules(config), (group, topic) => fileLog.lag(group, topic)), warc, config.warcMaxBytes),
+    holdWhile: withWarcBacklog(withParseBacklogBytes(holds, parseBacklog, config.parseBacklogMaxBytes), warc, config.warcMaxBytes),
   });
   await runner.start();
   await status?.listen();
@@ -260,6 +266,7 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   await textWarc.close();
   await status?.stop();
   fileLog.off('append', tally.add);
+  fileLog.off('append', parseBacklog.add);
   const leftForNextRun = {
     unparsed: fileLog.lag('crawl.parse', 'fetched'),
     notHandedOff: fileLog.lag('crawl.handoff', 'parsed') + fileLog.lag(`crawl.${sinkStage.id}`, 'handoff'),

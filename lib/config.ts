@@ -124,6 +124,11 @@ export interface CrawlConfig {
   /** Fetch waits while parse has more stored pages than this still to parse; 0 = never waits. */
   parseBacklogMax: number;
   /**
+   * `crawl run` only: fetch also waits while the stored pages parse has still to parse hold more
+   * than this many bytes in memory (their gzipped WARC records); 0 = never waits on bytes.
+   */
+  parseBacklogMaxBytes: number;
+  /**
    * `crawl run` only: seen-test waits while the frontier has more crawl.frontier records than
    * this still to take, and parse while seen-test has more crawl.links records; 0 = never waits.
    * The embedded log holds unconsumed records in memory, so this bounds it (Kafka keeps them on disk).
@@ -251,6 +256,11 @@ export const DEFAULTS: CrawlConfig = {
   // A single-core machine parses on the event loop, where a worker could only take turns with it.
   parseThreads: availableParallelism() >= 2 ? 2 : 0,
   parseBacklogMax: 4096,
+  // On the real-page web a page waits for parse as a gzipped record of about 55 KB: 4,096 of them
+  // were about 225 MB of crawl run's peak at 0 ms (docs/performance.md, "The parse backlog in
+  // bytes"); 64 MiB is about 1,200 such pages, some 8 s of parsing, while a page reaches parse
+  // about 2 s after it is fetched (crawl run's WARC files are stored every 2 s).
+  parseBacklogMaxBytes: 64 * 1024 * 1024,
   // Records are groups of a page's links to one host (lib/link-groups): about 12 a page here,
   // a few hundred bytes to a few KiB each. The frontier's lag peaked at 5,130 in a 50 s crawl of
   // the benchmark's web at 1,000 pages/s, so this only acts when a stage cannot keep up.

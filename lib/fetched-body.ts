@@ -12,6 +12,11 @@ import type { FetchedPageMsg } from './messages';
 import { gunzipMember } from './warc/gunzip-member';
 import { parseWarcRecord } from './warc/read';
 
+/** Bytes a crawl.fetched page holds in memory: its body, or its gzipped record. */
+export function fetchedBytes(page: Pick<FetchedPageMsg, 'body' | 'record_gz'>): number {
+  return page.body.length + (page.record_gz?.length ?? 0);
+}
+
 /** Far above any record fetch makes (the body cap is a few MiB): a damaged member cannot balloon. */
 const MAX_RECORD_BYTES = 256 * 1024 * 1024;
 

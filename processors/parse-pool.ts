@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Piscina } from 'piscina';
 import { ByteBudget } from '../lib/byte-budget';
+import { fetchedBytes } from '../lib/fetched-body';
 import type { FetchedPageMsg } from '../lib/messages';
 import { ANALYZER_CONCURRENCY, analyzePage, type PageAnalysis } from './parse';
 import type { ParseTask, WorkerAnalysis } from './parse-worker';
@@ -145,7 +146,7 @@ export function createParseAnalyzer(threads: number, userAgent: string, maxOldGe
   return {
     threads,
     analyze: (page) => {
-      const bytes = page.body.length + (page.record_gz?.length ?? 0);
+      const bytes = fetchedBytes(page);
       const run = (): Promise<PageAnalysis> => send(page).finally(() => budget.release(bytes));
       // Handed over in this very call when there is room: a page that waited for a later turn
       // of the event loop would not reach the worker while that loop is busy.

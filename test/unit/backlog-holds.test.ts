@@ -10,8 +10,9 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { until } from '../support/until';
 import { loadConfig } from '../../lib/config';
-import type { CandidateMsg, LinkMsg } from '../../lib/messages';
-import { embeddedHoldRules, holdWhileOf, kafkaHoldRules, WARC_BACKLOG_SLACK_BYTES, withWarcBacklog } from '../../runtime/backlog-holds';
+import { fetchedBytes } from '../../lib/fetched-body';
+import type { CandidateMsg, FetchedPageMsg, LinkMsg } from '../../lib/messages';
+import { embeddedHoldRules, holdWhileOf, kafkaHoldRules, UncommittedBytes, WARC_BACKLOG_SLACK_BYTES, withParseBacklogBytes, withWarcBacklog } from '../../runtime/backlog-holds';
 import { EmbeddedRunner } from '../../runtime/embedded-runner';
 import { FileLog } from '../../runtime/file-log';
 import type { InRecord, OutRecord, Stage } from '../../runtime/stage';
@@ -35,6 +36,100 @@ describe('withWarcBacklog', () => {
     // No parse rule (CRAWL_PARSE_BACKLOG_MAX=0): the writer's still holds.
     const only = withWarcBacklog({}, { backlogBytes: 100 + WARC_BACKLOG_SLACK_BYTES + 1 }, 100);
     expect(only.fetch()).toBe(true);
+  });
+});
+
+describe('withParseBacklogBytes', () => {
+  it('holds fetch while the backlog has more than max bytes, whatever else holds it; max 0 turns it off', () => {
+    const backlog = { bytes: 0 };
+    let countBehind = false;
+    const holds = withParseBacklogBytes({ fetch: () => countBehind, parse: () => false }, backlog, 1000);
+    expect(holds.fetch()).toBe(false);
+    backlog.bytes = 1000;
+    expect(holds.fetch()).toBe(false);
+    backlog.bytes = 1001;
+    expect(holds.fetch()).toBe(true);
+    backlog.bytes = 0;
+    countBehind = true;
+    expect(holds.fetch()).toBe(true);
+    expect(holds.parse()).toBe(false);
+    // No count rule (CRAWL_PARSE_BACKLOG_MAX=0): bytes alone hold.
+    expect(withParseBacklogBytes({}, { bytes: 1001 }, 1000).fetch()).toBe(true);
+    // CRAWL_PARSE_BACKLOG_MAX_BYTES=0: no byte rule, the others as they were.
+    const off = withParseBacklogBytes({ parse: () => true }, { bytes: 1e12 }, 0);
+    expect(off.fetch).toBeUndefined();
+    expect(off.parse()).toBe(true);
+  });
+});
+
+describe('UncommittedBytes', () => {
+  const rec = (partition: number, offset: number, size: number, topic: 'fetched' | 'links' = 'fetched'): InRecord =>
+    ({ topic, partition, offset, key: 'k', value: { size }, timestamp: 0 });
+
+  it('counts the bytes appended to its topic until the group commits past them, per partition', () => {
+    const committed = [0, 0];
+    const b = new UncommittedBytes('fetched', 2, (v) => (v as { size: number }).size, (p) => committed[p]);
+    b.add([rec(0, 0, 100), rec(1, 0, 10), rec(0, 1, 200), rec(0, 0, 5000, 'links'), rec(1, 1, 0)]);
+    expect(b.bytes).toBe(310);
+    committed[0] = 1;
+    expect(b.bytes).toBe(210);
+    b.add([rec(0, 2, 300)]);
+    expect(b.bytes).toBe(510);
+    committed[1] = 2;
+    committed[0] = 3;
+    expect(b.bytes).toBe(0);
+    // Records appended before counting began (a resumed crawl) are not counted; commits of them change nothing.
+    committed[0] = 10;
+    b.add([rec(0, 10, 7)]);
+    expect(b.bytes).toBe(7);
+  });
+
+  it('stays exact over many records appended and committed in runs', () => {
+    const committed = [0, 0, 0];
+    const b = new UncommittedBytes('fetched', 3, (v) => (v as { size: number }).size, (p) => committed[p]);
+    const ends = [0, 0, 0];
+    const sizes: number[][] = [[], [], []];
+    let seed = 7;
+    const rand = (n: number): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) % n);
+    for (let round = 0; round < 2000; round++) {
+      const p = rand(3);
+      const batch = Array.from({ length: rand(5) }, () => rec(p, ends[p]++, 1 + rand(100_000)));
+      for (const r of batch) sizes[p].push((r.value as { size: number }).size);
+      b.add(batch);
+      const q = rand(3);
+      committed[q] = Math.min(ends[q], committed[q] + rand(6));
+      const expected = sizes.reduce((sum, s, i) => sum + s.slice(committed[i]).reduce((a, x) => a + x, 0), 0);
+      expect(b.bytes).toBe(expected);
+    }
+  });
+
+  it("follows crawl.parse's commits on a real FileLog over gzipped-record sizes", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'holds-bytes-'));
+    try {
+      const log = new FileLog({ dir, partitions: 2 });
+      log.subscribe('crawl.parse', ['fetched']);
+      const b = new UncommittedBytes('fetched', log.partitions, (v) => fetchedBytes(v as FetchedPageMsg), (p) => log.committed('crawl.parse').fetched?.[p] ?? 0);
+      log.on('append', b.add);
+      const page = (host: string, i: number, gz: number): OutRecord => ({
+        topic: 'fetched', key: host, host, value: {
+          url: `http://${host}/${i}`, final_url: `http://${host}/${i}`, host, depth: 1, fetched_at: i, http_status: 200, content_type: 'text/html',
+          body: Buffer.alloc(0), record_gz: Buffer.alloc(gz), truncated: false, sha256: `s${i}`, prev_sha256: null,
+          warc: { uri: 'file:///w.warc.gz', offset: i, length: gz }, x_robots_tag: null,
+        } satisfies FetchedPageMsg,
+      });
+      log.append([page('a.test', 0, 1000), page('b.test', 1, 2000), page('a.test', 2, 4000)]);
+      expect(b.bytes).toBe(7000);
+      const pa = log.read('fetched', 0, 0, 10).length ? 0 : 1;
+      const first = log.read('fetched', pa, 0, 10);
+      log.commit('crawl.parse', 'fetched', pa, first.length);
+      expect(b.bytes).toBe(7000 - first.reduce((sum, r) => sum + fetchedBytes(r.value as FetchedPageMsg), 0));
+      log.commit('crawl.parse', 'fetched', 1 - pa, log.endOffset('fetched', 1 - pa));
+      expect(b.bytes).toBe(0);
+      log.off('append', b.add);
+      log.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
