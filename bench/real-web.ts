@@ -4,7 +4,11 @@
  *   - the template's own links neutralised: each href value (a, area, link, base) starts with
  *     `#` instead of its first character, so it stays the same length and resolves to the page
  *     itself (extract() drops fragment-only hrefs unresolved), and a meta refresh's content
- *     starts with `x`, which no refresh reads; the page size stays the template's;
+ *     starts with `x`, which no refresh reads; the page size stays the template's. The markup
+ *     inside noscript, iframe, noembed, noframes, xmp and plaintext too: kcrawl reads it as text
+ *     (parse5 with scripting on), but a parser without that rule (cheerio's htmlparser2, the
+ *     peer's) reads its tags, and lemonde-1's `<noscript><a href>` sent the peer to an ad server
+ *     outside the benchmark web;
  *   - the benchmark web's 25 links (bench/synthetic-web.ts pageLinks) added right after <body>
  *     (linksAt);
  *   - its text made distinct: about half of its words, chosen per page, go through a per-page
@@ -134,22 +138,33 @@ function linksAt(name: string, html: string, bodyAt: number): number {
   return bodyAt;
 }
 
-/** A template made ready: links neutralised, text spans found (once, at the server's start). */
-export function prepareTemplate(page: CorpusPage): Template {
-  const html = page.html;
-  const edits: Array<{ at: number; ch: string }> = [];
-  const words: number[] = [];
+/**
+ * Raw-text elements whose content other parsers read as markup: parse5 with scripting on (as
+ * kcrawl parses) reads noscript as text, HTML reads the others as text, but htmlparser2 (cheerio,
+ * the peer's parser) treats only script, style, title and textarea as raw and reads tags here.
+ */
+const MARKUP_TO_OTHERS = new Set(['noscript', 'iframe', 'noembed', 'noframes', 'xmp', 'plaintext']);
+
+type Edit = { at: number; ch: string };
+
+/**
+ * The edits that neutralise the links of html[from, to) (href values start with `#`, a meta
+ * refresh's content with `x`), those inside MARKUP_TO_OTHERS elements included (their content
+ * parsed again as markup); with `onText`/`onBody`, the text tokens outside raw-text elements and
+ * the end of the <body> start tag too.
+ */
+function neutralise(html: string, from: number, to: number, edits: Edit[], onText?: (start: number, end: number) => void, onBody?: (at: number) => void): void {
   const parser = new LocatingParser();
   let raw: string | null = null;
-  /** The end of the <body> start tag. */
-  let bodyAt = -1;
+  let rawFrom = -1;
+  const inner: Array<[number, number]> = [];
   /** The first character of an attribute's value within its source (after `name=` and a quote), or -1 when empty. */
   const valueStart = (loc: Loc): number => {
-    const src = html.slice(loc.startOffset, loc.endOffset);
+    const src = html.slice(from + loc.startOffset, from + loc.endOffset);
     const m = /^[^=]*=\s*["']?/.exec(src);
     if (!m) return -1;
-    const at = loc.startOffset + m[0].length;
-    return at < loc.endOffset && html[at] !== '"' && html[at] !== "'" ? at : -1;
+    const at = from + loc.startOffset + m[0].length;
+    return at < from + loc.endOffset && html[at] !== '"' && html[at] !== "'" ? at : -1;
   };
   parser.on('startTag', (t) => {
     const attrs = (t.sourceCodeLocation as unknown as { attrs?: Record<string, Loc> } | undefined)?.attrs ?? {};
@@ -162,18 +177,38 @@ export function prepareTemplate(page: CorpusPage): Template {
       const at = valueStart(attrs.content);
       if (at >= 0) edits.push({ at, ch: 'x' });
     }
-    if (RAW.has(t.tagName) && !t.selfClosing) raw = t.tagName;
-    if (t.tagName === 'body' && bodyAt < 0 && t.sourceCodeLocation) bodyAt = t.sourceCodeLocation.endOffset;
+    if (RAW.has(t.tagName) && !t.selfClosing) {
+      raw = t.tagName;
+      rawFrom = t.sourceCodeLocation ? from + t.sourceCodeLocation.endOffset : -1;
+    }
+    if (t.tagName === 'body' && t.sourceCodeLocation) onBody?.(from + t.sourceCodeLocation.endOffset);
   });
   parser.on('endTag', (t) => {
-    if (t.tagName === raw) raw = null;
+    if (t.tagName !== raw) return;
+    if (MARKUP_TO_OTHERS.has(raw) && rawFrom >= 0 && t.sourceCodeLocation) inner.push([rawFrom, from + t.sourceCodeLocation.startOffset]);
+    raw = null;
   });
   parser.on('text', (t) => {
     const loc = t.sourceCodeLocation;
     if (raw !== null || !loc) return;
-    wordsOf(html.slice(loc.startOffset, loc.endOffset), loc.startOffset, words);
+    onText?.(from + loc.startOffset, from + loc.endOffset);
   });
-  parser.run(html);
+  parser.run(html.slice(from, to));
+  // An element left open runs to the end (plaintext always does).
+  if (raw !== null && MARKUP_TO_OTHERS.has(raw) && rawFrom >= 0) inner.push([rawFrom, to]);
+  for (const [a, b] of inner) neutralise(html, a, b, edits);
+}
+
+/** A template made ready: links neutralised, text spans found (once, at the server's start). */
+export function prepareTemplate(page: CorpusPage): Template {
+  const html = page.html;
+  const edits: Edit[] = [];
+  const words: number[] = [];
+  /** The end of the <body> start tag. */
+  let bodyAt = -1;
+  neutralise(html, 0, html.length, edits, (start, end) => wordsOf(html.slice(start, end), start, words), (at) => {
+    if (bodyAt < 0) bodyAt = at;
+  });
   let neutral = html;
   if (edits.length) {
     const chars = html.split('');

@@ -9,6 +9,7 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { Parser } from 'htmlparser2';
 import { NEAR_DUPLICATE_MAX_BITS } from '../../lib/dedup';
 import { extract } from '../../lib/html/extract';
 import { corpusDir, templatePages } from '../../bench/corpus';
@@ -28,6 +29,29 @@ const corpus = ((): string | null => {
     return null;
   }
 })();
+
+/**
+ * Every href (of any tag) and meta refresh content htmlparser2 reads in `html`: a parser that,
+ * unlike kcrawl's (parse5, scripting on), reads the markup inside noscript, iframe, noembed,
+ * noframes and xmp, as cheerio does for the peer.
+ */
+function hrefsAsMarkup(html: string): string[] {
+  const found: string[] = [];
+  const p = new Parser({
+    onopentag(name, attrs) {
+      if (attrs.href !== undefined) found.push(attrs.href);
+      if (name === 'meta' && attrs['http-equiv']?.trim().toLowerCase() === 'refresh' && attrs.content !== undefined) found.push(`refresh ${attrs.content}`);
+    },
+  }, { decodeEntities: true });
+  p.end(html);
+  return found;
+}
+
+/** An href a crawler resolves to a URL outside the page itself and the benchmark web's links. */
+const outside = (href: string, benchHrefs: ReadonlySet<string>): boolean => {
+  const v = href.trim();
+  return v !== '' && !v.startsWith('#') && !benchHrefs.has(v) && !/^refresh x/.test(v);
+};
 
 const url = (h: number, n: number): string => `http://${hostAddress(h)}:${PORT}/p/${n}`;
 const CJK = /[\u3041-\u30ff\u4e00-\u9fa5]/g;
@@ -67,6 +91,14 @@ describe.each(sources)('the real-page web over %s', (_label, dir, count) => {
     });
   });
 
+  it('every template: no link outside the benchmark web, inside noscript and the other raw-text elements too', () => {
+    templates.forEach((t, index) => {
+      const { n, html } = pageOf(index);
+      const bench = new Set(pageLinks(5, n, HOSTS).map(([th, tn]) => (th === 5 ? `/p/${tn}` : url(th, tn))));
+      expect({ name: t.name, outside: hrefsAsMarkup(html).filter((h) => outside(h, bench)) }).toEqual({ name: t.name, outside: [] });
+    });
+  });
+
   it('is the same bytes every time; another page of the same template is other text of the same length', () => {
     const a = realPage(templates, 7, 3, HOSTS, PORT);
     expect(realPage(templates, 7, 3, HOSTS, PORT).equals(a)).toBe(true);
@@ -96,5 +128,28 @@ describe.each(sources)('the real-page web over %s', (_label, dir, count) => {
     expect(s.sameTemplatePairs).toBeGreaterThan(500);
     expect(s.withinThreshold).toBe(0);
     expect(s.minSameTemplate).toBeGreaterThan(NEAR_DUPLICATE_MAX_BITS);
+  });
+});
+
+describe('the real-page web\'s link neutralising', () => {
+  it('reaches links in markup that only other parsers read: noscript, iframe, noembed, noframes, xmp, plaintext', () => {
+    const html = [
+      '<html><head><noscript><link rel="stylesheet" href="https://cdn.example/x.css"></noscript></head><body>',
+      '<p>Some words of text here.</p><a href="https://example.com/a">a</a>',
+      '<noscript><a href="http://ads.example/click" target="_blank"><img src="http://ads.example/i.gif"></a>',
+      '<meta http-equiv="refresh" content="0; url=http://ads.example/r"></noscript>',
+      '<iframe><a href=http://frame.example/>f</a></iframe><noembed><area href=\'/rel\'></noembed>',
+      '<noframes><a href="//proto.example/">p</a></noframes><xmp><a href="x.html">x</a></xmp>',
+      '<noscript><iframe><a href="http://nested.example/">n</a></iframe></noscript>',
+      '<plaintext><a href="http://plain.example/">p</a>',
+    ].join('');
+    const t = prepareTemplate({ name: 'raw-text.html', html });
+    const served = t.bytes.toString('utf8');
+    expect(served.length).toBe(html.length);
+    expect(hrefsAsMarkup(served).filter((h) => outside(h, new Set()))).toEqual([]);
+    // What was there is still there, one character changed per link.
+    expect(hrefsAsMarkup(html).filter((h) => outside(h, new Set()))).toHaveLength(10);
+    expect(served).toContain('<a href="#ttp://ads.example/click"');
+    expect(served).toContain('<img src="http://ads.example/i.gif">');
   });
 });
