@@ -276,7 +276,7 @@ export const DEFAULTS: CrawlConfig = {
   warcMaxBytes: 100 * 1024 * 1024,
   warcMaxAgeMs: 30_000,
   warcPrefix: 'kcrawl',
-  warcGzipLevel: 1,
+  warcGzipLevel: 3,
   metricsPort: 0,
   // The design's refresh is 60 s and its alarm 5 minutes; a report on every change comes on top.
   optoutReportMs: 30_000,

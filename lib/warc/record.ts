@@ -48,13 +48,11 @@ export interface RecordContext {
 }
 
 /**
- * 1, not zlib's default 6. Every page is compressed on the crawler's own CPU, and gzip is the
- * largest part of fetch's: on 50 KiB of HTML level 3 cost about 60% of level 6's time for about
- * 7% more bytes; on the real-page web's pages (240 KiB) level 1 costs about 10% less than 3 for
- * about 5% more bytes (`CRAWL_WARC_GZIP_LEVEL` chooses; docs/performance.md, "Fetch and WARC
- * CPU, fifth pass").
+ * 3, not zlib's default 6. Every page is compressed on the crawler's own CPU: on 50 KiB of
+ * HTML, level 3 costs about 60% of level 6's time for about 7% more bytes stored
+ * (`CRAWL_WARC_GZIP_LEVEL` chooses; bench/HISTORY.md).
  */
-export const DEFAULT_GZIP_LEVEL = 1;
+export const DEFAULT_GZIP_LEVEL = 3;
 
 const CRLF = '\r\n';
 /** The two CRLFs that end every record. */
