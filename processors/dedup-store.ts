@@ -42,6 +42,9 @@ export function dedupStoreBudget(partitions: number): KvStoreOptions {
   return { cacheBytes: each, writeBufferBytes: each, openTables: MIN_OPEN_TABLES, fileBytes: Math.max(1 << 20, Math.floor((128 << 20) / MIN_OPEN_TABLES / p)) };
 }
 
+/** Values kept from reads (DedupStore.recent): about 1 MiB at 200-byte keys and values. */
+export const RECENT_READS = Number(process.env.CRAWL_DEDUP_RECENT_READS ?? 4096);
+
 interface Pending {
   key: Buffer;
   value: Buffer | null;
@@ -50,6 +53,11 @@ interface Pending {
 export class DedupStore implements DedupTable {
   /** Writes not yet acknowledged by LevelDB, by key (latin1): what get() answers first. */
   private readonly pending = new Map<string, Pending>();
+  /**
+   * Values read lately (undefined: absent), at most RECENT_READS: a decision reads each of its
+   * keys twice (to check, then to record), and a restore's records read their neighbours'.
+   */
+  private readonly recent = new Map<string, Buffer | undefined>();
   private chain: Promise<void> = Promise.resolve();
   private scheduled = false;
   private rowsDirty = false;
@@ -81,18 +89,29 @@ export class DedupStore implements DedupTable {
   }
 
   get(key: Buffer): Buffer | undefined {
-    const p = this.pending.get(key.toString('latin1'));
+    const k = key.toString('latin1');
+    const p = this.pending.get(k);
     if (p) return p.value ?? undefined;
-    return this.kv.getSync(key);
+    if (this.recent.has(k)) return this.recent.get(k);
+    const v = this.kv.getSync(key);
+    if (RECENT_READS > 0) {
+      if (this.recent.size >= RECENT_READS) this.recent.delete(this.recent.keys().next().value!);
+      this.recent.set(k, v);
+    }
+    return v;
   }
 
   put(key: Buffer, value: Buffer): void {
-    this.pending.set(key.toString('latin1'), { key, value });
+    const k = key.toString('latin1');
+    this.pending.set(k, { key, value });
+    this.recent.delete(k);
     this.schedule();
   }
 
   del(key: Buffer): void {
-    this.pending.set(key.toString('latin1'), { key, value: null });
+    const k = key.toString('latin1');
+    this.pending.set(k, { key, value: null });
+    this.recent.delete(k);
     this.schedule();
   }
 

@@ -90,7 +90,7 @@ async function restored(stateDir: string, journal: Journal): Promise<{ dedup: Pa
 }
 
 describe('duplicate store on disk', () => {
-  it('decides every page as the index in the heap (main's) did', async () => {
+  it('decides every page as the index in the heap (main\'s) did', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'kcrawl-dedup-'));
     dirs.push(dir);
     const { dedup } = await restored(dir, new Journal());
