@@ -34,15 +34,20 @@ const ROWS_KEY = metaKey('rows');
 
 /**
  * LevelDB's memory for parse's stores, split over the partitions: 16 MiB of block cache and of
- * memtables in all (the frontier's stores get 48 MiB of each), 64 open tables each.
+ * memtables in all (the frontier's stores get 48 MiB of each), and 64 open tables a store of
+ * files small enough that the table files LevelDB maps (and whose pages it reads stay resident,
+ * connectors/kv-store.ts) come to 64 MiB in all at most.
  */
 export function dedupStoreBudget(partitions: number): KvStoreOptions {
   const p = Math.max(1, partitions);
   const each = Math.max(2 << 20, Math.floor((16 << 20) / p));
-  return { cacheBytes: each, writeBufferBytes: each, openTables: MIN_OPEN_TABLES, fileBytes: Math.max(1 << 20, Math.floor((128 << 20) / MIN_OPEN_TABLES / p)) };
+  return { cacheBytes: each, writeBufferBytes: each, openTables: MIN_OPEN_TABLES, fileBytes: Math.max(128 << 10, Math.floor((64 << 20) / MIN_OPEN_TABLES / p)) };
 }
 
-/** Values kept from reads (DedupStore.recent): about 1 MiB at 200-byte keys and values. */
+/**
+ * Values kept from reads (DedupStore.recent): about 1 MiB at 200-byte keys and values.
+ * CRAWL_DEDUP_RECENT_READS changes it (0: none), for the benchmark.
+ */
 export const RECENT_READS = Number(process.env.CRAWL_DEDUP_RECENT_READS ?? 4096);
 
 interface Pending {
