@@ -8,7 +8,11 @@
  * refetch of one (CHANGED, half with the same bytes). Pages are decided 256 at a time, with a turn of
  * the event loop between (the store writes then), as the stage's decisions come.
  *
- *   npx tsc -p tsconfig.json && node --expose-gc --max-old-space-size=6144 dist/bench/dedup-memory.js heap|disk [pages]
+ *   npx tsc -p tsconfig.json && node --expose-gc --max-old-space-size=6144 dist/bench/dedup-memory.js heap|disk|rebuild [pages]
+ *
+ * `rebuild`: as `disk`, keeping every content record decided (Avro, as crawl.content holds
+ * them), then a second store rebuilt from them (processors/dedup-store.ts restore, no
+ * checkpoint): records a second, and whether it holds as many rows.
  *
  * One JSON line: pages, heap bytes a page (live heap after two full GCs, less the heap before),
  * external + array-buffer bytes a page, disk bytes a page (the store's files, after close),
@@ -25,12 +29,16 @@ import type { ParsedPageMsg } from '../lib/messages';
 import { SIMHASH_VERSION } from '../lib/simhash';
 import { dedupStoreBudget, restoreDedupStores, type DedupStore } from '../processors/dedup-store';
 import { ParseDedup } from '../processors/parse-dedup';
+import type { ChangelogRecord, ChangelogSource } from '../runtime/changelog';
+import { avroReader, avroType } from '../lib/avro';
+import type { ContentMsg } from '../lib/messages';
 import { HeapDedupIndex } from '../test/support/dedup-heap-reference';
 import { rng } from '../test/support/rng';
 
 const MODE = process.argv[2] ?? 'disk';
+const contentType = avroType('crawl.Content.v1');
 const PAGES = Number(process.argv[3] ?? 1_000_000);
-if (!['heap', 'disk'].includes(MODE)) throw new Error(`mode: heap or disk, not ${MODE}`);
+if (!['heap', 'disk', 'rebuild'].includes(MODE)) throw new Error(`mode: heap, disk or rebuild, not ${MODE}`);
 
 function gc(): void {
   const g = (globalThis as { gc?: () => void }).gc;
@@ -127,7 +135,7 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'kcrawl-dedup-bench-'));
   let store: DedupStore | null = null;
   let dedup: ParseDedup;
-  if (MODE === 'disk') {
+  if (MODE !== 'heap') {
     const index = new DedupIndex();
     const none = { ends: async (ps: readonly number[]) => new Map(ps.map((p) => [p, 0])), read: async () => undefined };
     // One partition's store, sized as crawl run's are for its 8 partitions.
@@ -139,6 +147,7 @@ async function main(): Promise<void> {
   gc();
   const before = process.memoryUsage();
   const kinds = { exact: 0, near: 0, self: 0 };
+  const journal: ChangelogRecord[] | null = MODE === 'rebuild' ? [] : null;
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   let decideMs = 0;
@@ -150,6 +159,7 @@ async function main(): Promise<void> {
     for (const p of batch) {
       const d = dedup.decide(p, 10, 0);
       if (d.kind) kinds[d.kind]++;
+      if (journal && d.content) journal.push({ offset: journal.length, key: d.content.url, value: contentType.toBuffer(d.content) });
     }
     decideMs += performance.now() - d0;
     i = end;
@@ -165,9 +175,35 @@ async function main(): Promise<void> {
   // Read after the heap is measured: the index stays alive through it.
   const urls = dedup.index.size;
   let disk = 0;
+  let heapRestore: { seconds: number; recordsPerSec: number; rows: number } | null = null;
+  let rebuild: { records: number; seconds: number; recordsPerSec: number; rows: number; cpuUsPerRecord: number } | null = null;
   if (store) {
     await store.close();
     disk = dirBytes(dir);
+  }
+  if (journal) {
+    const source: ChangelogSource = {
+      ends: async (ps) => new Map(ps.map((p) => [p, journal.length])),
+      read: async (from, to, onBatch) => {
+        for (let i = from.get(0) ?? 0; i < (to.get(0) ?? 0); i += 4096) await onBatch(0, journal.slice(i, Math.min(i + 4096, to.get(0) ?? 0)));
+      },
+    };
+    const dir2 = mkdtempSync(join(tmpdir(), 'kcrawl-dedup-bench-'));
+    const c0 = process.cpuUsage();
+    const r0 = performance.now();
+    const [r] = await restoreDedupStores([0], source, new DedupIndex(), { stateDir: dir2, log: pino({ level: 'silent' }), kv: dedupStoreBudget(8) });
+    const seconds = (performance.now() - r0) / 1000;
+    const c = process.cpuUsage(c0);
+    rebuild = { records: r.records, seconds: +seconds.toFixed(1), recordsPerSec: Math.round(r.records / seconds), rows: r.store.rows, cpuUsPerRecord: +((c.user + c.system) / r.records).toFixed(1) };
+    await r.store.close();
+    rmSync(dir2, { recursive: true, force: true });
+    // main's restore, on every start: every row replayed into the heap index.
+    const read = avroReader('crawl.Content.v1');
+    const h0 = performance.now();
+    const heap = new HeapDedupIndex();
+    for (const rec of journal) heap.apply(rec.key, rec.value === null ? null : (read(rec.value) as ContentMsg));
+    const hs = (performance.now() - h0) / 1000;
+    heapRestore = { seconds: +hs.toFixed(1), recordsPerSec: Math.round(journal.length / hs), rows: heap.size };
   }
   rmSync(dir, { recursive: true, force: true });
   console.log(JSON.stringify({
@@ -180,6 +216,7 @@ async function main(): Promise<void> {
     cpuUsPerPage: +((cpu.user + cpu.system) / PAGES).toFixed(2),
     rssMiB: Math.round(rss / 2 ** 20),
     kinds,
+    ...(rebuild ? { rebuild, heapRestore } : {}),
   }));
 }
 

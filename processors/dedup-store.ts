@@ -235,7 +235,7 @@ const readContent = avroReader('crawl.Content.v1');
 export async function restoreDedupStores(partitions: readonly number[], source: ChangelogSource, index: DedupIndex, o: DedupRestoreOptions): Promise<DedupRestored[]> {
   const started = Date.now();
   const ends = await source.ends(partitions);
-  const plans = new Map<number, { store: DedupStore; dir: string; from: number; rebuilt: boolean; records: number }>();
+  const plans = new Map<number, { store: DedupStore; dir: string; from: number; rebuilt: boolean; records: number; writing: Promise<void> }>();
   for (const p of partitions) {
     const dir = dedupStoreDir(o.stateDir, p);
     let store = await openOrReset(dir, o);
@@ -251,7 +251,7 @@ export async function restoreDedupStores(partitions: readonly number[], source: 
       store = await DedupStore.open(dir, o.kv);
     }
     index.attach(p, store);
-    plans.set(p, { store, dir, from: why === null ? cp!.offset : 0, rebuilt: why !== null, records: 0 });
+    plans.set(p, { store, dir, from: why === null ? cp!.offset : 0, rebuilt: why !== null, records: 0, writing: Promise.resolve() });
   }
   let applied = 0;
   let lastLog = Date.now();
@@ -259,8 +259,10 @@ export async function restoreDedupStores(partitions: readonly number[], source: 
     const pl = plans.get(partition);
     if (!pl) return;
     for (const r of recs) index.apply(r.key, r.value === null ? null : (readContent(r.value) as ContentMsg));
-    // Written before the next batch is read: what is pending stays one batch.
-    await pl.store.flush();
+    // This batch's writes go while the next batch is applied; pending stays two batches at most.
+    await pl.writing;
+    pl.writing = pl.store.flush();
+    pl.writing.catch(() => undefined); // awaited with the next batch or at the end
     pl.records += recs.length;
     applied += recs.length;
     if (Date.now() - lastLog >= (o.progressMs ?? 2000)) {
@@ -270,6 +272,7 @@ export async function restoreDedupStores(partitions: readonly number[], source: 
   });
   const out: DedupRestored[] = [];
   for (const [p, pl] of plans) {
+    await pl.writing;
     const end = ends.get(p) ?? 0;
     await checkpointDedup(pl.dir, pl.store, end);
     out.push({ partition: p, store: pl.store, offset: end, rebuilt: pl.rebuilt, records: pl.records });
