@@ -162,8 +162,10 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   const counts = { pages: 0, failures: 0, responses: 0 };
   // One host-policy view for seen-test, the frontier, fetch and the status page (runtime/build-stages.ts).
   const hostPolicy = new HostPolicyTable();
+  // parse's duplicate stores beside the frontier's (docs/dedup-store.md).
+  const parseStateDir = join(opts.out, 'state', 'parse');
   const stages = buildStages(STAGE_NAMES, {
-    config, http, warc, textWarc, scope: feed.scope, frontierStateDir: join(opts.out, 'state', 'frontier'), hostPolicy,
+    config, http, warc, textWarc, scope: feed.scope, frontierStateDir: join(opts.out, 'state', 'frontier'), parseStateDir, hostPolicy,
     onOutcome: (outcome) => {
       if (outcome === 'FAILED' || outcome === 'REFUSED' || outcome === 'ROBOTS_UNAVAILABLE') counts.failures++;
     },
@@ -250,7 +252,7 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   await warc.close();
   await http.close();
   // Drain what stopping produced (the last WARC file's pages) through parse and handoff.
-  const drain = new EmbeddedRunner(fileLog, [...buildStages(['parse', 'handoff'], { config, http, warc, textWarc }), sinkStage], log);
+  const drain = new EmbeddedRunner(fileLog, [...buildStages(['parse', 'handoff'], { config, http, warc, textWarc, parseStateDir }), sinkStage], log);
   log.info({ unparsed: fileLog.lag('crawl.parse', 'fetched'), notHandedOff: fileLog.lag('crawl.handoff', 'parsed') }, 'stopping: parsing and handing off what was stored');
   await drain.start();
   // Bounded: at most CRAWL_PARSE_BACKLOG_MAX pages plus the last WARC file's are left to parse.

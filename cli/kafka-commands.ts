@@ -166,9 +166,10 @@ export async function processes(names: string[], o: { allowPrivateNetwork: boole
   const holdWhile = withWarcBacklog(holdWhileOf(rules, (group, topic) => lags.get(`${group} ${topic}`)?.lag() ?? 0), warc, config.warcMaxBytes);
   // One folder of partition stores per crawl (topic prefix), so crawls sharing a machine never mix.
   const frontierStateDir = join(config.stateDir, `${env.prefix}frontier`);
+  const parseStateDir = join(config.stateDir, `${env.prefix}parse`);
   // A consumer kafkajs gave up on leaves the process useless: stop it (a supervisor restarts it).
   const onFatal = (): void => void process.kill(process.pid, 'SIGTERM');
-  for (const stage of buildStages(wanted, { config, http, warc, textWarc, seen, frontierStateDir })) {
+  for (const stage of buildStages(wanted, { config, http, warc, textWarc, seen, frontierStateDir, parseStateDir })) {
     running.push(await runStageOnKafka(stage, rt, { holdWhile: holdWhile[stage.id], onFatal }));
   }
   const stopMetrics = await (await import('../api/metrics-server')).startProcessMetrics(config, () => warc.stats, log);

@@ -141,6 +141,11 @@ export class KvStore {
     return this.db.get(key);
   }
 
+  /** A value read on this thread (parse's duplicate table: a decision reads a few keys at once). */
+  getSync(key: Buffer): Buffer | undefined {
+    return this.db.getSync(key);
+  }
+
   /** A new, empty batch. */
   batch(): KvBatch {
     return new KvBatch(this.db.batch());

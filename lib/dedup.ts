@@ -1,7 +1,9 @@
 /**
  * Duplicate detection across URLs, for the hosts of the partitions a parse instance owns.
- * Pure state, no I/O: parse feeds it every page (and, after a restart, every row of the
- * compacted crawl.content table, which is what makes it rebuildable).
+ * The decisions are pure; the state they read lives in one key-value table per owned
+ * partition (DedupTable: parse's store on disk, processors/dedup-store.ts, a copy of the
+ * compacted crawl.content table, which is what makes it rebuildable; or MemoryDedupTable for
+ * tests and one-off tools). Nothing per URL stays in the heap.
  *
  * Only *representatives* are indexed: a page that was not itself a duplicate when it was last
  * parsed. Duplicates are remembered per URL (so a restart knows them) but never become the
@@ -17,15 +19,23 @@
  * block tables are keyed by version and block, so after an upgrade a page fingerprinted with
  * the new version never meets one of the old (whose bits mean something else); old rows stay
  * representatives for exact duplicates, and for near ones once their page is parsed again.
+ *
+ * Keys of a table (one partition; docs/dedup-store.md):
+ *   `u <url>`                                  the row: crawl.Content.v1 Avro bytes after the URL
+ *   `s <host> 00 <sha256>`                     representatives with that body, in the order recorded
+ *   `b <host> 00 <version u32> <i u8> <block u16>`  representatives whose block i is `block`, each
+ *                                              with its fingerprint (a check reads no rows)
+ * A check is six point reads (the URL's row, the SHA-256 list, four block lists); nearly all
+ * lists hold one URL or none. Lists keep insertion order, as the Sets they replace did, so the
+ * representative a page is judged a copy of is the one it always was.
  */
+import { avroTailType } from './avro';
 import type { ContentMsg } from './messages';
+import { partitionForHost } from './partitioner';
 import { blocks16, hammingDistance } from './simhash';
 
 /** A row's or page's SimHash version; rows written before versions existed are version 1. */
 export const simhashVersionOf = (r: { simhash_version?: number }): number => r.simhash_version ?? 1;
-
-/** The block tables' key: the version above the 16-bit block. */
-const blockKey = (version: number, block: number): number => version * 0x10000 + block;
 
 /** One row of crawl.content (key = url): what parse last saw at a URL (duplicate_of null = a representative). */
 export type ContentRow = ContentMsg;
@@ -39,76 +49,214 @@ export interface DuplicateVerdict {
 export const NEAR_DUPLICATE_MAX_BITS = 3;
 
 /**
- * The URLs under one key of a host's index: one URL as itself (nearly every key holds one), more
- * in a Set (insertion order kept either way).
+ * One partition's table, read synchronously (a decision is made in one go, as before, so two
+ * pages decided at once never miss each other). Writes may reach the disk later but must be
+ * visible to get() at once.
  */
-type Urls = string | Set<string>;
-
-/**
- * One host's rows and its representatives' keys. Both tables of representatives share one Map:
- * SHA-256 keys are strings, SimHash block keys numbers (blockSlot), so they cannot collide.
- * With a Map and a Set per table and key (six Maps and at least five Sets a host) parse held
- * about 2.2 KB a host: 36 MiB at 120 s of `crawl run` with 2 million seeds over 100,000 hosts
- * (docs/frontier-store.md, "The peak of crawl run, again").
- */
-interface HostIndex {
-  rows: Map<string, ContentRow>;
-  reps: Map<string | number, Urls>;
+export interface DedupTable {
+  get(key: Buffer): Buffer | undefined;
+  put(key: Buffer, value: Buffer): void;
+  del(key: Buffer): void;
+  /** Rows held (kept by the table from addRows, for logs and tests). */
+  readonly rows: number;
+  addRows(delta: number): void;
 }
 
-/** The key of block `i` (0-3) of a fingerprint of `version` in HostIndex.reps. */
-const blockSlot = (version: number, block: number, i: number): number => blockKey(version, block) * 4 + i;
-
-function addTo(m: Map<string | number, Urls>, k: string | number, url: string): void {
-  const had = m.get(k);
-  if (had === undefined) m.set(k, url);
-  else if (typeof had !== 'string') had.add(url);
-  else if (had !== url) m.set(k, new Set([had, url]));
-}
-
-function removeFrom(m: Map<string | number, Urls>, k: string | number, url: string): void {
-  const had = m.get(k);
-  if (had === undefined) return;
-  if (typeof had === 'string') {
-    if (had === url) m.delete(k);
-    return;
+/** A table in the heap: tests and one-off tools (parse without a state folder). */
+export class MemoryDedupTable implements DedupTable {
+  private readonly m = new Map<string, Buffer>();
+  rows = 0;
+  get(key: Buffer): Buffer | undefined {
+    return this.m.get(key.toString('latin1'));
   }
-  had.delete(url);
-  if (had.size === 1) m.set(k, had.values().next().value!);
+  put(key: Buffer, value: Buffer): void {
+    this.m.set(key.toString('latin1'), value);
+  }
+  del(key: Buffer): void {
+    this.m.delete(key.toString('latin1'));
+  }
+  addRows(delta: number): void {
+    this.rows += delta;
+  }
 }
 
-const NONE: readonly string[] = [];
-const urlsOf = (u: Urls | undefined): Iterable<string> => (u === undefined ? NONE : typeof u === 'string' ? [u] : u);
+// ---- keys and values ------------------------------------------------------------------------
+
+export const KEY_ROW = 0x75; // 'u'
+export const KEY_SHA = 0x73; // 's'
+export const KEY_BLOCK = 0x62; // 'b'
+export const KEY_META = 0x6d; // 'm'
+
+export const rowKey = (url: string): Buffer => {
+  const b = Buffer.allocUnsafe(1 + Buffer.byteLength(url));
+  b[0] = KEY_ROW;
+  b.write(url, 1, 'utf8');
+  return b;
+};
+
+export function shaKey(host: string, sha256: string): Buffer {
+  const h = Buffer.byteLength(host);
+  const b = Buffer.allocUnsafe(2 + h + Buffer.byteLength(sha256));
+  b[0] = KEY_SHA;
+  b.write(host, 1, 'utf8');
+  b[1 + h] = 0;
+  b.write(sha256, 2 + h, 'utf8');
+  return b;
+}
+
+export function blockKey(host: string, version: number, i: number, block: number): Buffer {
+  const h = Buffer.byteLength(host);
+  const b = Buffer.allocUnsafe(2 + h + 7);
+  b[0] = KEY_BLOCK;
+  b.write(host, 1, 'utf8');
+  b[1 + h] = 0;
+  b.writeUInt32BE(version >>> 0, 2 + h);
+  b[6 + h] = i;
+  b.writeUInt16BE(block, 7 + h);
+  return b;
+}
+
+export const metaKey = (name: string): Buffer => Buffer.from(`m${name}`, 'latin1');
+
+/** A list of strings: each as a LEB128 length and its UTF-8 bytes. */
+export function encodeStrings(xs: readonly string[]): Buffer {
+  let n = 0;
+  for (const s of xs) n += 5 + Buffer.byteLength(s);
+  const b = Buffer.allocUnsafe(n);
+  let at = 0;
+  for (const s of xs) {
+    let len = Buffer.byteLength(s);
+    while (len >= 0x80) {
+      b[at++] = (len & 0x7f) | 0x80;
+      len >>>= 7;
+    }
+    b[at++] = len;
+    at += b.write(s, at, 'utf8');
+  }
+  return b.subarray(0, at);
+}
+
+export function decodeStrings(b: Buffer | undefined): string[] {
+  const out: string[] = [];
+  if (!b) return out;
+  let at = 0;
+  while (at < b.length) {
+    let len = 0;
+    for (let shift = 0; ; shift += 7) {
+      const x = b[at++];
+      len |= (x & 0x7f) << shift;
+      if (x < 0x80) break;
+    }
+    out.push(b.toString('utf8', at, at + len));
+    at += len;
+  }
+  return out;
+}
+
+const ROW_SCHEMA = 'crawl.Content.v1';
+/** A row's fields after the URL (the row key holds it). */
+const storedRowType = avroTailType(ROW_SCHEMA, 1);
+
+export function encodeStoredRow(row: ContentRow): Buffer {
+  return storedRowType.toBuffer({ ...row, simhash_version: simhashVersionOf(row) });
+}
+
+export function decodeStoredRow(url: string, b: Buffer): ContentRow {
+  const r = storedRowType.fromBuffer(b) as Omit<ContentRow, 'url'>;
+  return { url, host: r.host, sha256: r.sha256, simhash64: r.simhash64, fetched_at: r.fetched_at, duplicate_of: r.duplicate_of, simhash_version: r.simhash_version };
+}
+
+// ---- the index --------------------------------------------------------------------------------
+
+export interface DedupIndexOptions {
+  /** Partition count: a host's table is its partition's. */
+  partitions?: number;
+  maxDistance?: number;
+  /** A table for a partition none is attached for (absent: such a host is an error). */
+  tableFor?: (partition: number) => DedupTable;
+}
+
+/** A list's value, `url` added at its end (taken out first if there). */
+function withUrl(list: string[], url: string, extra?: string): Buffer {
+  const out: string[] = [];
+  const step = extra === undefined ? 1 : 2;
+  for (let i = 0; i < list.length; i += step) {
+    if (list[i] === url) continue;
+    out.push(list[i]);
+    if (step === 2) out.push(list[i + 1]);
+  }
+  out.push(url);
+  if (extra !== undefined) out.push(extra);
+  return encodeStrings(out);
+}
+
+/** Take `url` out of the list under `key` (the key goes when the list is empty). */
+function removeFrom(t: DedupTable, key: Buffer, url: string, step: 1 | 2): void {
+  const list = decodeStrings(t.get(key));
+  const out: string[] = [];
+  for (let i = 0; i < list.length; i += step) {
+    if (list[i] === url) continue;
+    for (let j = 0; j < step; j++) out.push(list[i + j]);
+  }
+  if (out.length === list.length) return;
+  if (out.length === 0) t.del(key);
+  else t.put(key, encodeStrings(out));
+}
 
 export class DedupIndex {
-  private readonly hosts = new Map<string, HostIndex>();
+  private readonly tables = new Map<number, DedupTable>();
+  readonly partitions: number;
+  private readonly maxDistance: number;
 
-  constructor(private readonly maxDistance = NEAR_DUPLICATE_MAX_BITS) {}
+  constructor(private readonly opts: DedupIndexOptions = {}) {
+    this.partitions = Math.max(1, opts.partitions ?? 1);
+    this.maxDistance = opts.maxDistance ?? NEAR_DUPLICATE_MAX_BITS;
+  }
+
+  attach(partition: number, table: DedupTable): void {
+    this.tables.set(partition, table);
+  }
+
+  /** The tables attached, by partition. */
+  owned(): ReadonlyMap<number, DedupTable> {
+    return this.tables;
+  }
+
+  private table(host: string): DedupTable {
+    const p = this.partitions === 1 ? 0 : partitionForHost(host, this.partitions);
+    let t = this.tables.get(p);
+    if (!t) {
+      if (!this.opts.tableFor) throw new Error(`parse's duplicate table of partition ${p} (host ${host}) is not open`);
+      this.tables.set(p, (t = this.opts.tableFor(p)));
+    }
+    return t;
+  }
 
   /** URLs remembered (representatives and duplicates), for logs and tests. */
   get size(): number {
     let n = 0;
-    for (const h of this.hosts.values()) n += h.rows.size;
+    for (const t of this.tables.values()) n += t.rows;
     return n;
   }
 
   /** What was last recorded for a URL. */
   get(url: string, host: string): ContentRow | undefined {
-    return this.hosts.get(host)?.rows.get(url);
+    const b = this.table(host).get(rowKey(url));
+    return b === undefined ? undefined : decodeStoredRow(url, b);
   }
 
   /** The duplicate this page would be, if any; the page's own URL never counts. `version`: the SimHash's algorithm. */
   check(url: string, host: string, sha256: string, simhash: string | null, version: number): DuplicateVerdict | null {
-    const h = this.hosts.get(host);
-    if (!h) return null;
-    for (const other of urlsOf(h.reps.get(sha256))) if (other !== url) return { kind: 'exact', of: other, distance: 0 };
+    const t = this.table(host);
+    for (const other of decodeStrings(t.get(shaKey(host, sha256)))) if (other !== url) return { kind: 'exact', of: other, distance: 0 };
     if (!simhash) return null;
     let best: DuplicateVerdict | null = null;
     blocks16(simhash).forEach((b, i) => {
-      for (const other of urlsOf(h.reps.get(blockSlot(version, b, i)))) {
-        const o = other === url ? null : h.rows.get(other);
-        if (!o?.simhash64) continue;
-        const d = hammingDistance(simhash, o.simhash64);
+      const list = decodeStrings(t.get(blockKey(host, version, i, b)));
+      for (let k = 0; k < list.length; k += 2) {
+        const other = list[k];
+        if (other === url) continue;
+        const d = hammingDistance(simhash, list[k + 1]);
         if (d <= this.maxDistance && (!best || d < best.distance)) best = { kind: 'near', of: other, distance: d };
       }
     });
@@ -117,30 +265,67 @@ export class DedupIndex {
 
   /** Remember a page as parse saw it (or as restored from crawl.content). */
   record(row: ContentRow): void {
-    this.forget(row.url, row.host);
-    let h = this.hosts.get(row.host);
-    if (!h) this.hosts.set(row.host, (h = { rows: new Map(), reps: new Map() }));
-    h.rows.set(row.url, row);
+    const t = this.table(row.host);
+    const key = rowKey(row.url);
+    const had = this.unindex(t, key, row.url, row.host);
+    t.put(key, encodeStoredRow(row));
+    if (!had) t.addRows(1);
     if (row.duplicate_of !== null) return;
-    addTo(h.reps, row.sha256, row.url);
-    if (row.simhash64) blocks16(row.simhash64).forEach((b, i) => addTo(h!.reps, blockSlot(simhashVersionOf(row), b, i), row.url));
+    const sk = shaKey(row.host, row.sha256);
+    t.put(sk, withUrl(decodeStrings(t.get(sk)), row.url));
+    if (row.simhash64) {
+      const v = simhashVersionOf(row);
+      blocks16(row.simhash64).forEach((b, i) => {
+        const bk = blockKey(row.host, v, i, b);
+        t.put(bk, withUrl(decodeStrings(t.get(bk)), row.url, row.simhash64!));
+      });
+    }
+  }
+
+  /** Apply one crawl.content record (a restore): its row recorded, or for a tombstone its URL forgotten. */
+  apply(key: string, value: ContentRow | null): void {
+    if (value) return this.record(value);
+    let host: string;
+    try {
+      host = new URL(key).hostname.toLowerCase();
+    } catch {
+      return; // a key that is no URL was never recorded
+    }
+    this.forget(key, host);
   }
 
   /** Drop a URL (a tombstone in crawl.content). */
   forget(url: string, host: string): void {
-    const h = this.hosts.get(host);
-    const old = h?.rows.get(url);
-    if (!h || !old) return;
-    h.rows.delete(url);
-    if (old.duplicate_of === null) {
-      removeFrom(h.reps, old.sha256, url);
-      if (old.simhash64) blocks16(old.simhash64).forEach((b, i) => removeFrom(h.reps, blockSlot(simhashVersionOf(old), b, i), url));
-    }
-    if (h.rows.size === 0) this.hosts.delete(host);
+    const t = this.table(host);
+    const key = rowKey(url);
+    if (!this.unindex(t, key, url, host)) return;
+    t.del(key);
+    t.addRows(-1);
   }
 
-  /** Forget hosts this instance no longer owns (after a rebalance). */
-  retain(owns: (host: string) => boolean): void {
-    for (const host of this.hosts.keys()) if (!owns(host)) this.hosts.delete(host);
+  /** Take a URL's row (if any) out of its representatives' lists; whether it had one. */
+  private unindex(t: DedupTable, key: Buffer, url: string, host: string): boolean {
+    const b = t.get(key);
+    if (b === undefined) return false;
+    const old = decodeStoredRow(url, b);
+    if (old.duplicate_of === null) {
+      removeFrom(t, shaKey(host, old.sha256), url, 1);
+      if (old.simhash64) {
+        const v = simhashVersionOf(old);
+        blocks16(old.simhash64).forEach((blk, i) => removeFrom(t, blockKey(host, v, i, blk), url, 2));
+      }
+    }
+    return true;
+  }
+
+  /** Let go of the tables of partitions this instance no longer owns (after a rebalance); returns them (to close). */
+  retain(owns: (partition: number) => boolean): Map<number, DedupTable> {
+    const gone = new Map<number, DedupTable>();
+    for (const [p, t] of this.tables) {
+      if (owns(p)) continue;
+      this.tables.delete(p);
+      gone.set(p, t);
+    }
+    return gone;
   }
 }

@@ -1,6 +1,6 @@
 /**
- * parse's duplicate decisions, pure over its in-memory state (lib/dedup.ts DedupIndex, rebuilt
- * from crawl.content; lib/dedup-trap.ts TrapDetector). Given what one page says, decide:
+ * parse's duplicate decisions, pure over its state (lib/dedup.ts DedupIndex: tables on disk per
+ * partition, copies of crawl.content, read synchronously; lib/dedup-trap.ts TrapDetector). Given what one page says, decide:
  *   - is it a duplicate of another URL of its host (same SHA-256, or SimHash within 3 bits)?
  *     Then it is recorded with near_duplicate_of and never handed off;
  *   - is a CHANGED page only a near-copy of its own last handed-off copy (a new footer, a date)?
@@ -55,21 +55,14 @@ export interface DedupDecision {
 
 export class ParseDedup {
   constructor(
-    readonly index = new DedupIndex(),
+    readonly index: DedupIndex,
     private readonly traps = new TrapDetector(),
     private readonly maxBits = 3,
   ) {}
 
   /** Replay one crawl.content row (restore after a restart or a rebalance). */
   restore(key: string, value: ContentMsg | null): void {
-    if (value) this.index.record(value);
-    else {
-      try {
-        this.index.forget(key, new URL(key).hostname.toLowerCase());
-      } catch {
-        // a key that is no URL was never recorded
-      }
-    }
+    this.index.apply(key, value);
   }
 
   /**

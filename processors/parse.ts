@@ -3,8 +3,9 @@
  * (crawl.parsed). Charset, one SAX pass, SHA-256 comparison with the last stored copy
  * (NEW / CHANGED / UNCHANGED), language, 64-bit SimHash of the visible text; then, in the
  * stage, duplicates across URLs (processors/parse-dedup.ts) and the WET-style text record.
- * In: crawl.fetched. Out: crawl.links, crawl.parsed, crawl.content (its own duplicate tables,
- * replayed on start), crawl.host-policy (`trap:<prefix>` rows).
+ * In: crawl.fetched. Out: crawl.links, crawl.parsed, crawl.content (the changelog of its
+ * duplicate tables, which live on disk per owned partition: processors/dedup-store.ts),
+ * crawl.host-policy (`trap:<prefix>` rows).
  *
  * A page that will be handed off gets a WARC conversion record with its text, and its
  * crawl.parsed record waits until the file holding that record is stored (`{ pending }`), so
@@ -14,13 +15,15 @@ import { fetchedBody } from '../lib/fetched-body';
 import { decodeBody, extract } from '../lib/html/extract';
 import { detectLanguage } from '../lib/html/language';
 import type { ChangeKind, ContentMsg, FetchedPageMsg, LinkMsg, ParsedPageMsg } from '../lib/messages';
-import { partitionForHost } from '../lib/partitioner';
 import { productToken } from '../lib/robots';
 import { SIMHASH_VERSION, simhashWithCount } from '../lib/simhash';
 import { hostOf, normalizeUrl } from '../lib/url-normalize';
 import type { WarcEntry, WarcPointer } from '../lib/warc/writer';
 import type { HandleResult, OutRecord, Stage, StageContext } from '../runtime/stage';
 import { groupLinks } from '../lib/link-groups';
+import { DedupIndex, MemoryDedupTable } from '../lib/dedup';
+import type { ChangelogSource } from '../runtime/changelog';
+import { checkpointDedup, dedupStoreBudget, dedupStoreDir, restoreDedupStores, type DedupStore } from './dedup-store';
 import { contentRecord, ParseDedup, trapRecord } from './parse-dedup';
 import type { ParseAnalyzer } from './parse-pool';
 
@@ -33,8 +36,18 @@ export interface ParseOptions {
   archiveText?: (entry: WarcEntry, onBuilt?: () => void) => Promise<WarcPointer>;
   /** Stores the conversion records still buffered (called on close). */
   flushText?: () => Promise<void>;
-  /** Partition count, to forget the duplicate tables of hosts moved elsewhere. */
+  /** Partition count: one duplicate table per partition. */
   partitions?: number;
+  /**
+   * Folder of the partitions' duplicate stores (`<stateDir>/content-<partition>`), restored
+   * from crawl.content before any page is parsed. Absent: the tables live in the heap (tests,
+   * one-off tools), restored from crawl.content's rows.
+   */
+  stateDir?: string;
+  /** How long a newly owned partition waits for its previous owner on this machine to close the store. */
+  lockWaitMs?: number;
+  /** How often the stores are made durable and their changelog offsets recorded (CHECKPOINT_MS). */
+  checkpointMs?: number;
   /**
    * analyzePage on other threads (processors/parse-pool.ts); absent: on the stage's own thread.
    * Its close() is called when the stage closes.
@@ -202,8 +215,28 @@ export interface ParseStage extends Stage {
   readonly dedup: ParseDedup;
 }
 
+/** How often parse's stores are made durable and their crawl.content offsets recorded. */
+export const CHECKPOINT_MS = 5_000;
+
 export function parseStage(opts: ParseOptions): ParseStage {
-  const dedup = new ParseDedup();
+  const partitions = opts.partitions ?? 1;
+  const stateDir = opts.stateDir;
+  const dedup = new ParseDedup(new DedupIndex({ partitions, tableFor: stateDir ? undefined : () => new MemoryDedupTable() }));
+  let source: ChangelogSource | null = null;
+  let log: StageContext['log'] | null = null;
+  const stores = (tables: ReadonlyMap<number, unknown>): Map<number, DedupStore> => tables as Map<number, DedupStore>;
+
+  /** Record each store's crawl.content offset (read before the store is made durable). */
+  async function checkpointAll(owned: ReadonlyMap<number, DedupStore>): Promise<void> {
+    if (!source || !stateDir || owned.size === 0) return;
+    const ends = await source.ends([...owned.keys()]);
+    for (const [p, store] of owned) await checkpointDedup(dedupStoreDir(stateDir, p), store, ends.get(p) ?? 0);
+  }
+  /** Checkpoint and close stores no longer owned (a handover on this machine then replays only the tail). */
+  async function letGo(gone: Map<number, DedupStore>): Promise<void> {
+    await checkpointAll(gone).catch((err: unknown) => log?.warn({ err }, 'duplicate store checkpoint not written'));
+    for (const s of gone.values()) await s.close();
+  }
 
   function handle(page: FetchedPageMsg, ctx: StageContext): HandleResult | Promise<HandleResult> {
     if (opts.analyzer) return opts.analyzer.analyze(page).then((a) => decide(page, a, ctx));
@@ -248,18 +281,35 @@ export function parseStage(opts: ParseOptions): ParseStage {
     inputs: ['fetched'],
     outputs: ['links', 'parsed', 'content', 'hostPolicy'],
     dedup,
-    restoreFrom: ['content'],
+    // On disk: crawl.content is the stores' changelog (tail or rebuild); in the heap: its rows replayed.
+    ...(stateDir
+      ? {
+          changelog: 'content' as const,
+          async restoreChangelog(parts: readonly number[], changelog: ChangelogSource, ctx: StageContext) {
+            source = changelog;
+            log = ctx.log;
+            await restoreDedupStores(parts, changelog, dedup.index, { stateDir, log: ctx.log, lockWaitMs: opts.lockWaitMs ?? 30_000, kv: dedupStoreBudget(partitions) });
+          },
+          tickMs: opts.checkpointMs ?? CHECKPOINT_MS,
+          async tick() {
+            await checkpointAll(stores(dedup.index.owned())).catch((err: unknown) => log?.warn({ err }, 'duplicate store checkpoint not written'));
+            return [];
+          },
+        }
+      : { restoreFrom: ['content' as const] }),
     restore: (rec) => dedup.restore(rec.key, rec.value as ContentMsg | null),
-    assigned(partitions) {
-      if (!opts.partitions) return;
-      const owned = new Set(partitions);
-      dedup.index.retain((host) => owned.has(partitionForHost(host, opts.partitions!)));
+    assigned(parts) {
+      if (!stateDir && !opts.partitions) return;
+      const owned = new Set(parts);
+      const gone = dedup.index.retain((p) => owned.has(p));
+      if (stateDir && gone.size) void letGo(stores(gone)).catch((err: unknown) => log?.error({ err }, 'closing a lost partition failed'));
     },
     concurrency: opts.analyzer ? ANALYZER_CONCURRENCY : undefined,
     handle: (rec, ctx) => handle(rec.value as FetchedPageMsg, ctx),
     close: async () => {
       await opts.flushText?.();
       await opts.analyzer?.close();
+      if (stateDir) await letGo(stores(dedup.index.retain(() => false)));
     },
   };
 }

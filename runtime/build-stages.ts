@@ -41,6 +41,11 @@ export interface StageDeps {
   /** Where the frontier keeps its partitions' stores (default: config.stateDir). */
   frontierStateDir?: string;
   /**
+   * Where parse keeps its partitions' duplicate stores (processors/dedup-store.ts); absent: its
+   * duplicate tables live in the heap (tests, benches of parse alone).
+   */
+  parseStateDir?: string;
+  /**
    * One host-policy view for seen-test, the frontier and fetch, or (absent) one each. `crawl run`
    * shares one: its stages see every crawl.host-policy row at the same moment (the runner hands
    * each append to all of them in turn), and each copy held every host's rows, about 15 MiB at
@@ -88,7 +93,7 @@ export function buildStages(names: readonly StageName[], deps: StageDeps): Stage
       const analyzer = createParseAnalyzer(c.parseThreads, c.userAgent);
       if (analyzer) setMetricSources({ parseAnalyzer: () => analyzer.backlog() });
       return parseStage({
-        userAgent: c.userAgent, partitions: c.partitions, archiveText: text && ((e, onBuilt) => text.append(e, onBuilt)), flushText: text && (() => text.flush()),
+        userAgent: c.userAgent, partitions: c.partitions, stateDir: deps.parseStateDir, archiveText: text && ((e, onBuilt) => text.append(e, onBuilt)), flushText: text && (() => text.flush()),
         analyzer,
       });
     },

@@ -73,7 +73,7 @@ class StageLoop {
     }
   }
 
-  /** `tables` reads a compacted topic's current rows (TableReads: once for all stages). */
+  /** Restore the stage's state; `tables` reads a compacted topic's current rows (TableReads: once for all stages). */
   async start(tables: TableReads): Promise<void> {
     const began = Date.now();
     const all = Array.from({ length: this.log.partitions }, (_, p) => p);
@@ -87,6 +87,14 @@ class StageLoop {
     }
     this.stage.assigned?.(all);
     this.ctx.log.info({ changelogMs: restored - began, tablesMs: Date.now() - restored, sinceStartMs: Math.round(performance.now()) }, 'stage state restored');
+  }
+
+  /**
+   * Start ticking and consuming, once every stage is restored (EmbeddedRunner.begin): a tick
+   * that ran while a later stage was still restoring (parse's stores open asynchronously)
+   * appended leases before the runner announced appends, and fetch never read them.
+   */
+  run(): void {
     if (this.stage.tick) {
       this.tickTimer = setInterval(() => this.tick(), this.stage.tickMs ?? 100);
     }
@@ -364,6 +372,8 @@ export class EmbeddedRunner {
     // Read once at the start: the rows that arrive from here on reach stages through onAppended.
     tables.clear();
     this.log.on('append', this.onAppend);
+    // Nothing is appended before this: ticks start only now.
+    for (const l of this.loops) l.run();
     this.checkpointTimer = setInterval(() => this.log.checkpoint(), this.opts.checkpointMs ?? DEFAULT_CHECKPOINT_MS);
     this.compactTimer = setInterval(() => {
       this.log.compact().catch((err: unknown) => this.logger.error({ err }, 'journal compaction failed'));

@@ -2,10 +2,16 @@
  * Duplicate detection: the block-table index, trap runs, parse's decisions and the parse
  * stage's duplicate, priority, trap and WET-text behaviour (pure, no services).
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pino from 'pino';
 import * as avro from 'avsc';
 import { avroReader, avroType, loadSchema, schemaBefore } from '../../lib/avro';
 import { DedupIndex, type ContentRow } from '../../lib/dedup';
+import { partitionForHost } from '../../lib/partitioner';
+import { DedupStore } from '../../processors/dedup-store';
+import type { ChangelogSource } from '../../runtime/changelog';
 import { expandLink } from '../../lib/link-groups';
 import { trapRulePrefix, underPrefix } from '../../lib/traps';
 import { pathPrefix, TrapDetector } from '../../lib/dedup-trap';
@@ -21,6 +27,53 @@ import { topics } from '../../topologies/crawl';
 
 const ctx: StageContext = { now: () => 1000, log: pino({ level: 'silent' }) };
 
+// Every index and stage here keeps its duplicate tables on disk (processors/dedup-store.ts), in a
+// folder of its own, closed and removed after each test.
+const dirs: string[] = [];
+const closers: Array<() => Promise<unknown>> = [];
+const tempDir = (): string => {
+  const d = mkdtempSync(join(tmpdir(), 'kcrawl-dedup-'));
+  dirs.push(d);
+  return d;
+};
+afterEach(async () => {
+  for (const c of closers.splice(0)) await c();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+/** An index over a new store per partition. */
+async function diskIndex(partitions = 1): Promise<DedupIndex> {
+  const ix = new DedupIndex({ partitions });
+  for (let p = 0; p < partitions; p++) {
+    const store = await DedupStore.open(join(tempDir(), `content-${p}`));
+    closers.push(() => store.close());
+    ix.attach(p, store);
+  }
+  return ix;
+}
+
+/** crawl.content records as a changelog of one partition (offsets in order). */
+function changelogOf(rows: ReadonlyArray<{ key: string; value: unknown }>): ChangelogSource {
+  const type = avroType(topics.content.valueSchema);
+  const recs = rows.map((r, offset) => ({ offset, key: r.key, value: r.value === null ? null : type.toBuffer(r.value) }));
+  return {
+    ends: async (ps) => new Map(ps.map((p) => [p, p === 0 ? recs.length : 0])),
+    read: async (from, to, onBatch) => {
+      const a = from.get(0) ?? 0;
+      const b = to.get(0) ?? 0;
+      if (b > a) await onBatch(0, recs.slice(a, b));
+    },
+  };
+}
+
+/** A parse stage with its stores in a new folder, restored from `changelog` (default: empty). */
+async function diskStage(opts: Omit<Parameters<typeof parseStage>[0], 'userAgent'> = {}, changelog = changelogOf([])): Promise<ReturnType<typeof parseStage>> {
+  const stage = parseStage({ userAgent: 'kcrawl', stateDir: tempDir(), ...opts });
+  await stage.restoreChangelog!([0], changelog, ctx);
+  closers.push(() => stage.close!());
+  return stage;
+}
+
 /** Flip the lowest `n` bits of a fingerprint. */
 function flip(h: string, n: number): string {
   const lo = parseInt(h.slice(8), 16) ^ ((2 ** n - 1) >>> 0);
@@ -34,43 +87,43 @@ const row = (url: string, sha: string, sh: string | null, duplicate_of: string |
 describe('DedupIndex', () => {
   const H = simhash64('the quick brown fox jumps over the lazy dog '.repeat(20));
 
-  it('finds an exact copy under another URL of the host, never the URL itself', () => {
-    const ix = new DedupIndex();
+  it('finds an exact copy under another URL of the host, never the URL itself', async () => {
+    const ix = await diskIndex();
     ix.record(row('http://a.test/1', 's1', H));
     expect(ix.check('http://a.test/1', 'a.test', 's1', H, V)).toBeNull();
     expect(ix.check('http://a.test/2', 'a.test', 's1', H, V)).toEqual({ kind: 'exact', of: 'http://a.test/1', distance: 0 });
     expect(ix.check('http://b.test/2', 'b.test', 's1', H, V)).toBeNull(); // per host
   });
 
-  it.each([0, 1, 2, 3])('a fingerprint %i bits away is near', (bits) => {
-    const ix = new DedupIndex();
+  it.each([0, 1, 2, 3])('a fingerprint %i bits away is near', async (bits) => {
+    const ix = await diskIndex();
     ix.record(row('http://a.test/1', 's1', H));
     const v = ix.check('http://a.test/2', 'a.test', 's2', flip(H, bits), V);
     expect(v).toEqual({ kind: 'near', of: 'http://a.test/1', distance: bits });
   });
 
-  it('4 bits away is not near, even when three blocks agree', () => {
-    const ix = new DedupIndex();
+  it('4 bits away is not near, even when three blocks agree', async () => {
+    const ix = await diskIndex();
     ix.record(row('http://a.test/1', 's1', H));
     expect(ix.check('http://a.test/2', 'a.test', 's2', flip(H, 4), V)).toBeNull();
   });
 
-  it('bits spread over all four blocks within 3 still match through the untouched block', () => {
-    const ix = new DedupIndex();
+  it('bits spread over all four blocks within 3 still match through the untouched block', async () => {
+    const ix = await diskIndex();
     ix.record(row('http://a.test/1', 's1', '0000000000000000'));
     expect(ix.check('http://a.test/2', 'a.test', 's2', '8000800080000000', V)?.distance).toBe(3);
     expect(ix.check('http://a.test/2', 'a.test', 's2', '8000800080008000', V)).toBeNull(); // 4 blocks touched, 4 bits
   });
 
-  it('duplicates are remembered but never compared against', () => {
-    const ix = new DedupIndex();
+  it('duplicates are remembered but never compared against', async () => {
+    const ix = await diskIndex();
     ix.record(row('http://a.test/2', 's1', H, 'http://a.test/1'));
     expect(ix.get('http://a.test/2', 'a.test')?.duplicate_of).toBe('http://a.test/1');
     expect(ix.check('http://a.test/3', 'a.test', 's1', H, V)).toBeNull();
   });
 
-  it('re-recording a URL replaces its old entries; forget removes it', () => {
-    const ix = new DedupIndex();
+  it('re-recording a URL replaces its old entries; forget removes it', async () => {
+    const ix = await diskIndex();
     ix.record(row('http://a.test/1', 's1', H));
     ix.record(row('http://a.test/1', 's9', '0000000000000000'));
     expect(ix.check('http://a.test/2', 'a.test', 's1', H, V)).toBeNull();
@@ -79,8 +132,8 @@ describe('DedupIndex', () => {
     expect(ix.check('http://a.test/2', 'a.test', 's9', '0000000000000000', V)).toBeNull();
   });
 
-  it('compares fingerprints of the same SimHash version only; exact copies match across versions', () => {
-    const ix = new DedupIndex();
+  it('compares fingerprints of the same SimHash version only; exact copies match across versions', async () => {
+    const ix = await diskIndex();
     const old = { ...row('http://a.test/1', 's1', H), simhash_version: undefined };
     ix.record(old);
     // The same 64 bits under version 1 (a row from before versions) are not this page's neighbour.
@@ -95,8 +148,8 @@ describe('DedupIndex', () => {
     expect(ix.check('http://a.test/2', 'a.test', 's2', H, V)).toBeNull();
   });
 
-  it('several representatives under one key: the first recorded is found, then the next once it is forgotten', () => {
-    const ix = new DedupIndex();
+  it('several representatives under one key: the first recorded is found, then the next once it is forgotten', async () => {
+    const ix = await diskIndex();
     for (const n of [1, 2, 3]) ix.record(row(`http://a.test/${n}`, 's1', H));
     expect(ix.check('http://a.test/9', 'a.test', 's1', H, V)).toEqual({ kind: 'exact', of: 'http://a.test/1', distance: 0 });
     expect(ix.check('http://a.test/9', 'a.test', 's2', flip(H, 2), V)).toEqual({ kind: 'near', of: 'http://a.test/1', distance: 2 });
@@ -111,12 +164,17 @@ describe('DedupIndex', () => {
     expect(ix.check('http://a.test/9', 'a.test', 's2', flip(H, 1), V)).toBeNull();
   });
 
-  it('retain drops hosts no longer owned', () => {
-    const ix = new DedupIndex();
+  it('retain drops hosts no longer owned (their partitions\' tables)', async () => {
+    const ix = await diskIndex(4);
+    const b = partitionForHost('b.test', 4);
+    expect(partitionForHost('a.test', 4)).not.toBe(b); // the check can fail
     ix.record(row('http://a.test/1', 's1', H));
     ix.record(row('http://b.test/1', 's2', H));
-    ix.retain((h) => h === 'b.test');
+    const gone = ix.retain((p) => p === b);
     expect(ix.size).toBe(1);
+    expect(gone.size).toBe(3);
+    expect(() => ix.get('http://a.test/1', 'a.test')).toThrow(/not open/);
+    expect(ix.get('http://b.test/1', 'b.test')?.sha256).toBe('s2');
   });
 });
 
@@ -186,7 +244,7 @@ const linksOf = (outs: OutRecord[]): LinkMsg[] => outs.filter((o) => o.topic ===
 
 describe('parse stage: duplicates', () => {
   it('an exact copy under another URL is recorded with near_duplicate_of and not handed off; its links are deprioritised', async () => {
-    const stage = parseStage({ userAgent: 'kcrawl' });
+    const stage = await diskStage();
     const a = await run(stage, page('http://a.test/a', LONG('gardening')));
     const b = await run(stage, page('http://a.test/b', LONG('gardening')));
     expect(parsedOf(a).near_duplicate_of).toBeNull();
@@ -204,7 +262,7 @@ describe('parse stage: duplicates', () => {
   });
 
   it('a near copy (another footer) is a duplicate; a different page is not', async () => {
-    const stage = parseStage({ userAgent: 'kcrawl' });
+    const stage = await diskStage();
     await run(stage, page('http://a.test/n/1', LONG('sailing', 'visited 2026-11-30 10:00')));
     const near = parsedOf(await run(stage, page('http://a.test/n/2', LONG('sailing', 'visited 2026-12-01 11:31'))));
     const other = parsedOf(await run(stage, page('http://a.test/n/3', LONG('astronomy'))));
@@ -213,7 +271,7 @@ describe('parse stage: duplicates', () => {
   });
 
   it('a CHANGED page that only changed its footer is not handed off; a real change is', async () => {
-    const stage = parseStage({ userAgent: 'kcrawl' });
+    const stage = await diskStage();
     const first = page('http://a.test/c', LONG('cooking', 'v1'));
     await run(stage, first);
     const footer = parsedOf(await run(stage, page('http://a.test/c', LONG('cooking', 'v2'), { prev_sha256: first.sha256 })));
@@ -223,7 +281,7 @@ describe('parse stage: duplicates', () => {
   });
 
   it('five duplicates in a row under one prefix emit one trap:<prefix> host-policy row', async () => {
-    const stage = parseStage({ userAgent: 'kcrawl' });
+    const stage = await diskStage();
     await run(stage, page('http://a.test/cal/0', LONG('calendar', 'day 0')));
     const traps: HostPolicyMsg[] = [];
     const keys: string[] = [];
@@ -245,26 +303,24 @@ describe('parse stage: duplicates', () => {
   });
 
   it('state is rebuilt from its crawl.content rows: a restarted stage still knows the copies', async () => {
-    const first = parseStage({ userAgent: 'kcrawl' });
+    const first = await diskStage();
     const outs = await run(first, page('http://a.test/r/1', LONG('restart')));
     const rows = outs.filter((o) => o.topic === 'content');
     expect(rows).toHaveLength(1);
     expect(rows[0].key).toBe('http://a.test/r/1');
     expect(avroType(topics.content.valueSchema).isValid(rows[0].value)).toBe(true);
 
-    const restarted = parseStage({ userAgent: 'kcrawl' });
-    for (const r of rows) restarted.restore!({ partition: 0, key: r.key, value: r.value }, 'content');
+    // A new store, rebuilt from crawl.content.
+    const restarted = await diskStage({}, changelogOf(rows));
     expect(parsedOf(await run(restarted, page('http://a.test/r/2', LONG('restart')))).near_duplicate_of).toBe('http://a.test/r/1');
 
     // A tombstone forgets it.
-    const forgot = parseStage({ userAgent: 'kcrawl' });
-    for (const r of rows) forgot.restore!({ partition: 0, key: r.key, value: r.value }, 'content');
-    forgot.restore!({ partition: 0, key: 'http://a.test/r/1', value: null }, 'content');
+    const forgot = await diskStage({}, changelogOf([...rows, { key: 'http://a.test/r/1', value: null }]));
     expect(parsedOf(await run(forgot, page('http://a.test/r/2', LONG('restart')))).near_duplicate_of).toBeNull();
   });
 
-  it('an unchanged page writes no content row and stays as it was', () => {
-    const d = new ParseDedup();
+  it('an unchanged page writes no content row and stays as it was', async () => {
+    const d = new ParseDedup(await diskIndex());
     const base: ParsedPageMsg = {
       url: 'http://a.test/u', canonical_url: null, host: 'a.test', fetched_at: 1, change: 'NEW', sha256: 's', simhash64: simhash64('x '.repeat(100)),
       language: null, title: null, text_length: 1, outlinks: 0, noindex: false, warc: { uri: 'u', offset: 0, length: 1 }, text: null, near_duplicate_of: null,
@@ -274,7 +330,7 @@ describe('parse stage: duplicates', () => {
   });
 
   it('a second fetch of a URL that found the bytes parse last recorded keeps the first fetch time, so its event gets the same id', async () => {
-    const stage = parseStage({ userAgent: 'kcrawl' });
+    const stage = await diskStage();
     const first = page('http://a.test/d', LONG('duplicates'));
     const again = { ...first, fetched_at: first.fetched_at + 5000, warc: { ...first.warc, offset: 99 } };
     const a = parsedOf(await run(stage, first));
@@ -283,9 +339,8 @@ describe('parse stage: duplicates', () => {
     expect(handedOff(b)).toBe(true);
     expect(eventId(b.url, b.fetched_at)).toBe(eventId(a.url, a.fetched_at));
     // It holds after a restart, from crawl.content: the copy writes no row of its own.
-    const restarted = parseStage({ userAgent: 'kcrawl' });
-    const rows = (await run(parseStage({ userAgent: 'kcrawl' }), first)).filter((o) => o.topic === 'content');
-    for (const r of rows) restarted.restore!({ partition: 0, key: r.key, value: r.value }, 'content');
+    const rows = (await run(await diskStage(), first)).filter((o) => o.topic === 'content');
+    const restarted = await diskStage({}, changelogOf(rows));
     const c = await run(restarted, { ...first, fetched_at: first.fetched_at + 9000 });
     expect(parsedOf(c).fetched_at).toBe(first.fetched_at);
     expect(c.filter((o) => o.topic === 'content')).toEqual([]);
@@ -293,7 +348,7 @@ describe('parse stage: duplicates', () => {
 
   // (page() fakes a SHA-256 from the HTML's length and tail: topics of different lengths differ.)
   it('a copy of a CHANGED page goes again with the same id (it is the handed-off content, not a near-copy of it)', async () => {
-    const stage = parseStage({ userAgent: 'kcrawl' });
+    const stage = await diskStage();
     const v1 = page('http://a.test/e', LONG('weather'));
     await run(stage, v1);
     const v2 = page('http://a.test/e', LONG('volcanic geology'), { prev_sha256: v1.sha256 });
@@ -304,7 +359,7 @@ describe('parse stage: duplicates', () => {
   });
 
   it('a page its lease calls NEW is CHANGED when parse recorded other bytes for the URL; a URL recorded only as a copy of another stays NEW', async () => {
-    const stage = parseStage({ userAgent: 'kcrawl' });
+    const stage = await diskStage();
     const first = page('http://a.test/f', LONG('pottery'));
     await run(stage, first);
     const second = parsedOf(await run(stage, page('http://a.test/f', LONG('archery practice'))));
@@ -347,7 +402,7 @@ describe('parse stage: duplicates', () => {
     expect(Buffer.from(fromRing.text).toString('utf8')).toBe(asString.text);
   });
 
-  it('a CHANGED page whose last copy has another SimHash version is handed off, and its row takes this version', () => {
+  it('a CHANGED page whose last copy has another SimHash version is handed off, and its row takes this version', async () => {
     const url = 'http://a.test/v';
     const fp = simhash64('the same words as before on this page '.repeat(20));
     const changed: ParsedPageMsg = {
@@ -355,11 +410,11 @@ describe('parse stage: duplicates', () => {
       language: null, title: null, text_length: 1, outlinks: 0, noindex: false, warc: { uri: 'u', offset: 0, length: 1 }, text: null, near_duplicate_of: null,
     };
     const lastCopy: ContentMsg = { url, host: 'a.test', sha256: 's0', simhash64: fp, fetched_at: 1, duplicate_of: null };
-    const upgraded = new ParseDedup();
+    const upgraded = new ParseDedup(await diskIndex());
     upgraded.restore(url, lastCopy); // a row from before versions: version 1
     expect(upgraded.decide(changed, 0, 3)).toMatchObject({ kind: null, nearDuplicateOf: null, content: { sha256: 's1', simhash64: fp, simhash_version: V } });
     // The same bits under the same version: a near-copy of itself, not handed off.
-    const same = new ParseDedup();
+    const same = new ParseDedup(await diskIndex());
     same.restore(url, { ...lastCopy, simhash_version: V });
     expect(same.decide(changed, 0, 3)).toMatchObject({ kind: 'self', nearDuplicateOf: url });
   });
@@ -369,8 +424,7 @@ describe('parse stage: WET-style text', () => {
   it('writes a conversion record referring to the response, and announces the page only once it is stored', async () => {
     const entries: WarcEntry[] = [];
     let store!: (p: WarcPointer) => void;
-    const stage = parseStage({
-      userAgent: 'kcrawl',
+    const stage = await diskStage({
       archiveText: (e) => {
         entries.push(e);
         return new Promise<WarcPointer>((r) => (store = r));
@@ -413,8 +467,7 @@ describe('parse stage: WET-style text', () => {
     let store!: (ptr: WarcPointer) => void;
     let fail!: (err: Error) => void;
     const texts: string[] = [];
-    const stage = parseStage({
-      userAgent: 'kcrawl',
+    const stage = await diskStage({
       analyzer,
       archiveText: (e, onBuilt) => {
         texts.push(Buffer.from((e as { text: Uint8Array }).text).toString('utf8'));
@@ -443,7 +496,7 @@ describe('parse stage: WET-style text', () => {
 
   it('duplicates, unchanged and noindex pages get no text record', async () => {
     const entries: WarcEntry[] = [];
-    const stage = parseStage({ userAgent: 'kcrawl', archiveText: async (e) => (entries.push(e), { uri: 'u', offset: 0, length: 1, recordId: 'r' }) });
+    const stage = await diskStage({ archiveText: async (e) => (entries.push(e), { uri: 'u', offset: 0, length: 1, recordId: 'r' }) });
     await run(stage, page('http://a.test/x/1', LONG('pottery')));
     await run(stage, page('http://a.test/x/2', LONG('pottery')));
     const p = page('http://a.test/x/3', LONG('glass'));

@@ -165,3 +165,44 @@ describe('EmbeddedRunner.stop()', () => {
     await runner.stop();
   });
 });
+
+describe('EmbeddedRunner.start()', () => {
+  it('starts ticks only once every stage is restored: a record a tick appends while a later stage restores is read', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'runner-start-'));
+    const log = new FileLog({ dir, partitions: P });
+    try {
+      const order: string[] = [];
+      // Shaped like the frontier (a tick emits a lease), fetch (reads it) and parse (restores its stores asynchronously).
+      let ticked = false;
+      const ticker: Stage = {
+        id: 'ticker', inputs: [], outputs: ['frontier'], tickMs: 5,
+        tick: () => {
+          if (ticked) return [];
+          ticked = true;
+          order.push('tick');
+          return [candidate(`http://${HOST}/leased`)];
+        },
+        handle: () => [],
+      };
+      const read: string[] = [];
+      const reader: Stage = { id: 'reader', inputs: ['frontier'], outputs: [], handle: (rec) => (read.push((rec.value as CandidateMsg).url), []) };
+      const slow: Stage = {
+        id: 'slow', inputs: [], outputs: [], changelog: 'content',
+        restoreChangelog: async () => {
+          await new Promise((r) => setTimeout(r, 200));
+          order.push('restored');
+        },
+        handle: () => [],
+      };
+      const runner = new EmbeddedRunner(log, [ticker, reader, slow], silent);
+      await runner.start();
+      await until(() => read.length === 1);
+      expect(order).toEqual(['restored', 'tick']);
+      expect(read).toEqual([`http://${HOST}/leased`]);
+      await runner.stop();
+    } finally {
+      log.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
