@@ -246,6 +246,8 @@ async function rebuildStep(dir: string, rows: Array<[string, string]>, partition
   const t2 = Date.now();
   const third = startChild(dir, 0, 5, partitions);
   const lease3 = await third.wait((e) => e.event === 'first-lease', 6 * 3600_000);
+  // The first lease may come before the child reports the store current (its CPU by thread).
+  await third.wait((e) => e.event === 'restored', 30_000);
   const rebuilt = third.logs.find((l) => l.msg === 'frontier store restored');
   const secs = Number(rebuilt?.seconds ?? NaN);
   const restored = (rebuilt?.partitions as Array<{ rows: number; urls: number }> | undefined) ?? [];
