@@ -22,25 +22,11 @@
  * the new version never meets one of the old (whose bits mean something else); old rows stay
  * representatives for exact duplicates, and for near ones once their page is parsed again.
  */
-import type { ContentMsg } from '../../lib/messages';
+import { NEAR_DUPLICATE_MAX_BITS, simhashVersionOf, type ContentRow, type DuplicateVerdict } from '../../lib/dedup';
 import { blocks16, hammingDistance } from '../../lib/simhash';
-
-/** A row's or page's SimHash version; rows written before versions existed are version 1. */
-export const simhashVersionOf = (r: { simhash_version?: number }): number => r.simhash_version ?? 1;
 
 /** The block tables' key: the version above the 16-bit block. */
 const blockKey = (version: number, block: number): number => version * 0x10000 + block;
-
-/** One row of crawl.content (key = url): what parse last saw at a URL (duplicate_of null = a representative). */
-export type ContentRow = ContentMsg;
-
-export interface DuplicateVerdict {
-  kind: 'exact' | 'near';
-  of: string;
-  distance: number;
-}
-
-export const NEAR_DUPLICATE_MAX_BITS = 3;
 
 /**
  * The URLs under one key of a host's index: one URL as itself (nearly every key holds one), more
