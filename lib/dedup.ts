@@ -29,6 +29,7 @@
  * lists hold one URL or none. Lists keep insertion order, as the Sets they replace did, so the
  * representative a page is judged a copy of is the one it always was.
  */
+import * as avro from 'avsc';
 import { avroTailType } from './avro';
 import type { ContentMsg } from './messages';
 import { partitionForHost } from './partitioner';
@@ -118,39 +119,15 @@ export function blockKey(host: string, version: number, i: number, block: number
 
 export const metaKey = (name: string): Buffer => Buffer.from(`m${name}`, 'latin1');
 
-/** A list of strings: each as a LEB128 length and its UTF-8 bytes. */
+/** A list's value: an Avro array of strings (store layout 2; layout 1 used hand-written LEB128 lengths). */
+const stringListType = avro.Type.forSchema({ type: 'array', items: 'string' });
+
 export function encodeStrings(xs: readonly string[]): Buffer {
-  let n = 0;
-  for (const s of xs) n += 5 + Buffer.byteLength(s);
-  const b = Buffer.allocUnsafe(n);
-  let at = 0;
-  for (const s of xs) {
-    let len = Buffer.byteLength(s);
-    while (len >= 0x80) {
-      b[at++] = (len & 0x7f) | 0x80;
-      len >>>= 7;
-    }
-    b[at++] = len;
-    at += b.write(s, at, 'utf8');
-  }
-  return b.subarray(0, at);
+  return stringListType.toBuffer(xs);
 }
 
 export function decodeStrings(b: Buffer | undefined): string[] {
-  const out: string[] = [];
-  if (!b) return out;
-  let at = 0;
-  while (at < b.length) {
-    let len = 0;
-    for (let shift = 0; ; shift += 7) {
-      const x = b[at++];
-      len |= (x & 0x7f) << shift;
-      if (x < 0x80) break;
-    }
-    out.push(b.toString('utf8', at, at + len));
-    at += len;
-  }
-  return out;
+  return b ? (stringListType.fromBuffer(b) as string[]) : [];
 }
 
 const ROW_SCHEMA = 'crawl.Content.v1';
@@ -176,15 +153,19 @@ export interface DedupIndexOptions {
   tableFor?: (partition: number) => DedupTable;
 }
 
-/** A list's value, `url` added at its end (taken out first if there). */
-function withUrl(list: string[], url: string, extra?: string): Buffer {
+/** The list without `url`'s entry: entries of `step` strings, the URL first in each. */
+function without(list: readonly string[], url: string, step: 1 | 2): string[] {
   const out: string[] = [];
-  const step = extra === undefined ? 1 : 2;
   for (let i = 0; i < list.length; i += step) {
     if (list[i] === url) continue;
-    out.push(list[i]);
-    if (step === 2) out.push(list[i + 1]);
+    for (let j = 0; j < step; j++) out.push(list[i + j]);
   }
+  return out;
+}
+
+/** A list's value, `url` (and `extra` after it) added at its end (taken out first if there). */
+function withUrl(list: string[], url: string, extra?: string): Buffer {
+  const out = without(list, url, extra === undefined ? 1 : 2);
   out.push(url);
   if (extra !== undefined) out.push(extra);
   return encodeStrings(out);
@@ -193,11 +174,7 @@ function withUrl(list: string[], url: string, extra?: string): Buffer {
 /** Take `url` out of the list under `key` (the key goes when the list is empty). */
 function removeFrom(t: DedupTable, key: Buffer, url: string, step: 1 | 2): void {
   const list = decodeStrings(t.get(key));
-  const out: string[] = [];
-  for (let i = 0; i < list.length; i += step) {
-    if (list[i] === url) continue;
-    for (let j = 0; j < step; j++) out.push(list[i + j]);
-  }
+  const out = without(list, url, step);
   if (out.length === list.length) return;
   if (out.length === 0) t.del(key);
   else t.put(key, encodeStrings(out));

@@ -25,8 +25,11 @@ import type { ContentMsg } from '../lib/messages';
 import type { ChangelogSource } from '../runtime/changelog';
 import { readCheckpoint, writeCheckpoint } from './frontier-restore';
 
-/** The layout of keys and values this release writes (lib/dedup.ts); a store in another is rebuilt. */
-export const DEDUP_LAYOUT = 1;
+/**
+ * The layout of keys and values this release writes (lib/dedup.ts); a store in another is rebuilt.
+ * 1: lists as LEB128 lengths and UTF-8 bytes (hand-written); 2: lists as Avro arrays of strings.
+ */
+export const DEDUP_LAYOUT = 2;
 
 const ID_KEY = metaKey('id');
 const LAYOUT_KEY = metaKey('layout');

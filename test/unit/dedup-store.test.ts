@@ -7,8 +7,9 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
+import { KvStore } from '../../connectors/kv-store';
 import { avroType } from '../../lib/avro';
-import { DedupIndex } from '../../lib/dedup';
+import { DedupIndex, metaKey } from '../../lib/dedup';
 import type { ContentMsg, ParsedPageMsg } from '../../lib/messages';
 import { SIMHASH_VERSION as V } from '../../lib/simhash';
 import { checkpointDedup, DedupStore, dedupStoreDir, restoreDedupStores } from '../../processors/dedup-store';
@@ -162,5 +163,31 @@ describe('duplicate store on disk', () => {
     expect(rebuilt.records).toBe(journal.recs.length);
     expect(rebuilt.dedup.index.size).toBe(heap.index.size);
     expect(decideAll(rebuilt.dedup, probe)).toEqual(decideAll(heapDedup(heap.index as unknown as HeapDedupIndex), probe));
+  });
+  it('a store written in another layout (1: lists with hand-written LEB128 lengths) is rebuilt, not read', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kcrawl-dedup-'));
+    dirs.push(dir);
+    const journal = new Journal();
+    const heap = heapDedup();
+    const first = await restored(dir, journal);
+    const [a, probe] = [pages(600, 31), pages(300, 32)];
+    decideAll(first.dedup, a, journal);
+    decideAll(heap, a);
+    await checkpointDedup(dedupStoreDir(dir, 0), stores[0], journal.recs.length);
+    await stores[0].close();
+    stores.length = 0;
+    // What a layout-1 release left: its marker, and a list in its own encoding.
+    const kv = await KvStore.open(dedupStoreDir(dir, 0));
+    const b = kv.batch();
+    b.put(metaKey('layout'), Buffer.from('1'));
+    b.put(Buffer.from('s\u0000x', 'latin1'), Buffer.from([5, 0x68, 0x74, 0x74, 0x70, 0x3a]));
+    await kv.write(b, true);
+    await kv.close();
+
+    const again = await restored(dir, journal);
+    expect(again.rebuilt).toBe(true);
+    expect(stores[0].layout).toBe(2);
+    expect(again.records).toBe(journal.recs.length);
+    expect(decideAll(again.dedup, probe)).toEqual(decideAll(heapDedup(heap.index as unknown as HeapDedupIndex), probe));
   });
 });
