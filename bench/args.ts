@@ -29,7 +29,7 @@ export interface BenchArgs {
   /** frontier-scale: URLs to take in, and seconds of leasing measured with them in the table. */
   urls: number;
   leaseSecs: number;
-  /** frontier-scale: partitions the one frontier process owns, each with its own store (1). */
+  /** frontier-scale: partitions the one frontier process owns, each with its own store (8, the product's default). */
   partitions: number;
   /** frontier-scale: keep the run's folder here (a journal to rebuild from again: --rebuild-only). */
   keep?: string;
@@ -64,7 +64,7 @@ export const USAGE = `usage: npm run bench -- [flags]   (or node dist/bench/run.
   --stages N                   per-stage CPU a page over N hosts' pages before the contenders (64; 0: skip)
   --urls N                     frontier-scale: distinct URLs into one frontier (1000000; the acceptance run is 50000000)
   --lease-secs S               frontier-scale: seconds of leasing measured with the table full (30)
-  --partitions P               frontier-scale: partitions the frontier process owns, a store each (1; crawl run and Kafka mode default to 8)
+  --partitions P               frontier-scale: partitions the frontier process owns, a store each (8, as crawl run and Kafka mode)
   --keep DIR                   frontier-scale: keep the run's folder (its journal) in DIR
   --rebuild-only               frontier-scale: only delete the store and rebuild it from DIR's journal (needs --keep)
   --seeds N                    crawl-run-scale: seeds in the file (1000000; the acceptance run is 20000000 over --hosts 100000)`;
@@ -88,7 +88,7 @@ const wholeNumber = (flag: string, v: string | undefined, min: number): number =
 };
 
 export function parseBenchArgs(argv: readonly string[]): BenchArgs {
-  const a: BenchArgs = { only: [...DEFAULT_PARTS], urls: 1_000_000, leaseSecs: 30, partitions: 1, seeds: 1_000_000, hosts: 5000, latencies: [0, 200], secs: 20, warmupSecs: 15, concurrency: 256, kafkaProcs: parseKafkaProcs(DEFAULT_KAFKA_PROCS), nodeFlags: [], web: 'real', stageHosts: 64 };
+  const a: BenchArgs = { only: [...DEFAULT_PARTS], urls: 1_000_000, leaseSecs: 30, partitions: 8, seeds: 1_000_000, hosts: 5000, latencies: [0, 200], secs: 20, warmupSecs: 15, concurrency: 256, kafkaProcs: parseKafkaProcs(DEFAULT_KAFKA_PROCS), nodeFlags: [], web: 'real', stageHosts: 64 };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
     const v = argv[i + 1];

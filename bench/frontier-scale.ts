@@ -190,7 +190,7 @@ async function kill9(run: ChildRun): Promise<void> {
 export async function runFrontierScale(a: FrontierScaleArgs): Promise<string> {
   const dir = a.dir ?? join(tmpdir(), `kcrawl-frontier-scale-${process.pid}`);
   const rows: Array<[string, string]> = [];
-  const parts = a.partitions ?? 1;
+  const parts = a.partitions ?? 8;
   if (a.rebuildOnly) {
     if (!existsSync(join(dir, 'state', 'topics', 'crawl.urls'))) throw new Error(`--rebuild-only: no journal in ${dir} (run once with --keep ${dir})`);
     await rebuildStep(dir, rows, parts);

@@ -197,9 +197,9 @@ describe('bench flags', () => {
     expect(parseBenchArgs([])).toMatchObject({ web: 'real', stageHosts: 64 });
     expect(parseBenchArgs(['--web', 'lorem', '--stages', '0'])).toMatchObject({ web: 'lorem', stageHosts: 0 });
     expect(() => parseBenchArgs(['--web', 'fake'])).toThrow(/--web fake: expected real or lorem/);
-    // frontier-scale: one partition unless asked (the figure so far), at least one.
-    expect(parseBenchArgs(['--only', 'frontier-scale'])).toMatchObject({ urls: 1_000_000, partitions: 1 });
-    expect(parseBenchArgs(['--only', 'frontier-scale', '--partitions', '8'])).toMatchObject({ partitions: 8 });
+    // frontier-scale: eight partitions unless asked (the product's default), at least one.
+    expect(parseBenchArgs(['--only', 'frontier-scale'])).toMatchObject({ urls: 1_000_000, partitions: 8 });
+    expect(parseBenchArgs(['--only', 'frontier-scale', '--partitions', '1'])).toMatchObject({ partitions: 1 });
     expect(() => parseBenchArgs(['--partitions', '0'])).toThrow(/--partitions/);
     // frontier-scale's rebuild alone, on the journal of a kept run.
     expect(parseBenchArgs(['--only', 'frontier-scale', '--keep', '/tmp/fs', '--rebuild-only', '--urls', '5000'])).toMatchObject({ keep: '/tmp/fs', rebuildOnly: true, urls: 5000 });
