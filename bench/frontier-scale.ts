@@ -26,7 +26,7 @@ export interface FrontierScaleArgs {
   urls: number;
   /** Seconds of the lease phase before the kill -9. */
   leaseSecs: number;
-  /** Partitions the frontier process owns, each with its own store (default 1). */
+  /** Partitions the frontier process owns, each with its own store (default 8, as crawl run and Kafka mode; before 2026-12-06 the benchmark's default was 1). */
   partitions?: number;
   /** Keep the run's folder (default: removed). */
   dir?: string;
