@@ -6,6 +6,7 @@
  */
 import type { FetchStatusMsg, HostPolicyMsg } from '../lib/messages';
 import type { QueuedRef } from './frontier-store';
+import { ownString } from '../lib/own-string';
 import { routingKey } from '../lib/partitioner';
 import { backoffRecord, gapInForceAtMost, loadSignal, nextBackoff, NO_BACKOFF, sameBackoff, type AimdPolicy, type HostBackoff } from './frontier-aimd';
 
@@ -51,8 +52,11 @@ export class HostState {
   nextAt: number;
   private bits = 0;
   private more: HostPace | null = null;
+  /** The host's name, a string of its own (lib/own-string.ts): the one given may be a slice of a URL. */
+  readonly host: string;
 
-  constructor(readonly host: string, now: number) {
+  constructor(host: string, now: number) {
+    this.host = ownString(host);
     this.nextAt = now;
   }
 
