@@ -4,7 +4,7 @@
  *   many URLs, few hosts — N URLs over 5,000 hosts: what memory grows by per URL known;
  *   many hosts           — 2 URLs per host: what a host with work costs (N/2 hosts: 2,000,000
  *                          URLs give the million hosts of the 50M frontier-scale run).
- * Candidates look like the benchmark web's (a host string of its own per candidate, a priority,
+ * Candidates look like the benchmark web's (a host cut from the candidate's URL, a priority,
  * depth 1-3), fed through FrontierState.onCandidates in batches of 1,000, as the stage does. In
  * the many-hosts case each host is a site of its own, named as bench/frontier-scale-web.ts names
  * them (`www.<word>-<n>-site.com`, its own registered domain); in the other, 250 hosts share one.
@@ -19,6 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import type { CandidateMsg } from '../lib/messages';
+import { hostOf } from '../lib/url-normalize';
 import { FrontierState, TUNING_DEFAULTS } from '../processors/frontier-state';
 import { restoreStores } from '../processors/frontier-restore';
 import type { ChangelogSource } from '../runtime/changelog';
@@ -38,9 +39,11 @@ function gc(): void {
 
 function candidate(i: number, hosts: number, now: number, ownSites: boolean): CandidateMsg {
   const h = i % hosts;
-  // Built afresh, as a decoded message's strings are.
-  const host = ownSites ? `www.${WORDS[h % WORDS.length]}-${h.toString(36)}-site.com` : `h${h}.site-${Math.floor(h / 250)}.test`;
-  return { url: `http://${host}:40123/p/${i}`, host, depth: 1 + (i % 3), discovered_at: now - (i % 1000), source_url: null, priority: ((i * 7) % 100) / 100 };
+  // Built afresh, as a decoded message's strings are; the host cut from the URL, as seen-test's
+  // normaliser gives it (a slice of the URL in V8: lib/own-string.ts).
+  const name = ownSites ? `www.${WORDS[h % WORDS.length]}-${h.toString(36)}-site.com` : `h${h}.site-${Math.floor(h / 250)}.test`;
+  const url = `http://${name}:40123/p/${i}`;
+  return { url, host: hostOf(url), depth: 1 + (i % 3), discovered_at: now - (i % 1000), source_url: null, priority: ((i * 7) % 100) / 100 };
 }
 
 const EMPTY: ChangelogSource = { ends: async (ps) => new Map(ps.map((p) => [p, 0])), read: async () => undefined };

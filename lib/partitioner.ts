@@ -8,6 +8,7 @@
  * coordinating with other instances.
  */
 import { registeredDomain } from './url-normalize';
+import { ownString } from './own-string';
 
 const SEED = 0x9747b28c;
 const M = 0x5bd1e995;
@@ -47,9 +48,11 @@ const KEY_CACHE_MAX = 100_000;
 export function routingKey(host: string): string {
   let key = keyCache.get(host);
   if (key === undefined) {
-    key = registeredDomain(host) ?? host;
+    // Kept: its own copy, not a slice of the URL the host may have been cut from (lib/own-string.ts).
+    const own = ownString(host);
+    key = registeredDomain(own) ?? own;
     if (keyCache.size >= KEY_CACHE_MAX) keyCache.clear();
-    keyCache.set(host, key);
+    keyCache.set(own, key);
   }
   return key;
 }
@@ -63,7 +66,7 @@ export function partitionForHost(host: string, partitions: number): number {
   if (h === undefined) {
     h = murmur2(Buffer.from(routingKey(host), 'utf8')) & 0x7fffffff;
     if (hashCache.size >= KEY_CACHE_MAX) hashCache.clear();
-    hashCache.set(host, h);
+    hashCache.set(ownString(host), h);
   }
   return h % partitions;
 }

@@ -488,7 +488,8 @@ export class FrontierState {
       h.nextAt = Math.max(h.nextAt, b.backoff.notBefore);
     }
     if (since !== undefined) h.nextAt = Math.max(h.nextAt, since + handOverWaitMs(this.policy.minHostDelayMs, gap));
-    this.hosts.set(host, h);
+    // Keyed by the host's own copy of its name: `host` may be a slice of a candidate's URL.
+    this.hosts.set(h.host, h);
     if (h.size > 0 && this.underBudget(h)) this.queued += h.size;
     this.schedule(h);
     return h;

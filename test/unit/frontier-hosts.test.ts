@@ -6,6 +6,7 @@
 import type { FetchStatusMsg } from '../../lib/messages';
 import { AIMD_DEFAULTS, NO_BACKOFF } from '../../processors/frontier-aimd';
 import { applyAnswer, HostState } from '../../processors/frontier-hosts';
+import * as ownStrings from '../../lib/own-string';
 
 const PACE = { ...AIMD_DEFAULTS, minHostDelayMs: 1000, maxCrawlDelayMs: 10_000, responseTimeFactor: 10 };
 
@@ -18,6 +19,16 @@ function answer(fields: Partial<FetchStatusMsg> & { finished_at: number }): Fetc
 }
 
 describe('HostState', () => {
+  afterEach(() => jest.restoreAllMocks());
+
+  it('keeps its own copy of the host name (lib/own-string.ts): a name cut from a URL would keep the URL', () => {
+    // The copy's text is the same, so the stand-in marks it to show which string was kept.
+    const own = jest.spyOn(ownStrings, 'ownString').mockImplementation((s) => `own:${s}`);
+    const h = new HostState('www.example-thirteen.com', 0);
+    expect(own).toHaveBeenCalledWith('www.example-thirteen.com');
+    expect(h.host).toBe('own:www.example-thirteen.com');
+  });
+
   it('a new host reads its defaults and carries no pace', () => {
     const h = new HostState('www.example.co.uk', 5000);
     expect(h).toMatchObject({

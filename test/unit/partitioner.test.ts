@@ -1,4 +1,5 @@
 import { murmur2, partitionForHost, routingKey } from '../../lib/partitioner';
+import * as ownStrings from '../../lib/own-string';
 // kafkajs's own default partitioner is the reference: Kafka mode and the embedded log must agree.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const kafkajsMurmur2 = require('kafkajs/src/producer/partitioners/default/murmur2') as (k: Buffer) => number;
@@ -27,3 +28,20 @@ describe('routing by registered domain', () => {
     expect(routingKey('a.b.example.co.uk')).toBe('example.co.uk');
   });
 });
+
+describe('the routing caches', () => {
+  afterEach(() => jest.restoreAllMocks());
+
+  it('keep their own copy of a host name, not the string given (a slice of a URL would keep the URL: lib/own-string.ts)', () => {
+    const own = jest.spyOn(ownStrings, 'ownString');
+    const host = `www.cache-copy-${Date.now()}.example.org`;
+    expect(routingKey(host)).toBe('example.org');
+    expect(partitionForHost(host, 8)).toBe(partitionForHost('example.org', 8));
+    // Once for each cache's key on the miss; the hits after it copy nothing.
+    expect(own.mock.calls.filter(([s]) => s === host)).toHaveLength(2);
+    routingKey(host);
+    partitionForHost(host, 8);
+    expect(own.mock.calls.filter(([s]) => s === host)).toHaveLength(2);
+  });
+});
+
