@@ -44,7 +44,7 @@ import { MIN_OPEN_TABLES } from '../connectors/kv-store';
  *    iterator. `node dist/bench/run.js --only frontier-scale --urls 10000000 --partitions 8`
  *    (docs/frontier-store.md, "The C heap outside V8"): C heap and other 145-166 MiB at 10M rows
  *    instead of 241-273, peak RSS 683 MiB instead of 876, intake no slower; the store takes
- *    about 2.7 times the disk (204 B a URL instead of about 75).
+ *    about 3.4 times the disk (204 B a URL instead of 59).
  */
 export function storeBudget(partitions: number): { cacheBytes: number; writeBufferBytes: number; openTables: number; fileBytes: number; compression: boolean } {
   const p = Math.max(1, partitions);
