@@ -34,7 +34,11 @@
 //    40 MiB per million URLs in the table with glibc (heaptrack: 122 MiB actually in use at its
 //    peak), about 14 with jemalloc, which returns freed pages to the system
 //    (docs/frontier-store.md, "The C heap at 10M"). Without the library, glibc with the two
-//    settings above.
+//    settings above. jemalloc's own settings are left at Debian's (10 s dirty decay, no
+//    background thread, 8 arenas on 2 cores): through a 10M frontier-scale run its statistics
+//    put 7-47 MiB in dirty pages, 2-19 in slack inside slabs and 6-13 in metadata (276 MiB in
+//    use at the end of the intake), so decay, arena or tcache settings could give back a few
+//    tens of MiB at most (docs/frontier-store.md, "The C heap outside V8").
 // Run as `node bin/crawl.js`, give the flags yourself (NODE_OPTIONS takes both; set
 // MALLOC_ARENA_MAX, MALLOC_MMAP_THRESHOLD_ and LD_PRELOAD in the environment).
 require('../dist/cli/main.js').main(process.argv).catch((err) => {

@@ -64,6 +64,13 @@ export interface KvStoreOptions {
   openTables?: number;
   /** Bytes of a table file LevelDB writes before starting the next (default 32 MiB). */
   fileBytes?: number;
+  /**
+   * Snappy-compress table blocks (LevelDB's default, true). A compressed block read from a
+   * mapped table file is decompressed into a malloc'd copy that goes to the block cache (or is
+   * pinned by the iterator reading it); an uncompressed one is read in place from the mapping,
+   * with no copy (the file's pages are the only memory it takes).
+   */
+  compression?: boolean;
   /** How long to keep retrying while another process still holds the database's lock. */
   lockWaitMs?: number;
 }
@@ -107,6 +114,7 @@ export class KvStore {
         await db.open({
           createIfMissing: true, cacheSize: o.cacheBytes ?? 16 << 20, writeBufferSize: o.writeBufferBytes ?? 16 << 20,
           maxOpenFiles: o.openTables === undefined ? 1000 : o.openTables + LEVELDB_OTHER_FILES, maxFileSize: o.fileBytes ?? 32 << 20,
+          compression: o.compression ?? true,
         });
         return new KvStore(dir, db);
       } catch (err) {

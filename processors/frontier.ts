@@ -38,12 +38,19 @@ import { MIN_OPEN_TABLES } from '../connectors/kv-store';
  *    resident, so 256 MiB worth of open tables: its smallest table cache (64 files) of files
  *    of 256 MiB / 64 / partitions (at least 1 MiB). With 32 MiB files and a cache of 990 this
  *    part grew with the table (1.9 GiB at 50M URLs).
+ *  - no Snappy compression: LevelDB reads an uncompressed block in place from the mapped file,
+ *    where it decompressed every block it read (the seen check's misses, compactions) into a
+ *    malloc'd copy for the block cache, the open tables' index and filter blocks, or an
+ *    iterator. `node dist/bench/run.js --only frontier-scale --urls 10000000 --partitions 8`
+ *    (docs/frontier-store.md, "The C heap outside V8"): C heap and other 145-166 MiB at 10M rows
+ *    instead of 241-273, peak RSS 683 MiB instead of 876, intake no slower; the store takes
+ *    about 3.4 times the disk (204 B a URL instead of 59).
  */
-export function storeBudget(partitions: number): { cacheBytes: number; writeBufferBytes: number; openTables: number; fileBytes: number } {
+export function storeBudget(partitions: number): { cacheBytes: number; writeBufferBytes: number; openTables: number; fileBytes: number; compression: boolean } {
   const p = Math.max(1, partitions);
   const each = Math.max(4 << 20, Math.floor((48 << 20) / p));
   const fileBytes = Math.max(1 << 20, Math.floor((256 << 20) / MIN_OPEN_TABLES / p));
-  return { cacheBytes: each, writeBufferBytes: each, openTables: MIN_OPEN_TABLES, fileBytes };
+  return { cacheBytes: each, writeBufferBytes: each, openTables: MIN_OPEN_TABLES, fileBytes, compression: false };
 }
 
 /** How often owned stores are made durable and their changelog offsets recorded. */

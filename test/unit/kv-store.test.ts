@@ -4,7 +4,7 @@
  * writes a chunk's handler makes are not seen by the scan; a handler that fails ends the scan
  * with its error and leaves the store usable.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KvStore } from '../../connectors/kv-store';
@@ -66,5 +66,45 @@ describe('KvStore.scan', () => {
     ).rejects.toThrow('handler failed');
     expect(calls).toBe(3);
     expect((await kv.get(key('a', 999)))?.toString()).toBe('v999');
+  });
+});
+
+describe('KvStore compression', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'kv-comp-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  const row = (i: number): Buffer => Buffer.from(`https://host${i % 50}.example/some/long/path/${i}?q=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa`);
+  /** Write `n` rows (enough to fill several 64 KiB memtables, so table files are written), then close. */
+  async function fill(path: string, compression: boolean, from: number, n: number): Promise<void> {
+    const kv = await KvStore.open(path, { compression, writeBufferBytes: 64 << 10 });
+    for (let i = from; i < from + n; i += 500) {
+      const b = kv.batch();
+      for (let j = i; j < i + 500; j++) b.put(key('r', j), row(j));
+      await kv.write(b);
+    }
+    await kv.close();
+  }
+  const tableBytes = (path: string): number => readdirSync(path).filter((f) => f.endsWith('.ldb')).reduce((s, f) => s + statSync(join(path, f)).size, 0);
+
+  it('reaches LevelDB: the same rows take more table bytes uncompressed', async () => {
+    await fill(join(dir, 'snappy'), true, 0, 20_000);
+    await fill(join(dir, 'plain'), false, 0, 20_000);
+    expect(tableBytes(join(dir, 'plain'))).toBeGreaterThan(1.5 * tableBytes(join(dir, 'snappy')));
+  });
+
+  it('a store written compressed reads back opened uncompressed, and the other way round', async () => {
+    const path = join(dir, 'db');
+    await fill(path, true, 0, 10_000);
+    await fill(path, false, 10_000, 10_000);
+    for (const compression of [false, true]) {
+      const kv = await KvStore.open(path, { compression });
+      const got = await kv.entries({ gte: key('r', 0), lt: key('s', 0) });
+      expect(got).toHaveLength(20_000);
+      expect(got.every(([, v], i) => v.equals(row(i)))).toBe(true);
+      await kv.close();
+    }
   });
 });
