@@ -103,6 +103,8 @@ export interface RestoreOptions {
   runBytes?: number;
   /** `sort`: index entries' bytes a partition holds before spilling (INDEX_RUN_BYTES). */
   indexRunBytes?: number;
+  /** `sort`: runs sorted and written on a worker thread (default) or on the calling one. */
+  sortThread?: boolean;
 }
 
 export interface Restored {
@@ -165,7 +167,7 @@ export async function restoreStores(partitions: readonly number[], source: Chang
     const sorting = rebuild && (o.rebuild ?? 'sort') === 'sort';
     // Runs a crashed rebuild left are of no use: it starts again (no checkpoint was written).
     rmSync(rebuildTempDir(dir), { recursive: true, force: true });
-    const sorter = sorting ? new SortedRuns(join(rebuildTempDir(dir), 'rows')) : null;
+    const sorter = sorting ? new SortedRuns(join(rebuildTempDir(dir), 'rows'), 'utf8', o.sortThread === false ? 'inline' : 'thread') : null;
     plans.set(p, { partition: p, writing: Promise.resolve(), dir, store, from: rebuild ? 0 : cp!.offset, rebuild, rows: 0, sorter });
   }
   const sorters = [...plans.values()].flatMap((pl) => (pl.sorter ? [pl.sorter] : []));
@@ -186,7 +188,7 @@ export async function restoreStores(partitions: readonly number[], source: Chang
       while (held > runBytes) {
         const largest = sorters.reduce((a, b) => (b.bufferedBytes > a.bufferedBytes ? b : a));
         held -= largest.bufferedBytes;
-        largest.spill();
+        await largest.spill();
       }
     } else if (pl.rebuild) {
       // Staged while the previous batch is written; written once that is done (one write in flight).
@@ -289,7 +291,7 @@ export async function applyChangelog(store: UrlStore, recs: readonly ChangelogRe
 async function writeSorted(store: UrlStore, rows: SortedRuns, tmp: string, o: RestoreOptions, partition: number): Promise<number> {
   const started = Date.now();
   let lastLog = started;
-  const index = new SortedRuns(join(tmp, 'index'), 'latin1');
+  const index = new SortedRuns(join(tmp, 'index'), 'latin1', o.sortThread === false ? 'inline' : 'thread');
   const indexRunBytes = o.indexRunBytes ?? INDEX_RUN_BYTES;
   const queued = new Map<string, number>();
   const counts: StateCounts = {};
@@ -311,7 +313,7 @@ async function writeSorted(store: UrlStore, rows: SortedRuns, tmp: string, o: Re
         if (row.state === 'QUEUED') queued.set(row.host, (queued.get(row.host) ?? 0) + 1);
       }
       n += c.length;
-      if (index.bufferedBytes >= indexRunBytes) index.spill();
+      if (index.bufferedBytes >= indexRunBytes) await index.spill();
       await writing;
       writing = store.write(b);
       writing.catch(() => undefined); // awaited with the next chunk or after the last
@@ -324,7 +326,7 @@ async function writeSorted(store: UrlStore, rows: SortedRuns, tmp: string, o: Re
     let entries = 0;
     await index.merge(async (c) => {
       const b = store.newBatch();
-      for (let i = 0; i < c.length; i++) b.put(c.keyBytes[i] ?? Buffer.from(c.keys[i], 'latin1'), c.values[i]!);
+      for (let i = 0; i < c.length; i++) b.put(Buffer.from(c.keys[i], 'latin1'), c.values[i]!);
       entries += c.length;
       await writing;
       writing = store.write(b);

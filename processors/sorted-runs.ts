@@ -16,6 +16,7 @@
  */
 import { closeSync, mkdirSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import { sortRunOffThread } from './sorted-runs-worker';
 
 export interface SortRecord {
   key: string;
@@ -45,8 +46,6 @@ export function sortLastWins<T extends SortRecord>(recs: T[]): T[] {
 interface Run {
   key: string;
   value: Buffer | null;
-  /** Key bytes as stored (file runs), or null. */
-  keyBytes: Buffer | null;
   /** Move to the next record; false at the end. */
   next(): boolean;
   close(): void;
@@ -55,7 +54,6 @@ interface Run {
 class MemoryRun implements Run {
   key = '';
   value: Buffer | null = null;
-  keyBytes: Buffer | null = null;
   private i = -1;
   constructor(private readonly recs: SortRecord[]) {}
   next(): boolean {
@@ -71,7 +69,6 @@ class MemoryRun implements Run {
 class FileRun implements Run {
   key = '';
   value: Buffer | null = null;
-  keyBytes: Buffer | null = null;
   private readonly fd: number;
   private buf = Buffer.alloc(0);
   private at = 0;
@@ -111,7 +108,6 @@ class FileRun implements Run {
     if (!this.ensure(need)) throw new Error('sorted run: torn record');
     // ensure() may have moved the record to the start of a new buffer
     const k0 = this.at + 4;
-    this.keyBytes = this.buf.subarray(k0, k0 + kl);
     this.key = this.buf.toString(this.encoding, k0, k0 + kl);
     const v0 = k0 + kl + 4;
     this.value = vl < 0 ? null : this.buf.subarray(v0, v0 + vl);
@@ -149,7 +145,10 @@ function writeRun(path: string, recs: readonly SortRecord[], encoding: BufferEnc
       at += buf.write(r.key, at, encoding);
       buf.writeInt32LE(r.value === null ? -1 : vl, at);
       at += 4;
-      if (r.value !== null) at += r.value.copy(buf, at);
+      if (r.value !== null) {
+        buf.set(r.value, at);
+        at += vl;
+      }
     }
     flush();
   } finally {
@@ -158,17 +157,35 @@ function writeRun(path: string, recs: readonly SortRecord[], encoding: BufferEnc
   return total;
 }
 
-/** One merged record handed on: key, value (null: a tombstone), key bytes as stored when read from a run file. */
+/** Parse serialised records (the run file format, in the order added), sort them (last of a key wins) and write them as a run file. */
+export function sortRunBuffer(buf: Buffer, path: string, encoding: BufferEncoding): number {
+  const recs: SortRecord[] = [];
+  let at = 0;
+  while (at < buf.length) {
+    const kl = buf.readUInt32LE(at);
+    const k0 = at + 4;
+    const vl = buf.readInt32LE(k0 + kl);
+    const v0 = k0 + kl + 4;
+    recs.push({ key: buf.toString(encoding, k0, k0 + kl), value: vl < 0 ? null : buf.subarray(v0, v0 + vl) });
+    at = v0 + Math.max(vl, 0);
+  }
+  return writeRun(path, sortLastWins(recs), encoding);
+}
+
+/** Merged records handed on: keys and values (null: a tombstone). */
 export interface MergedChunk {
   keys: string[];
   values: Array<Buffer | null>;
-  /** Key bytes (in the sorter's encoding) when the record came from a run file, else null. */
-  keyBytes: Array<Buffer | null>;
   length: number;
 }
 
 export class SortedRuns {
   private buffered: SortRecord[] = [];
+  /** `thread`: the records added so far, serialised (the run format, unsorted). */
+  private run: Buffer | null = null;
+  private runAt = 0;
+  /** `thread`: runs being sorted and written off the main thread. */
+  private pending: Array<Promise<void>> = [];
   private files: string[] = [];
   /** Bytes counted for the buffered records. */
   bufferedBytes = 0;
@@ -180,10 +197,39 @@ export class SortedRuns {
   constructor(
     private readonly dir: string,
     private readonly encoding: BufferEncoding = 'utf8',
+    /**
+     * `thread`: records are serialised as added and each run is sorted and written on a worker
+     * thread (processors/sorted-runs-worker.ts); `inline`: kept as objects, sorted here.
+     */
+    private readonly mode: 'thread' | 'inline' = 'inline',
   ) {}
 
   /** Add a record (after every record added before it; the last of a key wins). */
   add(rec: SortRecord): void {
+    if (this.mode === 'thread') {
+      const vl = rec.value === null ? 0 : rec.value.length;
+      const need = 8 + rec.key.length * 3 + vl;
+      let buf = this.run;
+      if (buf === null || buf.length - this.runAt < need) {
+        const next = Buffer.from(new ArrayBuffer(Math.max(need + this.runAt, buf === null ? 1 << 20 : buf.length * 2)));
+        if (buf !== null) buf.copy(next, 0, 0, this.runAt);
+        this.run = buf = next;
+      }
+      let at = this.runAt;
+      const kl = buf.write(rec.key, at + 4, this.encoding);
+      buf.writeUInt32LE(kl, at);
+      at += 4 + kl;
+      buf.writeInt32LE(rec.value === null ? -1 : vl, at);
+      at += 4;
+      if (rec.value !== null) {
+        buf.set(rec.value, at);
+        at += vl;
+      }
+      this.runAt = at;
+      this.bufferedBytes = at;
+      this.added++;
+      return;
+    }
     this.buffered.push(rec);
     this.bufferedBytes += rec.key.length + (rec.value === null ? 0 : rec.value.length) + RECORD_OVERHEAD;
     this.added++;
@@ -193,15 +239,40 @@ export class SortedRuns {
     return this.files.length;
   }
 
-  /** Sort the buffered records and write them to a new run file. */
-  spill(): void {
+  /**
+   * Sort the buffered records and write them to a new run file. `thread`: on the worker thread,
+   * resolving once at most one run is still being written (memory: the run being filled and one
+   * being sorted).
+   */
+  async spill(): Promise<void> {
+    if (this.mode === 'thread') {
+      if (this.runAt === 0) return;
+      const path = this.nextPath();
+      const buf = this.run!;
+      const used = this.runAt;
+      this.run = null;
+      this.runAt = 0;
+      this.bufferedBytes = 0;
+      const done = sortRunOffThread(buf.buffer as ArrayBuffer, used, path, this.encoding).then((n) => {
+        this.spilledBytes += n;
+      });
+      done.catch(() => undefined); // awaited below or by merge
+      this.pending.push(done);
+      while (this.pending.length > 1) await this.pending.shift();
+      return;
+    }
     if (this.buffered.length === 0) return;
-    if (this.files.length === 0) mkdirSync(this.dir, { recursive: true });
-    const path = join(this.dir, `run-${String(this.files.length).padStart(5, '0')}`);
+    const path = this.nextPath();
     this.spilledBytes += writeRun(path, sortLastWins(this.buffered), this.encoding);
-    this.files.push(path);
     this.buffered = [];
     this.bufferedBytes = 0;
+  }
+
+  private nextPath(): string {
+    if (this.files.length === 0) mkdirSync(this.dir, { recursive: true });
+    const path = join(this.dir, `run-${String(this.files.length).padStart(5, '0')}`);
+    this.files.push(path);
+    return path;
   }
 
   /**
@@ -210,6 +281,10 @@ export class SortedRuns {
    * arrays are reused: `onChunk` must be done with them when its promise resolves.
    */
   async merge(onChunk: (c: MergedChunk) => Promise<void> | void, chunk = 4096): Promise<void> {
+    if (this.mode === 'thread') {
+      await this.spill();
+      while (this.pending.length) await this.pending.shift();
+    }
     const runs: Run[] = this.files.map((f) => new FileRun(f, this.encoding));
     if (this.buffered.length) runs.push(new MemoryRun(sortLastWins(this.buffered)));
     this.buffered = [];
@@ -248,7 +323,7 @@ export class SortedRuns {
           up(heap.length - 1);
         }
       }
-      const out: MergedChunk = { keys: [], values: [], keyBytes: [], length: 0 };
+      const out: MergedChunk = { keys: [], values: [], length: 0 };
       /** The top run moved on: to its next record, or out of the heap. */
       const advanceTop = (): void => {
         if (runs[heap[0]].next()) down(0);
@@ -264,20 +339,17 @@ export class SortedRuns {
         const top = runs[heap[0]];
         let key = top.key;
         let value = top.value;
-        let keyBytes = top.keyBytes;
         advanceTop();
         // Later runs' records of the same key come next (ties leave oldest first): the last one wins.
         while (heap.length && runs[heap[0]].key === key) {
           const r = runs[heap[0]];
           key = r.key;
           value = r.value;
-          keyBytes = r.keyBytes;
           advanceTop();
         }
         const n = out.length++;
         out.keys[n] = key;
         out.values[n] = value;
-        out.keyBytes[n] = keyBytes;
         if (out.length >= chunk) {
           await onChunk(out);
           out.length = 0;
@@ -292,6 +364,8 @@ export class SortedRuns {
   /** Remove the run files (and their folder). */
   destroy(): void {
     this.buffered = [];
+    this.run = null;
+    this.runAt = 0;
     this.bufferedBytes = 0;
     this.files = [];
     rmSync(this.dir, { recursive: true, force: true });

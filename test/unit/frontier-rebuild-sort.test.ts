@@ -115,16 +115,16 @@ describe('sortLastWins and SortedRuns', () => {
     expect(sortLastWins(recs).map((r) => [r.key, r.value?.toString() ?? null])).toEqual([['a', '3'], ['b', null], ['c', '4']]);
   });
 
-  it('merges spilled runs and the buffered one: each key once, the last added, in key order', async () => {
+  it.each(['inline', 'thread'] as const)('merges spilled runs and the buffered one: each key once, the last added, in key order (%s)', async (mode) => {
     const rnd = rng(7);
-    const runs = new SortedRuns(join(dir, 'r'));
+    const runs = new SortedRuns(join(dir, 'r'), 'utf8', mode);
     const want = new Map<string, string | null>();
     for (let i = 0; i < 20_000; i++) {
       const key = `k${Math.floor(rnd() * 3000)}${rnd() < 0.1 ? '\u{1F600}' : ''}`;
       const value = rnd() < 0.1 ? null : Buffer.from(`v${i}`.repeat(1 + Math.floor(rnd() * 3)));
       runs.add({ key, value });
       want.set(key, value === null ? null : value.toString());
-      if (rnd() < 0.001) runs.spill();
+      if (rnd() < 0.001) await runs.spill();
     }
     expect(runs.runs).toBeGreaterThan(5);
     const got: Array<[string, string | null]> = [];
@@ -144,12 +144,12 @@ describe('rebuild by sorting = the two-pass rebuild', () => {
 
   const opts = (name: string, o: Partial<RestoreOptions>): RestoreOptions => ({ dirOf: (p) => join(dir, name, `urls-${p}`), levelOf, levels: LEVELS, log: silent, ...o });
 
-  async function compare(source: (log: MemoryChangelog) => ChangelogSource, hashIndex: boolean): Promise<void> {
+  async function compare(source: (log: MemoryChangelog) => ChangelogSource, hashIndex: boolean, sortThread = true): Promise<void> {
     const log = changelog(hashIndex ? 11 : 5, 12_000);
     const parts = [0, 1, 2];
     const a = await restoreStores(parts, log, opts('two-pass', { rebuild: 'two-pass', hashIndex }));
     // Runs of about 60 KiB: each partition's records spilled in many runs, its index entries in several.
-    const b = await restoreStores(parts, source(log), opts('sort', { rebuild: 'sort', hashIndex, runBytes: 60_000, indexRunBytes: 20_000 }));
+    const b = await restoreStores(parts, source(log), opts('sort', { rebuild: 'sort', hashIndex, runBytes: 60_000, indexRunBytes: 20_000, sortThread }));
     let statuses = new Set<string>();
     for (const p of parts) {
       const [ra, rb] = [a[p], b[p]];
@@ -178,6 +178,7 @@ describe('rebuild by sorting = the two-pass rebuild', () => {
 
   it('same store from the embedded journal order (one partition after another)', () => compare((log) => log, false));
   it('same store from batches of all partitions interleaved (Kafka)', () => compare((log) => interleaved(log), false));
+  it('same store with runs kept as objects and sorted inline', () => compare((log) => interleaved(log), false, false));
   it('with the hash index: the same entries less the hashes of URLs deleted', () => compare((log) => interleaved(log), true));
 
   it('a crashed rebuild\'s runs are removed and the rebuild starts again', async () => {
@@ -186,7 +187,7 @@ describe('rebuild by sorting = the two-pass rebuild', () => {
     const stale = rebuildTempDir(o.dirOf(0));
     const runs = new SortedRuns(join(stale, 'rows'));
     runs.add({ key: 'https://h0.example0.org/stale', value: Buffer.from('not a row') });
-    runs.spill();
+    await runs.spill();
     const [r] = await restoreStores([0], log, o);
     expect(r.rebuilt).toBe(true);
     const got = await r.store.rows(['https://h0.example0.org/stale']);
