@@ -127,6 +127,8 @@ interface Plan {
   rows: number;
   /** A `sort` rebuild's changelog records, sorted by URL. */
   sorter: SortedRuns | null;
+  /** A `sort` rebuild's merge and writes, once its changelog is read. */
+  merged: Promise<void> | null;
 }
 
 async function openOrReset(dir: string, o: RestoreOptions): Promise<{ store: UrlStore; fresh: boolean }> {
@@ -168,11 +170,27 @@ export async function restoreStores(partitions: readonly number[], source: Chang
     // Runs a crashed rebuild left are of no use: it starts again (no checkpoint was written).
     rmSync(rebuildTempDir(dir), { recursive: true, force: true });
     const sorter = sorting ? new SortedRuns(join(rebuildTempDir(dir), 'rows'), 'utf8', o.sortThread === false ? 'inline' : 'thread') : null;
-    plans.set(p, { partition: p, writing: Promise.resolve(), dir, store, from: rebuild ? 0 : cp!.offset, rebuild, rows: 0, sorter });
+    plans.set(p, { partition: p, writing: Promise.resolve(), dir, store, from: rebuild ? 0 : cp!.offset, rebuild, rows: 0, sorter, merged: null });
   }
   const sorters = [...plans.values()].flatMap((pl) => (pl.sorter ? [pl.sorter] : []));
   const runBytes = o.runBytes ?? REBUILD_RUN_BYTES;
   let spilled = 0;
+  // A partition read to its end is merged and written while the others are read (one merge at a
+  // time): its merge keeps this thread busy while the sort thread sorts the next partition's runs.
+  let merging: Promise<void> = Promise.resolve();
+  const merge = (pl: Plan): void => {
+    const sorter = pl.sorter!;
+    sorters.splice(sorters.indexOf(sorter), 1);
+    pl.merged = merging = merging.then(async () => {
+      try {
+        spilled += await writeSorted(pl.store, sorter, rebuildTempDir(pl.dir), o, pl.partition);
+      } finally {
+        sorter.destroy();
+        rmSync(rebuildTempDir(pl.dir), { recursive: true, force: true });
+      }
+    });
+    pl.merged.catch(() => undefined); // awaited below
+  };
   const from = new Map([...plans.values()].map((pl) => [pl.partition, pl.from]));
   let copied = 0;
   let lastLog = Date.now();
@@ -181,7 +199,9 @@ export async function restoreStores(partitions: readonly number[], source: Chang
     const pl = plans.get(partition);
     if (!pl) return;
     if (pl.sorter) {
+      if (pl.merged) throw new Error(`changelog partition ${partition}: records after its end`);
       for (const r of recs) pl.sorter.add(r);
+      if (recs.length && recs[recs.length - 1].offset >= (ends.get(partition) ?? 0) - 1) merge(pl);
       // Memory bounded for all partitions together: the largest buffer is sorted and spilled.
       let held = 0;
       for (const s of sorters) held += s.bufferedBytes;
@@ -211,12 +231,8 @@ export async function restoreStores(partitions: readonly number[], source: Chang
   for (const pl of plans.values()) {
     await pl.writing;
     if (pl.sorter) {
-      try {
-        spilled += await writeSorted(pl.store, pl.sorter, rebuildTempDir(pl.dir), o, pl.partition);
-      } finally {
-        pl.sorter.destroy();
-        rmSync(rebuildTempDir(pl.dir), { recursive: true, force: true });
-      }
+      if (!pl.merged) merge(pl);
+      await pl.merged;
     } else if (pl.rebuild) await buildIndexes(pl.store, o);
     const end = ends.get(pl.partition) ?? 0;
     await checkpoint(pl.dir, pl.store, end, o.levels);
