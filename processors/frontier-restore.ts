@@ -240,7 +240,7 @@ export async function restoreStores(partitions: readonly number[], source: Chang
   }
   const secs = (Date.now() - started) / 1000;
   o.log.info(
-    { partitions: out.map((r) => ({ partition: r.partition, rows: r.rows, rebuilt: r.rebuilt, urls: r.store.size })), seconds: secs, rowsPerSec: Math.round(copied / Math.max(secs, 0.001)), ...(sorters.length ? { spilledBytes: spilled } : {}) },
+    { partitions: out.map((r) => ({ partition: r.partition, rows: r.rows, rebuilt: r.rebuilt, urls: r.store.size })), seconds: secs, rowsPerSec: Math.round(copied / Math.max(secs, 0.001)), ...(plans.size && [...plans.values()].some((pl) => pl.sorter) ? { spilledBytes: spilled } : {}) },
     'frontier store restored',
   );
   return out;

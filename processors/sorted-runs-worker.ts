@@ -19,8 +19,8 @@ const TASK = 'kcrawl-sort-run';
 interface Task {
   task: typeof TASK;
   id: number;
-  buf: ArrayBuffer;
-  used: number;
+  /** Chunks of serialised records: each whole in its own ArrayBuffer (transferred). */
+  bufs: Buffer[];
   path: string;
   encoding: BufferEncoding;
 }
@@ -53,11 +53,14 @@ function theWorker(): Worker {
   return w;
 }
 
-/** Sort the serialised records `buf[0, used)` and write them to `path` (transferring `buf`). Resolves with the bytes written. */
-export function sortRunOffThread(buf: ArrayBuffer, used: number, path: string, encoding: BufferEncoding, workerFile = WORKER_FILE): Promise<number> {
+/**
+ * Sort the serialised records of `bufs` (each a view from the start of an ArrayBuffer of its
+ * own, transferred) and write them to `path`. Resolves with the bytes written.
+ */
+export function sortRunOffThread(bufs: Buffer[], path: string, encoding: BufferEncoding, workerFile = WORKER_FILE): Promise<number> {
   if (workerFile !== WORKER_FILE || !existsSync(WORKER_FILE)) {
     try {
-      return Promise.resolve(sortRunBuffer(Buffer.from(buf, 0, used), path, encoding));
+      return Promise.resolve(sortRunBuffer(bufs, path, encoding));
     } catch (err) {
       return Promise.reject(err as Error);
     }
@@ -67,7 +70,7 @@ export function sortRunOffThread(buf: ArrayBuffer, used: number, path: string, e
   return new Promise<number>((resolve, reject) => {
     waiting.set(id, { resolve, reject });
     w.ref();
-    w.postMessage({ task: TASK, id, buf, used, path, encoding } satisfies Task, [buf]);
+    w.postMessage({ task: TASK, id, bufs, path, encoding } satisfies Task, bufs.map((b) => b.buffer as ArrayBuffer));
   });
 }
 
@@ -76,7 +79,7 @@ if (!isMainThread && parentPort) {
   port.on('message', (t: Task) => {
     if (t?.task !== TASK) return;
     try {
-      const bytes = sortRunBuffer(Buffer.from(t.buf, 0, t.used), t.path, t.encoding);
+      const bytes = sortRunBuffer(t.bufs.map((b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength)), t.path, t.encoding);
       port.postMessage({ id: t.id, bytes } satisfies Answer);
     } catch (err) {
       port.postMessage({ id: t.id, error: err instanceof Error ? (err.stack ?? err.message) : String(err) } satisfies Answer);

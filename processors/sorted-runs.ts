@@ -27,6 +27,8 @@ export interface SortRecord {
 const RECORD_OVERHEAD = 96;
 const WRITE_BUFFER_BYTES = 1024 * 1024;
 const READ_BUFFER_BYTES = 1024 * 1024;
+/** `thread` mode: records are serialised into chunks of this size (handed to the sort thread, not copied). */
+const CHUNK_BYTES = 4 * 1024 * 1024;
 
 const byKey = (a: SortRecord, b: SortRecord): number => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
 
@@ -158,8 +160,13 @@ function writeRun(path: string, recs: readonly SortRecord[], encoding: BufferEnc
 }
 
 /** Parse serialised records (the run file format, in the order added), sort them (last of a key wins) and write them as a run file. */
-export function sortRunBuffer(buf: Buffer, path: string, encoding: BufferEncoding): number {
+export function sortRunBuffer(bufs: readonly Buffer[], path: string, encoding: BufferEncoding): number {
   const recs: SortRecord[] = [];
+  for (const buf of bufs) parseRecords(buf, encoding, recs);
+  return writeRun(path, sortLastWins(recs), encoding);
+}
+
+function parseRecords(buf: Buffer, encoding: BufferEncoding, recs: SortRecord[]): void {
   let at = 0;
   while (at < buf.length) {
     const kl = buf.readUInt32LE(at);
@@ -169,7 +176,6 @@ export function sortRunBuffer(buf: Buffer, path: string, encoding: BufferEncodin
     recs.push({ key: buf.toString(encoding, k0, k0 + kl), value: vl < 0 ? null : buf.subarray(v0, v0 + vl) });
     at = v0 + Math.max(vl, 0);
   }
-  return writeRun(path, sortLastWins(recs), encoding);
 }
 
 /** Merged records handed on: keys and values (null: a tombstone). */
@@ -181,9 +187,11 @@ export interface MergedChunk {
 
 export class SortedRuns {
   private buffered: SortRecord[] = [];
-  /** `thread`: the records added so far, serialised (the run format, unsorted). */
+  /** `thread`: the records added so far, serialised (the run format, unsorted) in chunks (full ones, then `run`). */
+  private chunks: Buffer[] = [];
   private run: Buffer | null = null;
   private runAt = 0;
+  private chunked = 0;
   /** `thread`: runs being sorted and written off the main thread. */
   private pending: Array<Promise<void>> = [];
   private files: string[] = [];
@@ -211,9 +219,13 @@ export class SortedRuns {
       const need = 8 + rec.key.length * 3 + vl;
       let buf = this.run;
       if (buf === null || buf.length - this.runAt < need) {
-        const next = Buffer.from(new ArrayBuffer(Math.max(need + this.runAt, buf === null ? 1 << 20 : buf.length * 2)));
-        if (buf !== null) buf.copy(next, 0, 0, this.runAt);
-        this.run = buf = next;
+        // A record never straddles two chunks: a full chunk is kept as far as it is used.
+        if (buf !== null) {
+          this.chunks.push(buf.subarray(0, this.runAt));
+          this.chunked += this.runAt;
+        }
+        this.run = buf = Buffer.from(new ArrayBuffer(Math.max(need, CHUNK_BYTES)));
+        this.runAt = 0;
       }
       let at = this.runAt;
       const kl = buf.write(rec.key, at + 4, this.encoding);
@@ -226,7 +238,7 @@ export class SortedRuns {
         at += vl;
       }
       this.runAt = at;
-      this.bufferedBytes = at;
+      this.bufferedBytes = this.chunked + at;
       this.added++;
       return;
     }
@@ -246,14 +258,15 @@ export class SortedRuns {
    */
   async spill(): Promise<void> {
     if (this.mode === 'thread') {
-      if (this.runAt === 0) return;
+      if (this.bufferedBytes === 0) return;
       const path = this.nextPath();
-      const buf = this.run!;
-      const used = this.runAt;
+      const bufs = this.run === null ? this.chunks : [...this.chunks, this.run.subarray(0, this.runAt)];
+      this.chunks = [];
       this.run = null;
       this.runAt = 0;
+      this.chunked = 0;
       this.bufferedBytes = 0;
-      const done = sortRunOffThread(buf.buffer as ArrayBuffer, used, path, this.encoding).then((n) => {
+      const done = sortRunOffThread(bufs, path, this.encoding).then((n) => {
         this.spilledBytes += n;
       });
       done.catch(() => undefined); // awaited below or by merge
@@ -366,6 +379,8 @@ export class SortedRuns {
     this.buffered = [];
     this.run = null;
     this.runAt = 0;
+    this.chunks = [];
+    this.chunked = 0;
     this.bufferedBytes = 0;
     this.files = [];
     rmSync(this.dir, { recursive: true, force: true });
