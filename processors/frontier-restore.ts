@@ -335,7 +335,7 @@ async function writeSorted(store: UrlStore, rows: SortedRuns, tmp: string, o: Re
       writing.catch(() => undefined); // awaited with the next chunk or after the last
       if (Date.now() - lastLog >= (o.progressMs ?? 2000)) {
         lastLog = Date.now();
-        o.log.info({ partition, urls: n, rowsPerSec: Math.round(n / ((lastLog - started) / 1000)) }, 'frontier store: writing rows in key order');
+        o.log.info({ partition, rows: n, rowsPerSec: Math.round(n / ((lastLog - started) / 1000)) }, 'frontier store: writing rows in key order');
       }
     });
     await writing;
@@ -349,7 +349,7 @@ async function writeSorted(store: UrlStore, rows: SortedRuns, tmp: string, o: Re
       writing.catch(() => undefined);
       if (Date.now() - lastLog >= (o.progressMs ?? 2000)) {
         lastLog = Date.now();
-        o.log.info({ partition, entries }, 'frontier store: writing index entries in key order');
+        o.log.info({ partition, rows: entries }, 'frontier store: writing index entries in key order');
       }
     });
     await writing;
