@@ -7,8 +7,11 @@
  * - Store missing, damaged, replaced, made with other priority levels or in another layout
  *   (frontier-store.ts STORE_LAYOUT); checkpoint missing
  *   or past the changelog's end (a recreated topic): the store is deleted and rebuilt from the
- *   whole changelog, in two passes: rows are copied as stored bytes (no decoding), then the
- *   indexes and host summaries are built from the rows, in key order. Progress is logged.
+ *   whole changelog by an external merge sort (processors/sorted-runs.ts: runs sorted by URL on
+ *   a worker thread, spilled beside the store, merged with each URL's last record winning), rows
+ *   then index entries written in key order, so LevelDB barely compacts. The older two passes
+ *   (rows copied in changelog order, then indexed from the store) remain as `rebuild:
+ *   'two-pass'`, the unit tests' reference. Progress is logged.
  *
  * A checkpoint is written only after the store is durable (`sync`), and claims the end offset
  * read *before* the sync: the frontier writes its store before the runtime appends the same rows
