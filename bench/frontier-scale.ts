@@ -252,7 +252,7 @@ async function rebuildStep(dir: string, rows: Array<[string, string]>, partition
   const secs = Number(rebuilt?.seconds ?? NaN);
   const restored = (rebuilt?.partitions as Array<{ rows: number; urls: number }> | undefined) ?? [];
   const records = { rows: restored.reduce((n, r) => n + r.rows, 0), urls: restored.reduce((n, r) => n + r.urls, 0) };
-  rows.push(['store deleted: rebuild from the changelog', `${Math.round(Number(rebuilt?.rowsPerSec ?? NaN)).toLocaleString('en')} rows/s (${secs.toFixed(1)} s, ${records.rows.toLocaleString('en')} records, ${records.urls.toLocaleString('en')} URLs); first lease ${lease3 ? `${((lease3.at - t2) / 1000).toFixed(1)} s after start` : 'none'}`]);
+  rows.push(['store deleted: rebuild from the changelog', `${Math.round(Number(rebuilt?.rowsPerSec ?? NaN)).toLocaleString('en')} rows/s (${secs.toFixed(1)} s, ${records.rows.toLocaleString('en')} records, ${records.urls.toLocaleString('en')} URLs${rebuilt?.spilledBytes !== undefined ? `; ${mib(Number(rebuilt.spilledBytes))} of sorted runs written beside the stores` : ''}); first lease ${lease3 ? `${((lease3.at - t2) / 1000).toFixed(1)} s after start` : 'none'}`]);
   // Where the CPU went until the store was current: the main thread, then the busiest others.
   const cpu = (third.events.find((e) => e.event === 'restored')?.threadCpuMs as number[] | undefined) ?? [];
   if (cpu.length) {

@@ -7,20 +7,35 @@
  * - Store missing, damaged, replaced, made with other priority levels or in another layout
  *   (frontier-store.ts STORE_LAYOUT); checkpoint missing
  *   or past the changelog's end (a recreated topic): the store is deleted and rebuilt from the
- *   whole changelog, in two passes: rows are copied as stored bytes (no decoding), then the
- *   indexes and host summaries are built from the rows, in key order. Progress is logged.
+ *   whole changelog by an external merge sort (processors/sorted-runs.ts: runs sorted by URL on
+ *   a worker thread, spilled beside the store, merged with each URL's last record winning), rows
+ *   then index entries written in key order, so LevelDB barely compacts. The older two passes
+ *   (rows copied in changelog order, then indexed from the store) remain as `rebuild:
+ *   'two-pass'`, the unit tests' reference. Progress is logged.
  *
  * A checkpoint is written only after the store is durable (`sync`), and claims the end offset
  * read *before* the sync: the frontier writes its store before the runtime appends the same rows
  * to the changelog, so every row below that offset is in the store.
  */
-import { existsSync, readFileSync, renameSync, writeFileSync, openSync, fsyncSync, closeSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, rmSync, writeFileSync, openSync, fsyncSync, closeSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { KvStore, type KvBatch, type KvStoreOptions } from '../connectors/kv-store';
 import type { ChangelogRecord, ChangelogSource } from '../runtime/changelog';
 import type { UrlStateMsg, UrlStatus } from '../lib/messages';
 import { hashKey, indexEntry, rowKey } from './frontier-keys';
 import { decodeRow, decodeStoredRow, STORE_LAYOUT, UrlStore, type StateCounts } from './frontier-store';
+import { SortedRuns } from './sorted-runs';
+
+/** Changelog records a rebuild holds in memory (all partitions together) before it sorts and spills some. */
+export const REBUILD_RUN_BYTES = 64 * 1024 * 1024;
+/** Index entries a partition's rebuild holds in memory before it sorts and spills them. */
+const INDEX_RUN_BYTES = 32 * 1024 * 1024;
+
+/** Where a partition's rebuild spills its sorted runs: beside the store, removed when done. */
+export function rebuildTempDir(dir: string): string {
+  return `${dir}.rebuild`;
+}
 
 export interface Checkpoint {
   /** The store this describes (UrlStore.id). */
@@ -81,6 +96,18 @@ export interface RestoreOptions {
   hashIndex?: boolean;
   /** Key-value store tuning (per partition). */
   kv?: KvStoreOptions;
+  /**
+   * How a deleted store is rebuilt: `sort` (default) sorts the changelog by URL (an external merge
+   * sort, runs spilled beside the store) and writes rows, then index entries, in key order;
+   * `two-pass` copies rows in changelog order, then indexes them (the reference).
+   */
+  rebuild?: 'sort' | 'two-pass';
+  /** `sort`: changelog bytes held in memory before runs are spilled (REBUILD_RUN_BYTES). */
+  runBytes?: number;
+  /** `sort`: index entries' bytes a partition holds before spilling (INDEX_RUN_BYTES). */
+  indexRunBytes?: number;
+  /** `sort`: runs sorted and written on a worker thread (default) or on the calling one. */
+  sortThread?: boolean;
 }
 
 export interface Restored {
@@ -101,6 +128,10 @@ interface Plan {
   from: number;
   rebuild: boolean;
   rows: number;
+  /** A `sort` rebuild's changelog records, sorted by URL. */
+  sorter: SortedRuns | null;
+  /** A `sort` rebuild's merge and writes, once its changelog is read. */
+  merged: Promise<void> | null;
 }
 
 async function openOrReset(dir: string, o: RestoreOptions): Promise<{ store: UrlStore; fresh: boolean }> {
@@ -137,8 +168,32 @@ export async function restoreStores(partitions: readonly number[], source: Chang
       KvStore.destroy(dir);
       store = await UrlStore.open(dir, o.levelOf, o.kv);
     }
-    plans.set(p, { partition: p, writing: Promise.resolve(), dir, store, from: why === null ? cp!.offset : 0, rebuild: why !== null, rows: 0 });
+    const rebuild = why !== null;
+    const sorting = rebuild && (o.rebuild ?? 'sort') === 'sort';
+    // Runs a crashed rebuild left are of no use: it starts again (no checkpoint was written).
+    rmSync(rebuildTempDir(dir), { recursive: true, force: true });
+    const sorter = sorting ? new SortedRuns(join(rebuildTempDir(dir), 'rows'), 'utf8', o.sortThread === false ? 'inline' : 'thread') : null;
+    plans.set(p, { partition: p, writing: Promise.resolve(), dir, store, from: rebuild ? 0 : cp!.offset, rebuild, rows: 0, sorter, merged: null });
   }
+  const sorters = [...plans.values()].flatMap((pl) => (pl.sorter ? [pl.sorter] : []));
+  const runBytes = o.runBytes ?? REBUILD_RUN_BYTES;
+  let spilled = 0;
+  // A partition read to its end is merged and written while the others are read (one merge at a
+  // time): its merge keeps this thread busy while the sort thread sorts the next partition's runs.
+  let merging: Promise<void> = Promise.resolve();
+  const merge = (pl: Plan): void => {
+    const sorter = pl.sorter!;
+    sorters.splice(sorters.indexOf(sorter), 1);
+    pl.merged = merging = merging.then(async () => {
+      try {
+        spilled += await writeSorted(pl.store, sorter, rebuildTempDir(pl.dir), o, pl.partition);
+      } finally {
+        sorter.destroy();
+        rmSync(rebuildTempDir(pl.dir), { recursive: true, force: true });
+      }
+    });
+    pl.merged.catch(() => undefined); // awaited below
+  };
   const from = new Map([...plans.values()].map((pl) => [pl.partition, pl.from]));
   let copied = 0;
   let lastLog = Date.now();
@@ -146,7 +201,19 @@ export async function restoreStores(partitions: readonly number[], source: Chang
   await source.read(from, ends, async (partition, recs) => {
     const pl = plans.get(partition);
     if (!pl) return;
-    if (pl.rebuild) {
+    if (pl.sorter) {
+      if (pl.merged) throw new Error(`changelog partition ${partition}: records after its end`);
+      for (const r of recs) pl.sorter.add(r);
+      if (recs.length && recs[recs.length - 1].offset >= (ends.get(partition) ?? 0) - 1) merge(pl);
+      // Memory bounded for all partitions together: the largest buffer is sorted and spilled.
+      let held = 0;
+      for (const s of sorters) held += s.bufferedBytes;
+      while (held > runBytes) {
+        const largest = sorters.reduce((a, b) => (b.bufferedBytes > a.bufferedBytes ? b : a));
+        held -= largest.bufferedBytes;
+        await largest.spill();
+      }
+    } else if (pl.rebuild) {
       // Staged while the previous batch is written; written once that is done (one write in flight).
       const b = copyRows(pl.store, recs, o.hashIndex);
       await pl.writing;
@@ -166,14 +233,17 @@ export async function restoreStores(partitions: readonly number[], source: Chang
   const out: Restored[] = [];
   for (const pl of plans.values()) {
     await pl.writing;
-    if (pl.rebuild) await buildIndexes(pl.store, o);
+    if (pl.sorter) {
+      if (!pl.merged) merge(pl);
+      await pl.merged;
+    } else if (pl.rebuild) await buildIndexes(pl.store, o);
     const end = ends.get(pl.partition) ?? 0;
     await checkpoint(pl.dir, pl.store, end, o.levels);
     out.push({ partition: pl.partition, store: pl.store, offset: end, rebuilt: pl.rebuild, rows: pl.rows });
   }
   const secs = (Date.now() - started) / 1000;
   o.log.info(
-    { partitions: out.map((r) => ({ partition: r.partition, rows: r.rows, rebuilt: r.rebuilt, urls: r.store.size })), seconds: secs, rowsPerSec: Math.round(copied / Math.max(secs, 0.001)) },
+    { partitions: out.map((r) => ({ partition: r.partition, rows: r.rows, rebuilt: r.rebuilt, urls: r.store.size })), seconds: secs, rowsPerSec: Math.round(copied / Math.max(secs, 0.001)), ...(plans.size && [...plans.values()].some((pl) => pl.sorter) ? { spilledBytes: spilled } : {}) },
     'frontier store restored',
   );
   return out;
@@ -228,6 +298,78 @@ export async function applyChangelog(store: UrlStore, recs: readonly ChangelogRe
   });
   await store.write(b);
   return withWork;
+}
+
+/**
+ * A `sort` rebuild's write: the changelog's records merged by URL (the last of each wins, a
+ * tombstone leaves the URL out), their rows written in key order, their index entries sorted
+ * the same way (spilled under `tmp`) and written after them, then host summaries and counts.
+ * Every write goes to LevelDB in key order, so its files do not overlap and it barely compacts.
+ * Returns the bytes spilled (both sorts).
+ */
+async function writeSorted(store: UrlStore, rows: SortedRuns, tmp: string, o: RestoreOptions, partition: number): Promise<number> {
+  const started = Date.now();
+  let lastLog = started;
+  const index = new SortedRuns(join(tmp, 'index'), 'latin1', o.sortThread === false ? 'inline' : 'thread');
+  const indexRunBytes = o.indexRunBytes ?? INDEX_RUN_BYTES;
+  const queued = new Map<string, number>();
+  const counts: StateCounts = {};
+  let n = 0;
+  let writing: Promise<void> = Promise.resolve();
+  try {
+    await rows.merge(async (c) => {
+      const b = store.newBatch();
+      for (let i = 0; i < c.length; i++) {
+        const v = c.values[i];
+        if (v === null) continue; // a tombstone: the store started empty
+        const url = c.keys[i];
+        store.stageRaw(b, url, v);
+        const row = decodeRow(v);
+        counts[row.state as UrlStatus] = (counts[row.state as UrlStatus] ?? 0) + 1;
+        const e = indexEntry(row, o.levelOf);
+        if (e) index.add({ key: e[0].toString('latin1'), value: e[1] });
+        if (o.hashIndex) index.add({ key: hashKey(url).toString('latin1'), value: Buffer.from(url) });
+        if (row.state === 'QUEUED') queued.set(row.host, (queued.get(row.host) ?? 0) + 1);
+      }
+      n += c.length;
+      if (index.bufferedBytes >= indexRunBytes) await index.spill();
+      await writing;
+      writing = store.write(b);
+      writing.catch(() => undefined); // awaited with the next chunk or after the last
+      if (Date.now() - lastLog >= (o.progressMs ?? 2000)) {
+        lastLog = Date.now();
+        o.log.info({ partition, rows: n, rowsPerSec: Math.round(n / ((lastLog - started) / 1000)) }, 'frontier store: writing rows in key order');
+      }
+    });
+    await writing;
+    let entries = 0;
+    await index.merge(async (c) => {
+      const b = store.newBatch();
+      for (let i = 0; i < c.length; i++) b.put(Buffer.from(c.keys[i], 'latin1'), c.values[i]!);
+      entries += c.length;
+      await writing;
+      writing = store.write(b);
+      writing.catch(() => undefined);
+      if (Date.now() - lastLog >= (o.progressMs ?? 2000)) {
+        lastLog = Date.now();
+        o.log.info({ partition, rows: entries }, 'frontier store: writing index entries in key order');
+      }
+    });
+    await writing;
+    let b = store.newBatch();
+    for (const host of [...queued.keys()].sort()) {
+      store.stageHost(b, host, { queued: queued.get(host)!, fetches: 0, cycle: 0 });
+      if (b.size >= 4096) {
+        await store.write(b);
+        b = store.newBatch();
+      }
+    }
+    await store.write(b);
+    await store.setFacts(counts, o.levels);
+    return rows.spilledBytes + index.spilledBytes;
+  } finally {
+    index.destroy();
+  }
 }
 
 /** A rebuild's second pass: index entries, host summaries and state counts from the rows. */

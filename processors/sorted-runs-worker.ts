@@ -1,0 +1,88 @@
+/**
+ * processors/sorted-runs.ts's runs sorted and written on a thread of their own: a rebuild's main
+ * thread reads the changelog and writes the store, and sorting (about 2 µs a record in
+ * JavaScript) was the largest part of what the external sort added to it. A run comes here as
+ * records serialised in the order added (the run file's own format, unsorted) in a transferred
+ * buffer; the worker parses, sorts (last of each key wins) and writes it.
+ *
+ * Run as a worker this file answers tasks; where no compiled worker file exists (the tests run
+ * the TypeScript sources) a run is sorted and written on the calling thread.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { isMainThread, parentPort, Worker } from 'node:worker_threads';
+import { sortRunBuffer } from './sorted-runs';
+
+const WORKER_FILE = join(__dirname, 'sorted-runs-worker.js');
+const TASK = 'kcrawl-sort-run';
+
+interface Task {
+  task: typeof TASK;
+  id: number;
+  /** Chunks of serialised records: each whole in its own ArrayBuffer (transferred). */
+  bufs: Buffer[];
+  path: string;
+  encoding: BufferEncoding;
+}
+type Answer = { id: number; bytes: number } | { id: number; error: string };
+
+let worker: Worker | null = null;
+let nextId = 0;
+const waiting = new Map<number, { resolve: (n: number) => void; reject: (e: Error) => void }>();
+
+function theWorker(): Worker {
+  if (worker) return worker;
+  const w = new Worker(WORKER_FILE);
+  w.on('message', (a: Answer) => {
+    const cb = waiting.get(a.id);
+    waiting.delete(a.id);
+    if (waiting.size === 0) w.unref();
+    if (!cb) return;
+    if ('error' in a) cb.reject(new Error(`sort thread: ${a.error}`));
+    else cb.resolve(a.bytes);
+  });
+  const fail = (err: Error): void => {
+    worker = null;
+    for (const cb of waiting.values()) cb.reject(err);
+    waiting.clear();
+  };
+  w.on('error', fail);
+  w.on('exit', (code) => fail(new Error(`sort thread exited (${code})`)));
+  w.unref();
+  worker = w;
+  return w;
+}
+
+/**
+ * Sort the serialised records of `bufs` (each a view from the start of an ArrayBuffer of its
+ * own, transferred) and write them to `path`. Resolves with the bytes written.
+ */
+export function sortRunOffThread(bufs: Buffer[], path: string, encoding: BufferEncoding, workerFile = WORKER_FILE): Promise<number> {
+  if (workerFile !== WORKER_FILE || !existsSync(WORKER_FILE)) {
+    try {
+      return Promise.resolve(sortRunBuffer(bufs, path, encoding));
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+  }
+  const w = theWorker();
+  const id = nextId++;
+  return new Promise<number>((resolve, reject) => {
+    waiting.set(id, { resolve, reject });
+    w.ref();
+    w.postMessage({ task: TASK, id, bufs, path, encoding } satisfies Task, bufs.map((b) => b.buffer as ArrayBuffer));
+  });
+}
+
+if (!isMainThread && parentPort) {
+  const port = parentPort;
+  port.on('message', (t: Task) => {
+    if (t?.task !== TASK) return;
+    try {
+      const bytes = sortRunBuffer(t.bufs.map((b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength)), t.path, t.encoding);
+      port.postMessage({ id: t.id, bytes } satisfies Answer);
+    } catch (err) {
+      port.postMessage({ id: t.id, error: err instanceof Error ? (err.stack ?? err.message) : String(err) } satisfies Answer);
+    }
+  });
+}

@@ -1,0 +1,388 @@
+/**
+ * An external merge sort of keyed records (a rebuild's changelog records by URL, its index
+ * entries by store key: processors/frontier-restore.ts). Records are added in order; the
+ * buffered ones are sorted by key and spilled to a run file when the caller says so (memory
+ * bounded by what it buffers, never by the records); `merge` then meets each key's records from
+ * every run and hands on the *last* added of each key once, in key order (a null value included:
+ * a tombstone is the caller's to skip).
+ *
+ * Keys are compared as JavaScript strings (UTF-16 code units). Keys added as `latin1` (a byte a
+ * character) therefore sort in byte order, as LevelDB does; `utf8` keys (URLs) sort in code-unit
+ * order, which differs from byte order only around characters above U+FFFF (the merge stays
+ * correct either way: it only needs one order throughout).
+ *
+ * A run file, record after record: key length (u32 LE), key bytes, value length (i32 LE, -1 for
+ * null), value bytes. Files live in `dir` and are removed by `destroy`.
+ */
+import { closeSync, mkdirSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { sortRunOffThread } from './sorted-runs-worker';
+
+export interface SortRecord {
+  key: string;
+  value: Buffer | null;
+}
+
+/** Bytes a buffered record is counted as, beyond its key and value (objects, views). */
+const RECORD_OVERHEAD = 96;
+const WRITE_BUFFER_BYTES = 1024 * 1024;
+const READ_BUFFER_BYTES = 1024 * 1024;
+/** `thread` mode: records are serialised into chunks of this size (handed to the sort thread, not copied). */
+const CHUNK_BYTES = 4 * 1024 * 1024;
+
+const byKey = (a: SortRecord, b: SortRecord): number => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
+
+/** Sort stably by key and keep only the last record of each key (in place; returns the array). */
+export function sortLastWins<T extends SortRecord>(recs: T[]): T[] {
+  recs.sort(byKey); // stable: equal keys keep the order they were added in
+  let w = 0;
+  for (let i = 0; i < recs.length; i++) {
+    if (i + 1 < recs.length && recs[i + 1].key === recs[i].key) continue;
+    recs[w++] = recs[i];
+  }
+  recs.length = w;
+  return recs;
+}
+
+/** A source of one run's records in key order. */
+interface Run {
+  key: string;
+  value: Buffer | null;
+  /** Move to the next record; false at the end. */
+  next(): boolean;
+  close(): void;
+}
+
+class MemoryRun implements Run {
+  key = '';
+  value: Buffer | null = null;
+  private i = -1;
+  constructor(private readonly recs: SortRecord[]) {}
+  next(): boolean {
+    if (++this.i >= this.recs.length) return false;
+    const r = this.recs[this.i];
+    this.key = r.key;
+    this.value = r.value;
+    return true;
+  }
+  close(): void {}
+}
+
+class FileRun implements Run {
+  key = '';
+  value: Buffer | null = null;
+  private readonly fd: number;
+  private buf = Buffer.alloc(0);
+  private at = 0;
+  private filePos = 0;
+  private eof = false;
+  constructor(path: string, private readonly encoding: BufferEncoding) {
+    this.fd = openSync(path, 'r');
+  }
+  /** At least `n` unread bytes in `buf` (a fresh buffer each refill: views handed out stay valid). */
+  private ensure(n: number): boolean {
+    if (this.buf.length - this.at >= n) return true;
+    if (this.eof) return false;
+    const rest = this.buf.length - this.at;
+    const next = Buffer.allocUnsafe(Math.max(READ_BUFFER_BYTES, n));
+    this.buf.copy(next, 0, this.at);
+    let have = rest;
+    while (have < next.length) {
+      const got = readSync(this.fd, next, have, next.length - have, this.filePos);
+      if (got === 0) {
+        this.eof = true;
+        break;
+      }
+      have += got;
+      this.filePos += got;
+    }
+    this.buf = next.subarray(0, have);
+    this.at = 0;
+    return have >= n;
+  }
+  next(): boolean {
+    if (!this.ensure(4)) return false;
+    const kl = this.buf.readUInt32LE(this.at);
+    if (!this.ensure(8 + kl)) throw new Error('sorted run: torn record');
+    const ks = this.at + 4;
+    const vl = this.buf.readInt32LE(ks + kl);
+    const need = 8 + kl + Math.max(vl, 0);
+    if (!this.ensure(need)) throw new Error('sorted run: torn record');
+    // ensure() may have moved the record to the start of a new buffer
+    const k0 = this.at + 4;
+    this.key = this.buf.toString(this.encoding, k0, k0 + kl);
+    const v0 = k0 + kl + 4;
+    this.value = vl < 0 ? null : this.buf.subarray(v0, v0 + vl);
+    this.at += need;
+    return true;
+  }
+  close(): void {
+    closeSync(this.fd);
+  }
+}
+
+/** Write sorted records to a run file. Returns the bytes written. */
+function writeRun(path: string, recs: readonly SortRecord[], encoding: BufferEncoding): number {
+  const fd = openSync(path, 'w');
+  let buf = Buffer.allocUnsafe(WRITE_BUFFER_BYTES);
+  let at = 0;
+  let total = 0;
+  const flush = (): void => {
+    let done = 0;
+    while (done < at) done += writeSync(fd, buf, done, at - done);
+    total += at;
+    at = 0;
+  };
+  try {
+    for (const r of recs) {
+      const kl = Buffer.byteLength(r.key, encoding);
+      const vl = r.value === null ? 0 : r.value.length;
+      const need = 8 + kl + vl;
+      if (buf.length - at < need) {
+        flush();
+        if (buf.length < need) buf = Buffer.allocUnsafe(need);
+      }
+      buf.writeUInt32LE(kl, at);
+      at += 4;
+      at += buf.write(r.key, at, encoding);
+      buf.writeInt32LE(r.value === null ? -1 : vl, at);
+      at += 4;
+      if (r.value !== null) {
+        buf.set(r.value, at);
+        at += vl;
+      }
+    }
+    flush();
+  } finally {
+    closeSync(fd);
+  }
+  return total;
+}
+
+/** Parse serialised records (the run file format, in the order added), sort them (last of a key wins) and write them as a run file. */
+export function sortRunBuffer(bufs: readonly Buffer[], path: string, encoding: BufferEncoding): number {
+  const recs: SortRecord[] = [];
+  for (const buf of bufs) parseRecords(buf, encoding, recs);
+  return writeRun(path, sortLastWins(recs), encoding);
+}
+
+function parseRecords(buf: Buffer, encoding: BufferEncoding, recs: SortRecord[]): void {
+  let at = 0;
+  while (at < buf.length) {
+    const kl = buf.readUInt32LE(at);
+    const k0 = at + 4;
+    const vl = buf.readInt32LE(k0 + kl);
+    const v0 = k0 + kl + 4;
+    recs.push({ key: buf.toString(encoding, k0, k0 + kl), value: vl < 0 ? null : buf.subarray(v0, v0 + vl) });
+    at = v0 + Math.max(vl, 0);
+  }
+}
+
+/** Merged records handed on: keys and values (null: a tombstone). */
+export interface MergedChunk {
+  keys: string[];
+  values: Array<Buffer | null>;
+  length: number;
+}
+
+export class SortedRuns {
+  private buffered: SortRecord[] = [];
+  /** `thread`: the records added so far, serialised (the run format, unsorted) in chunks (full ones, then `run`). */
+  private chunks: Buffer[] = [];
+  private run: Buffer | null = null;
+  private runAt = 0;
+  private chunked = 0;
+  /** `thread`: runs being sorted and written off the main thread. */
+  private pending: Array<Promise<void>> = [];
+  private files: string[] = [];
+  /** Bytes counted for the buffered records. */
+  bufferedBytes = 0;
+  /** Bytes written to run files so far. */
+  spilledBytes = 0;
+  /** Records added. */
+  added = 0;
+
+  constructor(
+    private readonly dir: string,
+    private readonly encoding: BufferEncoding = 'utf8',
+    /**
+     * `thread`: records are serialised as added and each run is sorted and written on a worker
+     * thread (processors/sorted-runs-worker.ts); `inline`: kept as objects, sorted here.
+     */
+    private readonly mode: 'thread' | 'inline' = 'inline',
+  ) {}
+
+  /** Add a record (after every record added before it; the last of a key wins). */
+  add(rec: SortRecord): void {
+    if (this.mode === 'thread') {
+      const vl = rec.value === null ? 0 : rec.value.length;
+      const need = 8 + rec.key.length * 3 + vl;
+      let buf = this.run;
+      if (buf === null || buf.length - this.runAt < need) {
+        // A record never straddles two chunks: a full chunk is kept as far as it is used.
+        if (buf !== null) {
+          this.chunks.push(buf.subarray(0, this.runAt));
+          this.chunked += this.runAt;
+        }
+        this.run = buf = Buffer.from(new ArrayBuffer(Math.max(need, CHUNK_BYTES)));
+        this.runAt = 0;
+      }
+      let at = this.runAt;
+      const kl = buf.write(rec.key, at + 4, this.encoding);
+      buf.writeUInt32LE(kl, at);
+      at += 4 + kl;
+      buf.writeInt32LE(rec.value === null ? -1 : vl, at);
+      at += 4;
+      if (rec.value !== null) {
+        buf.set(rec.value, at);
+        at += vl;
+      }
+      this.runAt = at;
+      this.bufferedBytes = this.chunked + at;
+      this.added++;
+      return;
+    }
+    this.buffered.push(rec);
+    this.bufferedBytes += rec.key.length + (rec.value === null ? 0 : rec.value.length) + RECORD_OVERHEAD;
+    this.added++;
+  }
+
+  get runs(): number {
+    return this.files.length;
+  }
+
+  /**
+   * Sort the buffered records and write them to a new run file. `thread`: on the worker thread,
+   * resolving once at most one run is still being written (memory: the run being filled and one
+   * being sorted).
+   */
+  async spill(): Promise<void> {
+    if (this.mode === 'thread') {
+      if (this.bufferedBytes === 0) return;
+      const path = this.nextPath();
+      const bufs = this.run === null ? this.chunks : [...this.chunks, this.run.subarray(0, this.runAt)];
+      this.chunks = [];
+      this.run = null;
+      this.runAt = 0;
+      this.chunked = 0;
+      this.bufferedBytes = 0;
+      const done = sortRunOffThread(bufs, path, this.encoding).then((n) => {
+        this.spilledBytes += n;
+      });
+      done.catch(() => undefined); // awaited below or by merge
+      this.pending.push(done);
+      while (this.pending.length > 1) await this.pending.shift();
+      return;
+    }
+    if (this.buffered.length === 0) return;
+    const path = this.nextPath();
+    this.spilledBytes += writeRun(path, sortLastWins(this.buffered), this.encoding);
+    this.buffered = [];
+    this.bufferedBytes = 0;
+  }
+
+  private nextPath(): string {
+    if (this.files.length === 0) mkdirSync(this.dir, { recursive: true });
+    const path = join(this.dir, `run-${String(this.files.length).padStart(5, '0')}`);
+    this.files.push(path);
+    return path;
+  }
+
+  /**
+   * Every key once, in key order, with its last record, in chunks of up to `chunk`: the run files
+   * in the order written, then the buffered records (sorted here, never spilled). The chunk's
+   * arrays are reused: `onChunk` must be done with them when its promise resolves.
+   */
+  async merge(onChunk: (c: MergedChunk) => Promise<void> | void, chunk = 4096): Promise<void> {
+    if (this.mode === 'thread') {
+      await this.spill();
+      while (this.pending.length) await this.pending.shift();
+    }
+    const runs: Run[] = this.files.map((f) => new FileRun(f, this.encoding));
+    if (this.buffered.length) runs.push(new MemoryRun(sortLastWins(this.buffered)));
+    this.buffered = [];
+    this.bufferedBytes = 0;
+    try {
+      // A binary heap of run indexes, ordered by (key, run index): equal keys leave it oldest run first.
+      const heap: number[] = [];
+      const less = (a: number, b: number): boolean => {
+        const ka = runs[a].key;
+        const kb = runs[b].key;
+        return ka < kb || (ka === kb && a < b);
+      };
+      const down = (i: number): void => {
+        const n = heap.length;
+        for (;;) {
+          const l = 2 * i + 1;
+          if (l >= n) return;
+          const r = l + 1;
+          const m = r < n && less(heap[r], heap[l]) ? r : l;
+          if (!less(heap[m], heap[i])) return;
+          [heap[m], heap[i]] = [heap[i], heap[m]];
+          i = m;
+        }
+      };
+      const up = (i: number): void => {
+        while (i > 0) {
+          const p = (i - 1) >> 1;
+          if (!less(heap[i], heap[p])) return;
+          [heap[p], heap[i]] = [heap[i], heap[p]];
+          i = p;
+        }
+      };
+      for (let i = 0; i < runs.length; i++) {
+        if (runs[i].next()) {
+          heap.push(i);
+          up(heap.length - 1);
+        }
+      }
+      const out: MergedChunk = { keys: [], values: [], length: 0 };
+      /** The top run moved on: to its next record, or out of the heap. */
+      const advanceTop = (): void => {
+        if (runs[heap[0]].next()) down(0);
+        else {
+          const last = heap.pop()!;
+          if (heap.length) {
+            heap[0] = last;
+            down(0);
+          }
+        }
+      };
+      while (heap.length) {
+        const top = runs[heap[0]];
+        let key = top.key;
+        let value = top.value;
+        advanceTop();
+        // Later runs' records of the same key come next (ties leave oldest first): the last one wins.
+        while (heap.length && runs[heap[0]].key === key) {
+          const r = runs[heap[0]];
+          key = r.key;
+          value = r.value;
+          advanceTop();
+        }
+        const n = out.length++;
+        out.keys[n] = key;
+        out.values[n] = value;
+        if (out.length >= chunk) {
+          await onChunk(out);
+          out.length = 0;
+        }
+      }
+      if (out.length) await onChunk(out);
+    } finally {
+      for (const r of runs) r.close();
+    }
+  }
+
+  /** Remove the run files (and their folder). */
+  destroy(): void {
+    this.buffered = [];
+    this.run = null;
+    this.runAt = 0;
+    this.chunks = [];
+    this.chunked = 0;
+    this.bufferedBytes = 0;
+    this.files = [];
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}

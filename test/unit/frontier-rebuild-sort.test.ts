@@ -1,0 +1,198 @@
+/**
+ * The sorting rebuild (processors/sorted-runs.ts, frontier-restore.ts `rebuild: 'sort'`) against
+ * the two-pass one from the same changelog: every key and value of the store identical.
+ */
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import type { UrlStateMsg, UrlStatus } from '../../lib/messages';
+import { partitionForHost } from '../../lib/partitioner';
+import { KvStore } from '../../connectors/kv-store';
+import { rebuildTempDir, restoreStores, type RestoreOptions } from '../../processors/frontier-restore';
+import { priorityLevel } from '../../processors/frontier-schedule';
+import { SortedRuns, sortLastWins } from '../../processors/sorted-runs';
+import type { ChangelogSource } from '../../runtime/changelog';
+import { MemoryChangelog } from '../support/memory-changelog';
+import { rng } from '../support/rng';
+
+const LEVELS = 4;
+const levelOf = (r: UrlStateMsg): number => priorityLevel(r.fetched_at === null ? r.priority : undefined, r.depth, LEVELS);
+const silent = pino({ level: 'silent' });
+const STATES: UrlStatus[] = ['QUEUED', 'LEASED', 'FETCHED', 'FAILED', 'DEAD', 'DISALLOWED'];
+
+function row(url: string, host: string, state: UrlStatus, rnd: () => number): UrlStateMsg {
+  const t = 1_700_000_000_000 + Math.floor(rnd() * 1e7);
+  const fetched = state === 'FETCHED' || rnd() < 0.2;
+  return {
+    url, host, state, depth: Math.floor(rnd() * 6), discovered_at: t - Math.floor(rnd() * 1e6), updated_at: t,
+    lease_id: state === 'LEASED' ? `L${Math.floor(rnd() * 1e9)}` : null, lease_expires_at: state === 'LEASED' ? t + 60_000 : null,
+    attempts: state === 'FAILED' ? 1 + Math.floor(rnd() * 3) : state === 'QUEUED' && rnd() < 0.2 ? 1 : 0,
+    next_due_at: state === 'FAILED' ? t + Math.floor(rnd() * 1e6) : state === 'FETCHED' && rnd() < 0.8 ? t + 86_400_000 : null,
+    fetched_at: fetched ? t - 5000 : null, http_status: fetched ? 200 : null, sha256: fetched ? 'ab'.repeat(32) : null, etag: null, last_modified: null,
+    warc_uri: fetched ? 'file:///w.warc.gz' : null, warc_offset: fetched ? 7 : null, warc_length: fetched ? 99 : null,
+    reason: state === 'FAILED' ? 'http-500' : state === 'QUEUED' && rnd() < 0.2 ? (rnd() < 0.5 ? 'lease-expired' : 'blocked') : null,
+    ...(rnd() < 0.5 ? { priority: Math.round(rnd() * 100) / 100 } : {}),
+    ...(rnd() < 0.7 ? { priority_class: 1 + Math.floor(rnd() * 3) } : {}),
+    ...(rnd() < 0.1 ? { redirects: 1 + Math.floor(rnd() * 4) } : {}),
+  };
+}
+
+/**
+ * A changelog of `records` records over 3 partitions: several records a URL (any state, every
+ * status), tombstones (expiry) and URLs found again after one, hosts on both schemes, and URLs
+ * with characters beyond ASCII and beyond U+FFFF.
+ */
+function changelog(seed: number, records: number): MemoryChangelog {
+  const rnd = rng(seed);
+  const log = new MemoryChangelog(3);
+  // 20 hosts in each partition
+  const hosts: string[] = [];
+  const per = [0, 0, 0];
+  for (let i = 0; hosts.length < 60; i++) {
+    const h = `h${i}.example${i % 23}.org`;
+    if (per[partitionForHost(h, 3)]++ < 20) hosts.push(h);
+  }
+  const urls: Array<[string, string]> = [];
+  for (let i = 0; i < records; i++) {
+    if (urls.length < 50 || rnd() < 0.3) {
+      const host = hosts[Math.floor(rnd() * hosts.length)];
+      const scheme = rnd() < 0.5 ? 'https' : 'http';
+      const odd = rnd() < 0.05 ? (rnd() < 0.5 ? 'é/ü' : '\u{1F600}x\uFFFD') : '';
+      urls.push([`${scheme}://${host}/p/${Math.floor(rnd() * 1e6).toString(36)}${odd}?q=${'x'.repeat(Math.floor(rnd() * 60))}`, host]);
+    }
+    const [url, host] = urls[Math.floor(rnd() * urls.length)];
+    log.append(url, host, rnd() < 0.12 ? null : row(url, host, STATES[Math.floor(rnd() * STATES.length)], rnd));
+  }
+  return log;
+}
+
+/** The changelog's batches of all partitions interleaved (as crawl.urls is read from Kafka). */
+function interleaved(src: MemoryChangelog, batch = 97): ChangelogSource {
+  return {
+    ends: (ps) => src.ends(ps),
+    read: async (from, to, onBatch) => {
+      const at = new Map(from);
+      for (let more = true; more; ) {
+        more = false;
+        for (const [p, start] of at) {
+          const end = to.get(p) ?? start;
+          if (start >= end) continue;
+          const recs = (src.parts.get(p) ?? []).slice(start, Math.min(end, start + batch));
+          at.set(p, start + recs.length);
+          await onBatch(p, recs);
+          more = true;
+        }
+      }
+    },
+  };
+}
+
+/** Every entry of a store as hex pairs, but its random id. */
+async function dump(dir: string): Promise<Map<string, string>> {
+  const kv = await KvStore.open(dir);
+  const out = new Map<string, string>();
+  await kv.scan({ gte: Buffer.from([0]), lt: Buffer.from([0xff]) }, 1000, (entries) => {
+    for (const [k, v] of entries) if (k.toString('latin1') !== 'mid') out.set(k.toString('hex'), v.toString('hex'));
+  });
+  await kv.close();
+  return out;
+}
+
+describe('sortLastWins and SortedRuns', () => {
+  let dir: string;
+  beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'kcrawl-runs-'))));
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('keeps the last record of each key, in key order', () => {
+    const recs = [
+      { key: 'b', value: Buffer.from('1') },
+      { key: 'a', value: Buffer.from('2') },
+      { key: 'b', value: null },
+      { key: 'a', value: Buffer.from('3') },
+      { key: 'c', value: Buffer.from('4') },
+    ];
+    expect(sortLastWins(recs).map((r) => [r.key, r.value?.toString() ?? null])).toEqual([['a', '3'], ['b', null], ['c', '4']]);
+  });
+
+  it.each(['inline', 'thread'] as const)('merges spilled runs and the buffered one: each key once, the last added, in key order (%s)', async (mode) => {
+    const rnd = rng(7);
+    const runs = new SortedRuns(join(dir, 'r'), 'utf8', mode);
+    const want = new Map<string, string | null>();
+    for (let i = 0; i < 20_000; i++) {
+      const key = `k${Math.floor(rnd() * 3000)}${rnd() < 0.1 ? '\u{1F600}' : ''}`;
+      const value = rnd() < 0.1 ? null : Buffer.from(`v${i}`.repeat(1 + Math.floor(rnd() * 3)));
+      runs.add({ key, value });
+      want.set(key, value === null ? null : value.toString());
+      if (rnd() < 0.001) await runs.spill();
+    }
+    expect(runs.runs).toBeGreaterThan(5);
+    const got: Array<[string, string | null]> = [];
+    await runs.merge((c) => {
+      for (let i = 0; i < c.length; i++) got.push([c.keys[i], c.values[i] === null ? null : c.values[i]!.toString()]);
+    }, 333);
+    expect(got).toEqual([...want.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)));
+    runs.destroy();
+    expect(readdirSync(dir)).toEqual([]);
+  });
+});
+
+describe('rebuild by sorting = the two-pass rebuild', () => {
+  let dir: string;
+  beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'kcrawl-rebuild-sort-'))));
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  const opts = (name: string, o: Partial<RestoreOptions>): RestoreOptions => ({ dirOf: (p) => join(dir, name, `urls-${p}`), levelOf, levels: LEVELS, log: silent, ...o });
+
+  async function compare(source: (log: MemoryChangelog) => ChangelogSource, hashIndex: boolean, sortThread = true): Promise<void> {
+    const log = changelog(hashIndex ? 11 : 5, 12_000);
+    const parts = [0, 1, 2];
+    const a = await restoreStores(parts, log, opts('two-pass', { rebuild: 'two-pass', hashIndex }));
+    // Runs of about 60 KiB: each partition's records spilled in many runs, its index entries in several.
+    const b = await restoreStores(parts, source(log), opts('sort', { rebuild: 'sort', hashIndex, runBytes: 60_000, indexRunBytes: 20_000, sortThread }));
+    let statuses = new Set<string>();
+    for (const p of parts) {
+      const [ra, rb] = [a[p], b[p]];
+      expect(rb.rebuilt).toBe(true);
+      expect(rb.rows).toBe(ra.rows);
+      expect(rb.store.counts).toEqual(ra.store.counts);
+      expect(rb.store.size).toBe(ra.store.size);
+      statuses = new Set([...statuses, ...Object.keys(ra.store.counts)]);
+      await ra.store.close();
+      await rb.store.close();
+      const [da, db] = [await dump(join(dir, 'two-pass', `urls-${p}`)), await dump(join(dir, 'sort', `urls-${p}`))];
+      expect(da.size).toBeGreaterThan(1000);
+      if (!hashIndex) {
+        expect([...db.entries()]).toEqual([...da.entries()]);
+      } else {
+        // The two-pass copy keeps the hash entry of a URL tombstoned later; the sort writes live URLs' only.
+        const extra = [...da.keys()].filter((k) => !db.has(k));
+        expect(extra.length).toBeGreaterThan(0);
+        expect(extra.every((k) => k.startsWith('73'))).toBe(true);
+        expect([...db.entries()]).toEqual([...da.entries()].filter(([k]) => db.has(k)));
+      }
+    }
+    expect([...statuses].sort()).toEqual([...STATES].sort());
+    expect(readdirSync(join(dir, 'sort')).some((f) => f.endsWith('.rebuild'))).toBe(false);
+  }
+
+  it('same store from the embedded journal order (one partition after another)', () => compare((log) => log, false));
+  it('same store from batches of all partitions interleaved (Kafka)', () => compare((log) => interleaved(log), false));
+  it('same store with runs kept as objects and sorted inline', () => compare((log) => interleaved(log), false, false));
+  it('with the hash index: the same entries less the hashes of URLs deleted', () => compare((log) => interleaved(log), true));
+
+  it('a crashed rebuild\'s runs are removed and the rebuild starts again', async () => {
+    const log = changelog(3, 3000);
+    const o = opts('crash', { rebuild: 'sort', runBytes: 50_000 });
+    const stale = rebuildTempDir(o.dirOf(0));
+    const runs = new SortedRuns(join(stale, 'rows'));
+    runs.add({ key: 'https://h0.example0.org/stale', value: Buffer.from('not a row') });
+    await runs.spill();
+    const [r] = await restoreStores([0], log, o);
+    expect(r.rebuilt).toBe(true);
+    const got = await r.store.rows(['https://h0.example0.org/stale']);
+    expect(got[0]).toBeUndefined();
+    await r.store.close();
+    expect(readdirSync(join(dir, 'crash')).some((f) => f.endsWith('.rebuild'))).toBe(false);
+  });
+});
