@@ -90,6 +90,25 @@ async function restored(stateDir: string, journal: Journal): Promise<{ dedup: Pa
   return { dedup: new ParseDedup(index), rebuilt: r.rebuilt, records: r.records };
 }
 
+/** A fresh state folder whose partition-0 store decided `ps` (its rows in the journal), and the heap reference that decided the same. */
+async function decided(ps: readonly ParsedPageMsg[]): Promise<{ dir: string; journal: Journal; heap: ParseDedup; dedup: ParseDedup }> {
+  const dir = mkdtempSync(join(tmpdir(), 'kcrawl-dedup-'));
+  dirs.push(dir);
+  const journal = new Journal();
+  const heap = heapDedup();
+  const { dedup } = await restored(dir, journal);
+  decideAll(dedup, ps, journal);
+  decideAll(heap, ps);
+  return { dir, journal, heap, dedup };
+}
+
+/** Checkpoint partition 0's store at the journal's end, then close it. */
+async function checkpointAndClose(dir: string, journal: Journal): Promise<void> {
+  await checkpointDedup(dedupStoreDir(dir, 0), stores[0], journal.recs.length);
+  await stores[0].close();
+  stores.length = 0;
+}
+
 describe('duplicate store on disk', () => {
   it('decides every page as the index in the heap (main\'s) did', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'kcrawl-dedup-'));
@@ -108,19 +127,13 @@ describe('duplicate store on disk', () => {
   });
 
   it('a restart with its store replays only the tail after the checkpoint, then decides as before', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'kcrawl-dedup-'));
-    dirs.push(dir);
-    const journal = new Journal();
-    const heap = heapDedup();
-    const first = await restored(dir, journal);
     const [a, b, probe] = [pages(1500, 11), pages(500, 12), pages(800, 13)];
-    decideAll(first.dedup, a, journal);
-    decideAll(heap, a);
+    const { dir, journal, heap, dedup: first } = await decided(a);
     const store = stores[0];
     await checkpointDedup(dedupStoreDir(dir, 0), store, journal.recs.length);
     const at = journal.recs.length;
     // Decided after the checkpoint, then some rows tombstoned in the journal only (the store never saw them).
-    decideAll(first.dedup, b, journal);
+    decideAll(first, b, journal);
     decideAll(heap, b);
     for (const p of a.slice(0, 60)) {
       journal.append(p.url, null);
@@ -139,21 +152,13 @@ describe('duplicate store on disk', () => {
   });
 
   it('a deleted store is rebuilt from the whole changelog and decides as before', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'kcrawl-dedup-'));
-    dirs.push(dir);
-    const journal = new Journal();
-    const heap = heapDedup();
-    const first = await restored(dir, journal);
     const [a, probe] = [pages(2000, 21), pages(800, 22)];
-    decideAll(first.dedup, a, journal);
-    decideAll(heap, a);
+    const { dir, journal, heap } = await decided(a);
     for (const p of a.slice(0, 40)) {
       journal.append(p.url, null);
       heap.restore(p.url, null);
     }
-    await checkpointDedup(dedupStoreDir(dir, 0), stores[0], journal.recs.length);
-    await stores[0].close();
-    stores.length = 0;
+    await checkpointAndClose(dir, journal);
     rmSync(dedupStoreDir(dir, 0), { recursive: true });
     expect(existsSync(`${dedupStoreDir(dir, 0)}.checkpoint.json`)).toBe(true); // it names the deleted store
 
@@ -164,18 +169,11 @@ describe('duplicate store on disk', () => {
     expect(rebuilt.dedup.index.size).toBe(heap.index.size);
     expect(decideAll(rebuilt.dedup, probe)).toEqual(decideAll(heapDedup(heap.index as unknown as HeapDedupIndex), probe));
   });
+
   it('a store written in another layout (1: lists with hand-written LEB128 lengths) is rebuilt, not read', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'kcrawl-dedup-'));
-    dirs.push(dir);
-    const journal = new Journal();
-    const heap = heapDedup();
-    const first = await restored(dir, journal);
     const [a, probe] = [pages(600, 31), pages(300, 32)];
-    decideAll(first.dedup, a, journal);
-    decideAll(heap, a);
-    await checkpointDedup(dedupStoreDir(dir, 0), stores[0], journal.recs.length);
-    await stores[0].close();
-    stores.length = 0;
+    const { dir, journal, heap } = await decided(a);
+    await checkpointAndClose(dir, journal);
     // What a layout-1 release left: its marker, and a list in its own encoding.
     const kv = await KvStore.open(dedupStoreDir(dir, 0));
     const b = kv.batch();
