@@ -356,16 +356,7 @@ async function writeSorted(store: UrlStore, rows: SortedRuns, tmp: string, o: Re
       }
     });
     await writing;
-    let b = store.newBatch();
-    for (const host of [...queued.keys()].sort()) {
-      store.stageHost(b, host, { queued: queued.get(host)!, fetches: 0, cycle: 0 });
-      if (b.size >= 4096) {
-        await store.write(b);
-        b = store.newBatch();
-      }
-    }
-    await store.write(b);
-    await store.setFacts(counts, o.levels);
+    await writeSummaries(store, queued, counts, o.levels);
     return rows.spilledBytes + index.spilledBytes;
   } finally {
     index.destroy();
@@ -400,14 +391,19 @@ async function buildIndexes(store: UrlStore, o: RestoreOptions): Promise<void> {
     }
   });
   await writing;
+  await writeSummaries(store, queued, counts, o.levels);
+}
+
+/** A rebuild's last step: each host's summary (its queued rows, in host order) and the state counts. */
+async function writeSummaries(store: UrlStore, queued: ReadonlyMap<string, number>, counts: StateCounts, levels: number): Promise<void> {
   let b = store.newBatch();
-  for (const [host, q] of queued) {
-    store.stageHost(b, host, { queued: q, fetches: 0, cycle: 0 });
+  for (const host of [...queued.keys()].sort()) {
+    store.stageHost(b, host, { queued: queued.get(host)!, fetches: 0, cycle: 0 });
     if (b.size >= 4096) {
       await store.write(b);
       b = store.newBatch();
     }
   }
   await store.write(b);
-  await store.setFacts(counts, o.levels);
+  await store.setFacts(counts, levels);
 }
