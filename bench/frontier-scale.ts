@@ -140,6 +140,9 @@ function startChild(dir: string, feed: number, leaseSecs: number, partitions: nu
       if (typeof o.msg === 'string' && o.msg.startsWith('frontier store')) {
         run.logs.push(o);
         process.stderr.write(`  ${o.msg} ${JSON.stringify({ rows: o.rows, rowsPerSec: o.rowsPerSec, seconds: o.seconds })}\n`);
+      } else if (o.jemalloc) {
+        // jemalloc's statistics (MALLOC_CONF=stats_interval:…,stats_interval_opts:J…), one JSON line each.
+        process.stderr.write(`  child: ${line}\n`);
       }
     } catch {
       process.stderr.write(`  child: ${line}\n`);

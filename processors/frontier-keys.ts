@@ -167,7 +167,7 @@ export function dueRange(now: number): { gte: Buffer; lt: Buffer } {
 export function indexEntry(row: UrlStateMsg, levelOf: (row: UrlStateMsg) => number): [key: Buffer, value: Buffer] | null {
   switch (row.state) {
     case 'QUEUED':
-      return [queueKey(row.host, levelOf(row), queuedAtFront(row), row.updated_at, row.url), EMPTY];
+      return [queueKey(row.host, levelOf(row), queuedAtFront(row), row.updated_at, row.url), QUEUED];
     case 'LEASED':
       return [leaseKey(row.url), Buffer.from(row.host)];
     case 'FAILED':
@@ -178,7 +178,12 @@ export function indexEntry(row: UrlStateMsg, levelOf: (row: UrlStateMsg) => numb
   }
 }
 
-const EMPTY = Buffer.alloc(0);
+/**
+ * A queue entry's value: nothing is read from it (the key says it all), but it must not be empty:
+ * classic-level leaks its copy of an empty value (connectors/kv-store.ts KvBatch), 8 bytes a
+ * queued URL. Stores written before hold empty ones, read the same.
+ */
+const QUEUED = Buffer.from([1]);
 
 /** A host's summary: URLs queued, and fetches released in the cycle `cycle` (a frontier process's start). */
 export interface HostSummary {

@@ -108,3 +108,40 @@ describe('KvStore compression', () => {
     }
   });
 });
+
+describe('KvBatch: nothing the native binding would leak', () => {
+  let dir: string;
+  let kv: KvStore;
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'kv-batch-'));
+    kv = await KvStore.open(join(dir, 'db'));
+  });
+  afterEach(async () => {
+    await kv.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('refuses an empty key or value (classic-level frees its copy of neither), and the batch stays usable', async () => {
+    const b = kv.batch();
+    b.put(key('a', 1), Buffer.from('one'));
+    expect(() => b.put(key('a', 2), Buffer.alloc(0))).toThrow(/empty value/);
+    expect(() => b.put(Buffer.alloc(0), Buffer.from('x'))).toThrow(/empty key/);
+    expect(() => b.del(Buffer.alloc(0))).toThrow(/empty key/);
+    expect(b.size).toBe(1);
+    b.put(key('a', 3), Buffer.from('three'));
+    await kv.write(b);
+    expect((await kv.entries(prefixRange(Buffer.from('a')))).map(([k, v]) => `${k.toString()}=${v.toString()}`)).toEqual(['a00001=one', 'a00003=three']);
+  });
+
+  it('closes every batch it is given, an empty one too (the database holds each open batch until then)', async () => {
+    const written = kv.batch();
+    written.put(key('a', 1), Buffer.from('one'));
+    await kv.write(written);
+    const empty = kv.batch();
+    await kv.write(empty);
+    const synced = kv.batch();
+    await kv.write(synced, true);
+    for (const b of [written, empty, synced]) expect(() => b.put(key('a', 2), Buffer.from('late'))).toThrow(/not open/);
+    expect(await kv.get(key('a', 2))).toBeUndefined();
+  });
+});
