@@ -32,6 +32,8 @@ export interface FrontierScaleArgs {
   dir?: string;
   /** Only step 4, from the journal a kept run left in `dir`. */
   rebuildOnly?: boolean;
+  /** Step 4's process writes `node --cpu-prof` profiles here (its threads' too) and exits normally instead of being killed. */
+  profile?: string;
 }
 
 interface Event {
@@ -101,10 +103,11 @@ function memRows(run: ChildRun, fed: number): Array<[string, string]> {
   ]);
 }
 
-function startChild(dir: string, feed: number, leaseSecs: number, partitions: number): ChildRun {
+function startChild(dir: string, feed: number, leaseSecs: number, partitions: number, profile?: string): ChildRun {
   // As a frontier process started by bin/crawl.js (`crawl process frontier`) runs: its launcher's
   // node flags and environment, and no heap cap of the benchmark's own (a user's process has none).
-  const child = spawn(process.execPath, [...launcherNodeFlags(CLI), join(__dirname, 'frontier-scale-child.js'), dir, String(feed), String(leaseSecs), String(partitions)], {
+  const prof = profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [];
+  const child = spawn(process.execPath, [...launcherNodeFlags(CLI), ...prof, join(__dirname, 'frontier-scale-child.js'), dir, String(feed), String(leaseSecs), String(partitions)], {
     env: { ...process.env, ...launcherEnv(CLI), CRAWL_LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   const run: ChildRun = {
@@ -193,7 +196,7 @@ export async function runFrontierScale(a: FrontierScaleArgs): Promise<string> {
   const parts = a.partitions ?? 8;
   if (a.rebuildOnly) {
     if (!existsSync(join(dir, 'state', 'topics', 'crawl.urls'))) throw new Error(`--rebuild-only: no journal in ${dir} (run once with --keep ${dir})`);
-    await rebuildStep(dir, rows, parts);
+    await rebuildStep(dir, rows, parts, a.profile);
     return report(a, rows);
   }
   rmSync(dir, { recursive: true, force: true });
@@ -233,7 +236,7 @@ export async function runFrontierScale(a: FrontierScaleArgs): Promise<string> {
     await kill9(second);
     rows.push(['peak RSS, restart', mib(second.peakRss)]);
 
-    await rebuildStep(dir, rows, parts);
+    await rebuildStep(dir, rows, parts, a.profile);
   } finally {
     if (!a.dir) rmSync(dir, { recursive: true, force: true });
   }
@@ -241,10 +244,10 @@ export async function runFrontierScale(a: FrontierScaleArgs): Promise<string> {
 }
 
 /** 4: store deleted, rebuilt from the changelog. */
-async function rebuildStep(dir: string, rows: Array<[string, string]>, partitions: number): Promise<void> {
+async function rebuildStep(dir: string, rows: Array<[string, string]>, partitions: number, profile?: string): Promise<void> {
   rmSync(join(dir, 'state', 'frontier'), { recursive: true, force: true });
   const t2 = Date.now();
-  const third = startChild(dir, 0, 5, partitions);
+  const third = startChild(dir, 0, 5, partitions, profile);
   const lease3 = await third.wait((e) => e.event === 'first-lease', 6 * 3600_000);
   // The first lease may come before the child reports the store current (its CPU by thread).
   await third.wait((e) => e.event === 'restored', 30_000);
@@ -260,8 +263,16 @@ async function rebuildStep(dir: string, rows: Array<[string, string]>, partition
     const s = (ms: number): string => (ms / 1000).toFixed(1);
     rows.push(['rebuild CPU by thread (s)', `main ${s(cpu[0])}; others of 0.1 s or more, largest first: ${others.filter((ms) => ms >= 100).map(s).join(', ') || 'none'}; all ${s(cpu.reduce((x, y) => x + y, 0))}`]);
   }
+  // The rebuild's progress line with the largest RSS: what held it (this thread's heap, Buffers, the sort thread's heap).
+  const memLines = third.logs.filter((l) => typeof l.rssMiB === 'number');
+  const top = memLines.reduce<Record<string, unknown> | null>((a, l) => (a === null || Number(l.rssMiB) > Number(a.rssMiB) ? l : a), null);
+  // A profile is written when the process exits by itself (after its 5 s of leases).
+  if (profile) await Promise.race([third.exited, new Promise((r) => setTimeout(r, 120_000))]);
   await kill9(third);
   rows.push(['peak RSS, rebuild', mib(third.peakRss)]);
+  if (top) {
+    rows.push(['rebuild memory at its largest logged RSS (MiB)', `RSS ${top.rssMiB} (${String(top.msg)}): main thread's V8 heap ${top.heapMiB}, Buffers ${top.arrayBuffersMiB} (external ${top.externalMiB}), the sort thread's heap ${top.sortThreadHeapMiB}`]);
+  }
 }
 
 function report(a: FrontierScaleArgs, rows: Array<[string, string]>): string {

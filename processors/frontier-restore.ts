@@ -26,11 +26,19 @@ import type { UrlStateMsg, UrlStatus } from '../lib/messages';
 import { hashKey, indexEntry, rowKey } from './frontier-keys';
 import { decodeRow, decodeStoredRow, STORE_LAYOUT, UrlStore, type StateCounts } from './frontier-store';
 import { SortedRuns } from './sorted-runs';
+import { sortThreadHeapBytes } from './sorted-runs-worker';
+
+/** Memory of the process for progress logs (MiB): RSS, this thread's V8 heap, Buffers, the sort thread's heap. */
+function memory(): Record<string, number> {
+  const m = process.memoryUsage();
+  const mib = (n: number): number => Math.round(n / 1048576);
+  return { rssMiB: mib(m.rss), heapMiB: mib(m.heapTotal), externalMiB: mib(m.external), arrayBuffersMiB: mib(m.arrayBuffers), sortThreadHeapMiB: mib(sortThreadHeapBytes()) };
+}
 
 /** Changelog records a rebuild holds in memory (all partitions together) before it sorts and spills some. */
-export const REBUILD_RUN_BYTES = 64 * 1024 * 1024;
+export const REBUILD_RUN_BYTES = 32 * 1024 * 1024;
 /** Index entries a partition's rebuild holds in memory before it sorts and spills them. */
-const INDEX_RUN_BYTES = 32 * 1024 * 1024;
+const INDEX_RUN_BYTES = 16 * 1024 * 1024;
 
 /** Where a partition's rebuild spills its sorted runs: beside the store, removed when done. */
 export function rebuildTempDir(dir: string): string {
@@ -204,7 +212,12 @@ export async function restoreStores(partitions: readonly number[], source: Chang
     if (pl.sorter) {
       if (pl.merged) throw new Error(`changelog partition ${partition}: records after its end`);
       for (const r of recs) pl.sorter.add(r);
-      if (recs.length && recs[recs.length - 1].offset >= (ends.get(partition) ?? 0) - 1) merge(pl);
+      if (recs.length && recs[recs.length - 1].offset >= (ends.get(partition) ?? 0) - 1) {
+        // Its last records spilled now, not when its merge starts: partitions read while earlier
+        // ones are merged would otherwise each hold up to a run's bytes until then.
+        await pl.sorter.spill();
+        merge(pl);
+      }
       // Memory bounded for all partitions together: the largest buffer is sorted and spilled.
       let held = 0;
       for (const s of sorters) held += s.bufferedBytes;
@@ -227,7 +240,7 @@ export async function restoreStores(partitions: readonly number[], source: Chang
     if (Date.now() - lastLog >= (o.progressMs ?? 2000)) {
       lastLog = Date.now();
       const secs = (lastLog - started) / 1000;
-      o.log.info({ rows: copied, of: total, rowsPerSec: Math.round(copied / Math.max(secs, 0.001)) }, 'frontier store: reading the changelog');
+      o.log.info({ rows: copied, of: total, rowsPerSec: Math.round(copied / Math.max(secs, 0.001)), ...memory() }, 'frontier store: reading the changelog');
     }
   });
   const out: Restored[] = [];
@@ -338,7 +351,7 @@ async function writeSorted(store: UrlStore, rows: SortedRuns, tmp: string, o: Re
       writing.catch(() => undefined); // awaited with the next chunk or after the last
       if (Date.now() - lastLog >= (o.progressMs ?? 2000)) {
         lastLog = Date.now();
-        o.log.info({ partition, rows: n, rowsPerSec: Math.round(n / ((lastLog - started) / 1000)) }, 'frontier store: writing rows in key order');
+        o.log.info({ partition, rows: n, rowsPerSec: Math.round(n / ((lastLog - started) / 1000)), ...memory() }, 'frontier store: writing rows in key order');
       }
     });
     await writing;
@@ -352,7 +365,7 @@ async function writeSorted(store: UrlStore, rows: SortedRuns, tmp: string, o: Re
       writing.catch(() => undefined);
       if (Date.now() - lastLog >= (o.progressMs ?? 2000)) {
         lastLog = Date.now();
-        o.log.info({ partition, rows: entries }, 'frontier store: writing index entries in key order');
+        o.log.info({ partition, rows: entries, ...memory() }, 'frontier store: writing index entries in key order');
       }
     });
     await writing;

@@ -26,7 +26,8 @@ export interface SortRecord {
 /** Bytes a buffered record is counted as, beyond its key and value (objects, views). */
 const RECORD_OVERHEAD = 96;
 const WRITE_BUFFER_BYTES = 1024 * 1024;
-const READ_BUFFER_BYTES = 1024 * 1024;
+/** Per run being merged (a partition's merge reads every run of it at once). */
+const READ_BUFFER_BYTES = 256 * 1024;
 /** `thread` mode: records are serialised into chunks of this size (handed to the sort thread, not copied). */
 const CHUNK_BYTES = 4 * 1024 * 1024;
 
