@@ -160,23 +160,68 @@ function writeRun(path: string, recs: readonly SortRecord[], encoding: BufferEnc
   return total;
 }
 
-/** Parse serialised records (the run file format, in the order added), sort them (last of a key wins) and write them as a run file. */
+/**
+ * Parse serialised records (the run file format, in the order added), sort them (last of a key
+ * wins) and write them as a run file. Each record is kept as its key and where its bytes are (no
+ * object or Buffer view a record), sorted as an index array, and copied to the run as it is.
+ */
 export function sortRunBuffer(bufs: readonly Buffer[], path: string, encoding: BufferEncoding): number {
-  const recs: SortRecord[] = [];
-  for (const buf of bufs) parseRecords(buf, encoding, recs);
-  return writeRun(path, sortLastWins(recs), encoding);
-}
-
-function parseRecords(buf: Buffer, encoding: BufferEncoding, recs: SortRecord[]): void {
-  let at = 0;
-  while (at < buf.length) {
-    const kl = buf.readUInt32LE(at);
-    const k0 = at + 4;
-    const vl = buf.readInt32LE(k0 + kl);
-    const v0 = k0 + kl + 4;
-    recs.push({ key: buf.toString(encoding, k0, k0 + kl), value: vl < 0 ? null : buf.subarray(v0, v0 + vl) });
-    at = v0 + Math.max(vl, 0);
+  const keys: string[] = [];
+  /** Per record: its chunk, and where its bytes start and end in it. */
+  const src: number[] = [];
+  const starts: number[] = [];
+  const ends: number[] = [];
+  for (let b = 0; b < bufs.length; b++) {
+    const buf = bufs[b];
+    let at = 0;
+    while (at < buf.length) {
+      const kl = buf.readUInt32LE(at);
+      const k0 = at + 4;
+      const vl = buf.readInt32LE(k0 + kl);
+      const end = k0 + kl + 4 + Math.max(vl, 0);
+      keys.push(buf.toString(encoding, k0, k0 + kl));
+      src.push(b);
+      starts.push(at);
+      ends.push(end);
+      at = end;
+    }
   }
+  const n = keys.length;
+  const order = new Array<number>(n);
+  for (let i = 0; i < n; i++) order[i] = i;
+  // Equal keys in the order added: the last of them is the one kept.
+  order.sort((a, b) => {
+    const ka = keys[a];
+    const kb = keys[b];
+    return ka < kb ? -1 : ka > kb ? 1 : a - b;
+  });
+  const fd = openSync(path, 'w');
+  let out = Buffer.allocUnsafe(WRITE_BUFFER_BYTES);
+  let at = 0;
+  let total = 0;
+  const flush = (): void => {
+    let done = 0;
+    while (done < at) done += writeSync(fd, out, done, at - done);
+    total += at;
+    at = 0;
+  };
+  try {
+    for (let j = 0; j < n; j++) {
+      const i = order[j];
+      if (j + 1 < n && keys[order[j + 1]] === keys[i]) continue;
+      const len = ends[i] - starts[i];
+      if (out.length - at < len) {
+        flush();
+        if (out.length < len) out = Buffer.allocUnsafe(len);
+      }
+      bufs[src[i]].copy(out, at, starts[i], ends[i]);
+      at += len;
+    }
+    flush();
+  } finally {
+    closeSync(fd);
+  }
+  return total;
 }
 
 /** Merged records handed on: keys and values (null: a tombstone). */
