@@ -355,6 +355,10 @@ async function writeSorted(store: UrlStore, rows: SortedRuns, tmp: string, o: Re
       }
     });
     await writing;
+    // The last rows out of the memtable before the index entries (keys below every row's) come:
+    // a table holding both would span the whole index's key range, and every index table
+    // flushed after it would be compacted with it again and again.
+    await store.flushMemtable();
     let entries = 0;
     await index.merge(async (c) => {
       const b = store.newBatch();
