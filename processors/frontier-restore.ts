@@ -340,8 +340,8 @@ async function writeSorted(store: UrlStore, rows: SortedRuns, tmp: string, o: Re
         const row = decodeRow(v);
         counts[row.state as UrlStatus] = (counts[row.state as UrlStatus] ?? 0) + 1;
         const e = indexEntry(row, o.levelOf);
-        if (e) index.add({ key: e[0].toString('latin1'), value: e[1] });
-        if (o.hashIndex) index.add({ key: hashKey(url).toString('latin1'), value: Buffer.from(url) });
+        if (e) index.addBytes(e[0], e[1]);
+        if (o.hashIndex) index.addBytes(hashKey(url), Buffer.from(url));
         if (row.state === 'QUEUED') queued.set(row.host, (queued.get(row.host) ?? 0) + 1);
       }
       n += c.length;

@@ -260,34 +260,51 @@ export class SortedRuns {
 
   /** Add a record (after every record added before it; the last of a key wins). */
   add(rec: SortRecord): void {
-    if (this.mode === 'thread') {
-      const vl = rec.value === null ? 0 : rec.value.length;
-      const need = 8 + rec.key.length * 3 + vl;
-      let buf = this.run;
-      if (buf === null || buf.length - this.runAt < need) {
-        // A record never straddles two chunks: a full chunk is kept as far as it is used.
-        if (buf !== null) {
-          this.chunks.push(buf.subarray(0, this.runAt));
-          this.chunked += this.runAt;
-        }
-        this.run = buf = Buffer.from(new ArrayBuffer(Math.max(need, CHUNK_BYTES)));
-        this.runAt = 0;
+    if (this.mode === 'thread') this.append(rec.key, rec.value);
+    else this.push(rec);
+  }
+
+  /** Add a record whose key is given as its bytes in the sort's encoding (an index key: no string made of it here). */
+  addBytes(key: Buffer, value: Buffer | null): void {
+    if (this.mode === 'thread') this.append(key, value);
+    else this.push({ key: key.toString(this.encoding), value });
+  }
+
+  /** `thread`: the record serialised at the end of the chunk being filled. */
+  private append(key: string | Buffer, value: Buffer | null): void {
+    const vl = value === null ? 0 : value.length;
+    const need = 8 + (typeof key === 'string' ? key.length * 3 : key.length) + vl;
+    let buf = this.run;
+    if (buf === null || buf.length - this.runAt < need) {
+      // A record never straddles two chunks: a full chunk is kept as far as it is used.
+      if (buf !== null) {
+        this.chunks.push(buf.subarray(0, this.runAt));
+        this.chunked += this.runAt;
       }
-      let at = this.runAt;
-      const kl = buf.write(rec.key, at + 4, this.encoding);
-      buf.writeUInt32LE(kl, at);
-      at += 4 + kl;
-      buf.writeInt32LE(rec.value === null ? -1 : vl, at);
-      at += 4;
-      if (rec.value !== null) {
-        buf.set(rec.value, at);
-        at += vl;
-      }
-      this.runAt = at;
-      this.bufferedBytes = this.chunked + at;
-      this.added++;
-      return;
+      this.run = buf = Buffer.from(new ArrayBuffer(Math.max(need, CHUNK_BYTES)));
+      this.runAt = 0;
     }
+    let at = this.runAt;
+    let kl: number;
+    if (typeof key === 'string') kl = buf.write(key, at + 4, this.encoding);
+    else {
+      buf.set(key, at + 4);
+      kl = key.length;
+    }
+    buf.writeUInt32LE(kl, at);
+    at += 4 + kl;
+    buf.writeInt32LE(value === null ? -1 : vl, at);
+    at += 4;
+    if (value !== null) {
+      buf.set(value, at);
+      at += vl;
+    }
+    this.runAt = at;
+    this.bufferedBytes = this.chunked + at;
+    this.added++;
+  }
+
+  private push(rec: SortRecord): void {
     this.buffered.push(rec);
     this.bufferedBytes += rec.key.length + (rec.value === null ? 0 : rec.value.length) + RECORD_OVERHEAD;
     this.added++;
