@@ -59,6 +59,8 @@ interface ChildRun {
   mem: MemPoint[];
   /** The largest file-backed and anonymous parts seen in the polls. */
   peakParts: { file: number; anon: number };
+  /** The poll with the largest RSS: when (ms since the epoch) and its parts. */
+  peakSample: (RssParts & { at: number }) | null;
   exited: Promise<void>;
   wait(pred: (e: Event) => boolean, ms: number): Promise<Event | null>;
 }
@@ -111,7 +113,7 @@ function startChild(dir: string, feed: number, leaseSecs: number, partitions: nu
     env: { ...process.env, ...launcherEnv(CLI), CRAWL_LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   const run: ChildRun = {
-    child, events: [], logs: [], peakRss: 0, mem: [], peakParts: { file: 0, anon: 0 },
+    child, events: [], logs: [], peakRss: 0, mem: [], peakParts: { file: 0, anon: 0 }, peakSample: null,
     exited: new Promise((r) => child.on('close', () => r())),
     async wait(pred, ms) {
       const until = Date.now() + ms;
@@ -155,6 +157,7 @@ function startChild(dir: string, feed: number, leaseSecs: number, partitions: nu
       const parts = parseRssParts(status);
       run.peakParts.file = Math.max(run.peakParts.file, parts.file);
       run.peakParts.anon = Math.max(run.peakParts.anon, parts.anon);
+      if (run.peakSample === null || parts.rss > run.peakSample.rss) run.peakSample = { ...parts, at: Date.now() };
     } catch {
       // exited
     }
@@ -269,7 +272,10 @@ async function rebuildStep(dir: string, rows: Array<[string, string]>, partition
   // A profile is written when the process exits by itself (after its 5 s of leases).
   if (profile) await Promise.race([third.exited, new Promise((r) => setTimeout(r, 120_000))]);
   await kill9(third);
-  rows.push(['peak RSS, rebuild', mib(third.peakRss)]);
+  const restoredAt = third.events.find((e) => e.event === 'restored')?.at;
+  const ps = third.peakSample;
+  const when = ps && restoredAt !== undefined ? (ps.at <= restoredAt ? `${((restoredAt - ps.at) / 1000).toFixed(1)} s before the store was current` : `${((ps.at - restoredAt) / 1000).toFixed(1)} s after the store was current`) : '';
+  rows.push(['peak RSS, rebuild', `${mib(third.peakRss)}${ps ? ` (largest poll: ${mib(ps.rss)}, file-backed ${mib(ps.file)}, anonymous ${mib(ps.anon)}, ${when}; largest parts: file-backed ${mib(third.peakParts.file)}, anonymous ${mib(third.peakParts.anon)})` : ''}`]);
   if (top) {
     rows.push(['rebuild memory at its largest logged RSS (MiB)', `RSS ${top.rssMiB} (${String(top.msg)}): main thread's V8 heap ${top.heapMiB}, Buffers ${top.arrayBuffersMiB} (external ${top.externalMiB}), the sort thread's heap ${top.sortThreadHeapMiB}`]);
   }
