@@ -26,7 +26,7 @@ import type { UrlStateMsg, UrlStatus } from '../lib/messages';
 import { hashKey, indexEntry, rowKey } from './frontier-keys';
 import { decodeRow, decodeStoredRow, STORE_LAYOUT, UrlStore, type StateCounts } from './frontier-store';
 import { SortedRuns } from './sorted-runs';
-import { sortThreadHeapBytes } from './sorted-runs-worker';
+import { sortThreadHeapBytes, stopSortThread } from './sorted-runs-worker';
 
 /** Memory of the process for progress logs (MiB): RSS, this thread's V8 heap, Buffers, the sort thread's heap. */
 function memory(): Record<string, number> {
@@ -254,6 +254,7 @@ export async function restoreStores(partitions: readonly number[], source: Chang
     await checkpoint(pl.dir, pl.store, end, o.levels);
     out.push({ partition: pl.partition, store: pl.store, offset: end, rebuilt: pl.rebuild, rows: pl.rows });
   }
+  if ([...plans.values()].some((pl) => pl.sorter)) await stopSortThread();
   const secs = (Date.now() - started) / 1000;
   o.log.info(
     { partitions: out.map((r) => ({ partition: r.partition, rows: r.rows, rebuilt: r.rebuilt, urls: r.store.size })), seconds: secs, rowsPerSec: Math.round(copied / Math.max(secs, 0.001)), ...(plans.size && [...plans.values()].some((pl) => pl.sorter) ? { spilledBytes: spilled } : {}) },

@@ -52,6 +52,7 @@ function theWorker(): Worker {
     }
   });
   const fail = (err: Error): void => {
+    if (worker !== w) return; // stopped by stopSortThread: it had nothing to do
     worker = null;
     for (const cb of waiting.values()) cb.reject(err);
     waiting.clear();
@@ -61,6 +62,17 @@ function theWorker(): Worker {
   w.unref();
   worker = w;
   return w;
+}
+
+/**
+ * End the sort thread if it has nothing to do (a rebuild done: its heap, tens of MiB, is not
+ * kept for the rest of the process's life). A later sort starts another.
+ */
+export async function stopSortThread(): Promise<void> {
+  const w = worker;
+  if (w === null || waiting.size > 0) return;
+  worker = null;
+  await w.terminate();
 }
 
 /**
