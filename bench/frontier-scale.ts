@@ -32,6 +32,8 @@ export interface FrontierScaleArgs {
   dir?: string;
   /** Only step 4, from the journal a kept run left in `dir`. */
   rebuildOnly?: boolean;
+  /** Step 4's process writes `node --cpu-prof` profiles here (its threads' too) and exits normally instead of being killed. */
+  profile?: string;
 }
 
 interface Event {
@@ -57,6 +59,8 @@ interface ChildRun {
   mem: MemPoint[];
   /** The largest file-backed and anonymous parts seen in the polls. */
   peakParts: { file: number; anon: number };
+  /** The poll with the largest RSS: when (ms since the epoch) and its parts. */
+  peakSample: (RssParts & { at: number }) | null;
   exited: Promise<void>;
   wait(pred: (e: Event) => boolean, ms: number): Promise<Event | null>;
 }
@@ -101,14 +105,15 @@ function memRows(run: ChildRun, fed: number): Array<[string, string]> {
   ]);
 }
 
-function startChild(dir: string, feed: number, leaseSecs: number, partitions: number): ChildRun {
+function startChild(dir: string, feed: number, leaseSecs: number, partitions: number, profile?: string): ChildRun {
   // As a frontier process started by bin/crawl.js (`crawl process frontier`) runs: its launcher's
   // node flags and environment, and no heap cap of the benchmark's own (a user's process has none).
-  const child = spawn(process.execPath, [...launcherNodeFlags(CLI), join(__dirname, 'frontier-scale-child.js'), dir, String(feed), String(leaseSecs), String(partitions)], {
+  const prof = profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [];
+  const child = spawn(process.execPath, [...launcherNodeFlags(CLI), ...prof, join(__dirname, 'frontier-scale-child.js'), dir, String(feed), String(leaseSecs), String(partitions)], {
     env: { ...process.env, ...launcherEnv(CLI), CRAWL_LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   const run: ChildRun = {
-    child, events: [], logs: [], peakRss: 0, mem: [], peakParts: { file: 0, anon: 0 },
+    child, events: [], logs: [], peakRss: 0, mem: [], peakParts: { file: 0, anon: 0 }, peakSample: null,
     exited: new Promise((r) => child.on('close', () => r())),
     async wait(pred, ms) {
       const until = Date.now() + ms;
@@ -155,6 +160,7 @@ function startChild(dir: string, feed: number, leaseSecs: number, partitions: nu
       const parts = parseRssParts(status);
       run.peakParts.file = Math.max(run.peakParts.file, parts.file);
       run.peakParts.anon = Math.max(run.peakParts.anon, parts.anon);
+      if (run.peakSample === null || parts.rss > run.peakSample.rss) run.peakSample = { ...parts, at: Date.now() };
     } catch {
       // exited
     }
@@ -196,7 +202,7 @@ export async function runFrontierScale(a: FrontierScaleArgs): Promise<string> {
   const parts = a.partitions ?? 8;
   if (a.rebuildOnly) {
     if (!existsSync(join(dir, 'state', 'topics', 'crawl.urls'))) throw new Error(`--rebuild-only: no journal in ${dir} (run once with --keep ${dir})`);
-    await rebuildStep(dir, rows, parts);
+    await rebuildStep(dir, rows, parts, a.profile);
     return report(a, rows);
   }
   rmSync(dir, { recursive: true, force: true });
@@ -236,7 +242,7 @@ export async function runFrontierScale(a: FrontierScaleArgs): Promise<string> {
     await kill9(second);
     rows.push(['peak RSS, restart', mib(second.peakRss)]);
 
-    await rebuildStep(dir, rows, parts);
+    await rebuildStep(dir, rows, parts, a.profile);
   } finally {
     if (!a.dir) rmSync(dir, { recursive: true, force: true });
   }
@@ -244,10 +250,10 @@ export async function runFrontierScale(a: FrontierScaleArgs): Promise<string> {
 }
 
 /** 4: store deleted, rebuilt from the changelog. */
-async function rebuildStep(dir: string, rows: Array<[string, string]>, partitions: number): Promise<void> {
+async function rebuildStep(dir: string, rows: Array<[string, string]>, partitions: number, profile?: string): Promise<void> {
   rmSync(join(dir, 'state', 'frontier'), { recursive: true, force: true });
   const t2 = Date.now();
-  const third = startChild(dir, 0, 5, partitions);
+  const third = startChild(dir, 0, 5, partitions, profile);
   const lease3 = await third.wait((e) => e.event === 'first-lease', 6 * 3600_000);
   // The first lease may come before the child reports the store current (its CPU by thread).
   await third.wait((e) => e.event === 'restored', 30_000);
@@ -263,8 +269,19 @@ async function rebuildStep(dir: string, rows: Array<[string, string]>, partition
     const s = (ms: number): string => (ms / 1000).toFixed(1);
     rows.push(['rebuild CPU by thread (s)', `main ${s(cpu[0])}; others of 0.1 s or more, largest first: ${others.filter((ms) => ms >= 100).map(s).join(', ') || 'none'}; all ${s(cpu.reduce((x, y) => x + y, 0))}`]);
   }
+  // The rebuild's progress line with the largest RSS: what held it (this thread's heap, Buffers, the sort thread's heap).
+  const memLines = third.logs.filter((l) => typeof l.rssMiB === 'number');
+  const top = memLines.reduce<Record<string, unknown> | null>((a, l) => (a === null || Number(l.rssMiB) > Number(a.rssMiB) ? l : a), null);
+  // A profile is written when the process exits by itself (after its 5 s of leases).
+  if (profile) await Promise.race([third.exited, new Promise((r) => setTimeout(r, 120_000))]);
   await kill9(third);
-  rows.push(['peak RSS, rebuild', mib(third.peakRss)]);
+  const restoredAt = third.events.find((e) => e.event === 'restored')?.at;
+  const ps = third.peakSample;
+  const when = ps && restoredAt !== undefined ? (ps.at <= restoredAt ? `${((restoredAt - ps.at) / 1000).toFixed(1)} s before the store was current` : `${((ps.at - restoredAt) / 1000).toFixed(1)} s after the store was current`) : '';
+  rows.push(['peak RSS, rebuild', `${mib(third.peakRss)}${ps ? ` (largest poll: ${mib(ps.rss)}, file-backed ${mib(ps.file)}, anonymous ${mib(ps.anon)}, ${when}; largest parts: file-backed ${mib(third.peakParts.file)}, anonymous ${mib(third.peakParts.anon)})` : ''}`]);
+  if (top) {
+    rows.push(['rebuild memory at its largest logged RSS (MiB)', `RSS ${top.rssMiB} (${String(top.msg)}): main thread's V8 heap ${top.heapMiB}, Buffers ${top.arrayBuffersMiB} (external ${top.externalMiB}), the sort thread's heap ${top.sortThreadHeapMiB}`]);
+  }
 }
 
 function report(a: FrontierScaleArgs, rows: Array<[string, string]>): string {

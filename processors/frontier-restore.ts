@@ -26,11 +26,19 @@ import type { UrlStateMsg, UrlStatus } from '../lib/messages';
 import { hashKey, indexEntry, rowKey } from './frontier-keys';
 import { decodeRow, decodeStoredRow, STORE_LAYOUT, UrlStore, type StateCounts } from './frontier-store';
 import { SortedRuns } from './sorted-runs';
+import { sortThreadHeapBytes, stopSortThread } from './sorted-runs-worker';
+
+/** Memory of the process for progress logs (MiB): RSS, this thread's V8 heap, Buffers, the sort thread's heap. */
+function memory(): Record<string, number> {
+  const m = process.memoryUsage();
+  const mib = (n: number): number => Math.round(n / 1048576);
+  return { rssMiB: mib(m.rss), heapMiB: mib(m.heapTotal), externalMiB: mib(m.external), arrayBuffersMiB: mib(m.arrayBuffers), sortThreadHeapMiB: mib(sortThreadHeapBytes()) };
+}
 
 /** Changelog records a rebuild holds in memory (all partitions together) before it sorts and spills some. */
-export const REBUILD_RUN_BYTES = 64 * 1024 * 1024;
+export const REBUILD_RUN_BYTES = 32 * 1024 * 1024;
 /** Index entries a partition's rebuild holds in memory before it sorts and spills them. */
-const INDEX_RUN_BYTES = 32 * 1024 * 1024;
+const INDEX_RUN_BYTES = 16 * 1024 * 1024;
 
 /** Where a partition's rebuild spills its sorted runs: beside the store, removed when done. */
 export function rebuildTempDir(dir: string): string {
@@ -204,7 +212,12 @@ export async function restoreStores(partitions: readonly number[], source: Chang
     if (pl.sorter) {
       if (pl.merged) throw new Error(`changelog partition ${partition}: records after its end`);
       for (const r of recs) pl.sorter.add(r);
-      if (recs.length && recs[recs.length - 1].offset >= (ends.get(partition) ?? 0) - 1) merge(pl);
+      if (recs.length && recs[recs.length - 1].offset >= (ends.get(partition) ?? 0) - 1) {
+        // Its last records spilled now, not when its merge starts: partitions read while earlier
+        // ones are merged would otherwise each hold up to a run's bytes until then.
+        await pl.sorter.spill();
+        merge(pl);
+      }
       // Memory bounded for all partitions together: the largest buffer is sorted and spilled.
       let held = 0;
       for (const s of sorters) held += s.bufferedBytes;
@@ -227,7 +240,7 @@ export async function restoreStores(partitions: readonly number[], source: Chang
     if (Date.now() - lastLog >= (o.progressMs ?? 2000)) {
       lastLog = Date.now();
       const secs = (lastLog - started) / 1000;
-      o.log.info({ rows: copied, of: total, rowsPerSec: Math.round(copied / Math.max(secs, 0.001)) }, 'frontier store: reading the changelog');
+      o.log.info({ rows: copied, of: total, rowsPerSec: Math.round(copied / Math.max(secs, 0.001)), ...memory() }, 'frontier store: reading the changelog');
     }
   });
   const out: Restored[] = [];
@@ -241,6 +254,7 @@ export async function restoreStores(partitions: readonly number[], source: Chang
     await checkpoint(pl.dir, pl.store, end, o.levels);
     out.push({ partition: pl.partition, store: pl.store, offset: end, rebuilt: pl.rebuild, rows: pl.rows });
   }
+  if ([...plans.values()].some((pl) => pl.sorter)) await stopSortThread();
   const secs = (Date.now() - started) / 1000;
   o.log.info(
     { partitions: out.map((r) => ({ partition: r.partition, rows: r.rows, rebuilt: r.rebuilt, urls: r.store.size })), seconds: secs, rowsPerSec: Math.round(copied / Math.max(secs, 0.001)), ...(plans.size && [...plans.values()].some((pl) => pl.sorter) ? { spilledBytes: spilled } : {}) },
@@ -327,8 +341,8 @@ async function writeSorted(store: UrlStore, rows: SortedRuns, tmp: string, o: Re
         const row = decodeRow(v);
         counts[row.state as UrlStatus] = (counts[row.state as UrlStatus] ?? 0) + 1;
         const e = indexEntry(row, o.levelOf);
-        if (e) index.add({ key: e[0].toString('latin1'), value: e[1] });
-        if (o.hashIndex) index.add({ key: hashKey(url).toString('latin1'), value: Buffer.from(url) });
+        if (e) index.addBytes(e[0], e[1]);
+        if (o.hashIndex) index.addBytes(hashKey(url), Buffer.from(url));
         if (row.state === 'QUEUED') queued.set(row.host, (queued.get(row.host) ?? 0) + 1);
       }
       n += c.length;
@@ -338,10 +352,14 @@ async function writeSorted(store: UrlStore, rows: SortedRuns, tmp: string, o: Re
       writing.catch(() => undefined); // awaited with the next chunk or after the last
       if (Date.now() - lastLog >= (o.progressMs ?? 2000)) {
         lastLog = Date.now();
-        o.log.info({ partition, rows: n, rowsPerSec: Math.round(n / ((lastLog - started) / 1000)) }, 'frontier store: writing rows in key order');
+        o.log.info({ partition, rows: n, rowsPerSec: Math.round(n / ((lastLog - started) / 1000)), ...memory() }, 'frontier store: writing rows in key order');
       }
     });
     await writing;
+    // The last rows out of the memtable before the index entries (keys below every row's) come:
+    // a table holding both would span the whole index's key range, and every index table
+    // flushed after it would be compacted with it again and again.
+    await store.flushMemtable();
     let entries = 0;
     await index.merge(async (c) => {
       const b = store.newBatch();
@@ -352,7 +370,7 @@ async function writeSorted(store: UrlStore, rows: SortedRuns, tmp: string, o: Re
       writing.catch(() => undefined);
       if (Date.now() - lastLog >= (o.progressMs ?? 2000)) {
         lastLog = Date.now();
-        o.log.info({ partition, rows: entries }, 'frontier store: writing index entries in key order');
+        o.log.info({ partition, rows: entries, ...memory() }, 'frontier store: writing index entries in key order');
       }
     });
     await writing;

@@ -10,6 +10,7 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { getHeapStatistics } from 'node:v8';
 import { isMainThread, parentPort, Worker } from 'node:worker_threads';
 import { sortRunBuffer } from './sorted-runs';
 
@@ -24,10 +25,16 @@ interface Task {
   path: string;
   encoding: BufferEncoding;
 }
-type Answer = { id: number; bytes: number } | { id: number; error: string };
+type Answer = { id: number; bytes: number; heapBytes: number } | { id: number; error: string };
 
 let worker: Worker | null = null;
 let nextId = 0;
+let heapBytes = 0;
+
+/** The sort thread's V8 heap (total) after its last run, for progress logs (0 before the first). */
+export function sortThreadHeapBytes(): number {
+  return heapBytes;
+}
 const waiting = new Map<number, { resolve: (n: number) => void; reject: (e: Error) => void }>();
 
 function theWorker(): Worker {
@@ -39,9 +46,13 @@ function theWorker(): Worker {
     if (waiting.size === 0) w.unref();
     if (!cb) return;
     if ('error' in a) cb.reject(new Error(`sort thread: ${a.error}`));
-    else cb.resolve(a.bytes);
+    else {
+      heapBytes = a.heapBytes;
+      cb.resolve(a.bytes);
+    }
   });
   const fail = (err: Error): void => {
+    if (worker !== w) return; // stopped by stopSortThread: it had nothing to do
     worker = null;
     for (const cb of waiting.values()) cb.reject(err);
     waiting.clear();
@@ -51,6 +62,17 @@ function theWorker(): Worker {
   w.unref();
   worker = w;
   return w;
+}
+
+/**
+ * End the sort thread if it has nothing to do (a rebuild done: its heap, tens of MiB, is not
+ * kept for the rest of the process's life). A later sort starts another.
+ */
+export async function stopSortThread(): Promise<void> {
+  const w = worker;
+  if (w === null || waiting.size > 0) return;
+  worker = null;
+  await w.terminate();
 }
 
 /**
@@ -80,7 +102,7 @@ if (!isMainThread && parentPort) {
     if (t?.task !== TASK) return;
     try {
       const bytes = sortRunBuffer(t.bufs.map((b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength)), t.path, t.encoding);
-      port.postMessage({ id: t.id, bytes } satisfies Answer);
+      port.postMessage({ id: t.id, bytes, heapBytes: getHeapStatistics().total_heap_size } satisfies Answer);
     } catch (err) {
       port.postMessage({ id: t.id, error: err instanceof Error ? (err.stack ?? err.message) : String(err) } satisfies Answer);
     }

@@ -26,7 +26,8 @@ export interface SortRecord {
 /** Bytes a buffered record is counted as, beyond its key and value (objects, views). */
 const RECORD_OVERHEAD = 96;
 const WRITE_BUFFER_BYTES = 1024 * 1024;
-const READ_BUFFER_BYTES = 1024 * 1024;
+/** Per run being merged (a partition's merge reads every run of it at once). */
+const READ_BUFFER_BYTES = 256 * 1024;
 /** `thread` mode: records are serialised into chunks of this size (handed to the sort thread, not copied). */
 const CHUNK_BYTES = 4 * 1024 * 1024;
 
@@ -159,23 +160,68 @@ function writeRun(path: string, recs: readonly SortRecord[], encoding: BufferEnc
   return total;
 }
 
-/** Parse serialised records (the run file format, in the order added), sort them (last of a key wins) and write them as a run file. */
+/**
+ * Parse serialised records (the run file format, in the order added), sort them (last of a key
+ * wins) and write them as a run file. Each record is kept as its key and where its bytes are (no
+ * object or Buffer view a record), sorted as an index array, and copied to the run as it is.
+ */
 export function sortRunBuffer(bufs: readonly Buffer[], path: string, encoding: BufferEncoding): number {
-  const recs: SortRecord[] = [];
-  for (const buf of bufs) parseRecords(buf, encoding, recs);
-  return writeRun(path, sortLastWins(recs), encoding);
-}
-
-function parseRecords(buf: Buffer, encoding: BufferEncoding, recs: SortRecord[]): void {
-  let at = 0;
-  while (at < buf.length) {
-    const kl = buf.readUInt32LE(at);
-    const k0 = at + 4;
-    const vl = buf.readInt32LE(k0 + kl);
-    const v0 = k0 + kl + 4;
-    recs.push({ key: buf.toString(encoding, k0, k0 + kl), value: vl < 0 ? null : buf.subarray(v0, v0 + vl) });
-    at = v0 + Math.max(vl, 0);
+  const keys: string[] = [];
+  /** Per record: its chunk, and where its bytes start and end in it. */
+  const src: number[] = [];
+  const starts: number[] = [];
+  const ends: number[] = [];
+  for (let b = 0; b < bufs.length; b++) {
+    const buf = bufs[b];
+    let at = 0;
+    while (at < buf.length) {
+      const kl = buf.readUInt32LE(at);
+      const k0 = at + 4;
+      const vl = buf.readInt32LE(k0 + kl);
+      const end = k0 + kl + 4 + Math.max(vl, 0);
+      keys.push(buf.toString(encoding, k0, k0 + kl));
+      src.push(b);
+      starts.push(at);
+      ends.push(end);
+      at = end;
+    }
   }
+  const n = keys.length;
+  const order = new Array<number>(n);
+  for (let i = 0; i < n; i++) order[i] = i;
+  // Equal keys in the order added: the last of them is the one kept.
+  order.sort((a, b) => {
+    const ka = keys[a];
+    const kb = keys[b];
+    return ka < kb ? -1 : ka > kb ? 1 : a - b;
+  });
+  const fd = openSync(path, 'w');
+  let out = Buffer.allocUnsafe(WRITE_BUFFER_BYTES);
+  let at = 0;
+  let total = 0;
+  const flush = (): void => {
+    let done = 0;
+    while (done < at) done += writeSync(fd, out, done, at - done);
+    total += at;
+    at = 0;
+  };
+  try {
+    for (let j = 0; j < n; j++) {
+      const i = order[j];
+      if (j + 1 < n && keys[order[j + 1]] === keys[i]) continue;
+      const len = ends[i] - starts[i];
+      if (out.length - at < len) {
+        flush();
+        if (out.length < len) out = Buffer.allocUnsafe(len);
+      }
+      bufs[src[i]].copy(out, at, starts[i], ends[i]);
+      at += len;
+    }
+    flush();
+  } finally {
+    closeSync(fd);
+  }
+  return total;
 }
 
 /** Merged records handed on: keys and values (null: a tombstone). */
@@ -214,34 +260,51 @@ export class SortedRuns {
 
   /** Add a record (after every record added before it; the last of a key wins). */
   add(rec: SortRecord): void {
-    if (this.mode === 'thread') {
-      const vl = rec.value === null ? 0 : rec.value.length;
-      const need = 8 + rec.key.length * 3 + vl;
-      let buf = this.run;
-      if (buf === null || buf.length - this.runAt < need) {
-        // A record never straddles two chunks: a full chunk is kept as far as it is used.
-        if (buf !== null) {
-          this.chunks.push(buf.subarray(0, this.runAt));
-          this.chunked += this.runAt;
-        }
-        this.run = buf = Buffer.from(new ArrayBuffer(Math.max(need, CHUNK_BYTES)));
-        this.runAt = 0;
+    if (this.mode === 'thread') this.append(rec.key, rec.value);
+    else this.push(rec);
+  }
+
+  /** Add a record whose key is given as its bytes in the sort's encoding (an index key: no string made of it here). */
+  addBytes(key: Buffer, value: Buffer | null): void {
+    if (this.mode === 'thread') this.append(key, value);
+    else this.push({ key: key.toString(this.encoding), value });
+  }
+
+  /** `thread`: the record serialised at the end of the chunk being filled. */
+  private append(key: string | Buffer, value: Buffer | null): void {
+    const vl = value === null ? 0 : value.length;
+    const need = 8 + (typeof key === 'string' ? key.length * 3 : key.length) + vl;
+    let buf = this.run;
+    if (buf === null || buf.length - this.runAt < need) {
+      // A record never straddles two chunks: a full chunk is kept as far as it is used.
+      if (buf !== null) {
+        this.chunks.push(buf.subarray(0, this.runAt));
+        this.chunked += this.runAt;
       }
-      let at = this.runAt;
-      const kl = buf.write(rec.key, at + 4, this.encoding);
-      buf.writeUInt32LE(kl, at);
-      at += 4 + kl;
-      buf.writeInt32LE(rec.value === null ? -1 : vl, at);
-      at += 4;
-      if (rec.value !== null) {
-        buf.set(rec.value, at);
-        at += vl;
-      }
-      this.runAt = at;
-      this.bufferedBytes = this.chunked + at;
-      this.added++;
-      return;
+      this.run = buf = Buffer.from(new ArrayBuffer(Math.max(need, CHUNK_BYTES)));
+      this.runAt = 0;
     }
+    let at = this.runAt;
+    let kl: number;
+    if (typeof key === 'string') kl = buf.write(key, at + 4, this.encoding);
+    else {
+      buf.set(key, at + 4);
+      kl = key.length;
+    }
+    buf.writeUInt32LE(kl, at);
+    at += 4 + kl;
+    buf.writeInt32LE(value === null ? -1 : vl, at);
+    at += 4;
+    if (value !== null) {
+      buf.set(value, at);
+      at += vl;
+    }
+    this.runAt = at;
+    this.bufferedBytes = this.chunked + at;
+    this.added++;
+  }
+
+  private push(rec: SortRecord): void {
     this.buffered.push(rec);
     this.bufferedBytes += rec.key.length + (rec.value === null ? 0 : rec.value.length) + RECORD_OVERHEAD;
     this.added++;

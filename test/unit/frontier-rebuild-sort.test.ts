@@ -137,6 +137,26 @@ describe('sortLastWins and SortedRuns', () => {
   });
 });
 
+describe('KvStore.flushMemtable', () => {
+  let dir: string;
+  beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'kcrawl-flush-'))));
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('writes the memtable out as a table, every entry still read back', async () => {
+    const kv = await KvStore.open(dir, { writeBufferBytes: 64 << 20 });
+    const b = kv.batch();
+    for (let i = 0; i < 1000; i++) b.put(Buffer.from(`u${String(i).padStart(4, '0')}`), Buffer.from(`v${i}`));
+    await kv.write(b);
+    const tables = (): string[] => readdirSync(dir).filter((f) => f.endsWith('.ldb'));
+    expect(tables()).toEqual([]); // 1,000 small entries stay in a 64 MiB memtable
+    await kv.flushMemtable();
+    expect(tables().length).toBeGreaterThan(0);
+    expect((await kv.get(Buffer.from('u0999')))?.toString()).toBe('v999');
+    expect((await kv.entries({ gte: Buffer.from('u'), lt: Buffer.from('v') })).length).toBe(1000);
+    await kv.close();
+  });
+});
+
 describe('rebuild by sorting = the two-pass rebuild', () => {
   let dir: string;
   beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'kcrawl-rebuild-sort-'))));
