@@ -34,15 +34,51 @@ export const DEFAULT_TRAP_OPTIONS: TrapOptions = {
 
 export const TRAP_FIELD_PREFIX = 'trap:';
 
-/** True when some non-empty path segment occurs `maxRepeats` or more times. */
+/** Non-empty segments compared pairwise in place; a path with more takes the split and a Map. */
+const FEW_SEGMENTS = 16;
+const segStart = new Int32Array(FEW_SEGMENTS);
+const segEnd = new Int32Array(FEW_SEGMENTS);
+
+/**
+ * True when some non-empty path segment occurs `maxRepeats` or more times. seen-test asks for
+ * every URL: a path of up to FEW_SEGMENTS segments is checked where it lies (segment bounds in
+ * two scratch arrays, equal-length segments compared character by character), with no split
+ * array, substrings or Map made for it.
+ */
 export function repeatedSegment(path: string, maxRepeats = DEFAULT_TRAP_OPTIONS.maxSegmentRepeats): boolean {
-  // A path with fewer non-empty segments than maxRepeats cannot repeat one that often: most
-  // links (seen-test screens about 25 a page) end here, without a split and a Map.
-  if (maxRepeats > 1) {
-    let segments = path.length > 0 && path.charCodeAt(0) !== 0x2f ? 1 : 0;
-    for (let i = path.indexOf('/'); i >= 0 && segments < maxRepeats; i = path.indexOf('/', i + 1)) segments++;
-    if (segments < maxRepeats) return false;
+  let n = 0;
+  for (let from = 0; from < path.length; ) {
+    let to = path.indexOf('/', from);
+    if (to < 0) to = path.length;
+    if (to > from) {
+      if (n === FEW_SEGMENTS) return repeatedSegmentMap(path, maxRepeats);
+      segStart[n] = from;
+      segEnd[n] = to;
+      n++;
+    }
+    from = to + 1;
   }
+  // Fewer non-empty segments than maxRepeats cannot repeat one that often (most links end here).
+  for (let i = 0; i < n && n - i >= maxRepeats; i++) {
+    let c = 1;
+    if (c >= maxRepeats) return true;
+    const a = segStart[i];
+    const len = segEnd[i] - a;
+    for (let j = i + 1; j < n; j++) {
+      if (segEnd[j] - segStart[j] !== len || !sameChars(path, a, segStart[j], len)) continue;
+      if (++c >= maxRepeats) return true;
+    }
+  }
+  return false;
+}
+
+function sameChars(s: string, a: number, b: number, len: number): boolean {
+  for (let k = 0; k < len; k++) if (s.charCodeAt(a + k) !== s.charCodeAt(b + k)) return false;
+  return true;
+}
+
+/** repeatedSegment for paths of many segments: a count per distinct segment. */
+function repeatedSegmentMap(path: string, maxRepeats: number): boolean {
   const counts = new Map<string, number>();
   for (const seg of path.split('/')) {
     if (!seg) continue;

@@ -29,6 +29,31 @@ describe('repeatedSegment (3 or more times)', () => {
     expect(repeatedSegment('/a/b/a/b/a', 4)).toBe(false);
     expect(repeatedSegment('/a/b/a/b/a/c/a', 4)).toBe(true);
   });
+
+  it('agrees with a count of split segments on random paths, short and past 16 segments', () => {
+    const reference = (path: string, max: number): boolean => {
+      const counts = new Map<string, number>();
+      for (const seg of path.split('/').filter(Boolean)) {
+        counts.set(seg, (counts.get(seg) ?? 0) + 1);
+        if (counts.get(seg)! >= max) return true;
+      }
+      return false;
+    };
+    let seed = 7;
+    const rand = (n: number): number => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) % n);
+    const pieces = ['', 'a', 'b', 'ab', 'ba', 'abc', 'x'];
+    let repeated = 0;
+    for (let t = 0; t < 3000; t++) {
+      const parts = Array.from({ length: rand(30) }, () => pieces[rand(pieces.length)]);
+      const path = (rand(2) ? '/' : '') + parts.join('/');
+      const max = 1 + rand(5);
+      const want = reference(path, max);
+      if (want) repeated++;
+      expect([path, max, repeatedSegment(path, max)]).toEqual([path, max, want]);
+    }
+    expect(repeated).toBeGreaterThan(300);
+    expect(repeated).toBeLessThan(2700);
+  });
 });
 
 describe('trap rule fields and prefixes', () => {
