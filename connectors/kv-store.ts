@@ -201,7 +201,12 @@ export class KvStore {
     return readAhead(this.db.iterator({ gte: range.gte, lt: range.lt, limit: range.limit ?? -1 }), chunk, onChunk);
   }
 
-  /** Write the memtable out as a table now (LevelDB's compactRange over a range that holds no key: only its memtable flush runs). */
+  /**
+   * Write the memtable out as a table now: LevelDB's compactRange always flushes the memtable
+   * first, and the range given, [0x00, 0x01), holds SYNC_KEY at most (the frontier's and parse's
+   * stores start every key of theirs with a letter), so the compaction after it rewrites one key
+   * at most.
+   */
   async flushMemtable(): Promise<void> {
     await this.db.compactRange(Buffer.from([0]), Buffer.from([1]));
   }
