@@ -122,27 +122,60 @@ class FileRun implements Run {
   }
 }
 
+/**
+ * A run file written through one buffer: `reserve` room, fill `buf` from `at`, advance `at`.
+ * Both run writers (records sorted here, and the sort thread's index-array sort) use it.
+ */
+class RunFileOut {
+  buf = Buffer.allocUnsafe(WRITE_BUFFER_BYTES);
+  at = 0;
+  total = 0;
+  private readonly fd: number;
+
+  constructor(path: string) {
+    this.fd = openSync(path, 'w');
+  }
+
+  /** Room for `need` more bytes at `at` (what is buffered goes to the file first when it must). */
+  reserve(need: number): void {
+    if (this.buf.length - this.at >= need) return;
+    this.flush();
+    if (this.buf.length < need) this.buf = Buffer.allocUnsafe(need);
+  }
+
+  flush(): void {
+    let done = 0;
+    while (done < this.at) done += writeSync(this.fd, this.buf, done, this.at - done);
+    this.total += this.at;
+    this.at = 0;
+  }
+
+  close(): void {
+    closeSync(this.fd);
+  }
+}
+
+/** Write a run file with `fill`; returns the bytes written. */
+function writeRunFile(path: string, fill: (out: RunFileOut) => void): number {
+  const out = new RunFileOut(path);
+  try {
+    fill(out);
+    out.flush();
+  } finally {
+    out.close();
+  }
+  return out.total;
+}
+
 /** Write sorted records to a run file. Returns the bytes written. */
 function writeRun(path: string, recs: readonly SortRecord[], encoding: BufferEncoding): number {
-  const fd = openSync(path, 'w');
-  let buf = Buffer.allocUnsafe(WRITE_BUFFER_BYTES);
-  let at = 0;
-  let total = 0;
-  const flush = (): void => {
-    let done = 0;
-    while (done < at) done += writeSync(fd, buf, done, at - done);
-    total += at;
-    at = 0;
-  };
-  try {
+  return writeRunFile(path, (out) => {
     for (const r of recs) {
       const kl = Buffer.byteLength(r.key, encoding);
       const vl = r.value === null ? 0 : r.value.length;
-      const need = 8 + kl + vl;
-      if (buf.length - at < need) {
-        flush();
-        if (buf.length < need) buf = Buffer.allocUnsafe(need);
-      }
+      out.reserve(8 + kl + vl);
+      const buf = out.buf;
+      let at = out.at;
       buf.writeUInt32LE(kl, at);
       at += 4;
       at += buf.write(r.key, at, encoding);
@@ -152,12 +185,9 @@ function writeRun(path: string, recs: readonly SortRecord[], encoding: BufferEnc
         buf.set(r.value, at);
         at += vl;
       }
+      out.at = at;
     }
-    flush();
-  } finally {
-    closeSync(fd);
-  }
-  return total;
+  });
 }
 
 /**
@@ -195,33 +225,16 @@ export function sortRunBuffer(bufs: readonly Buffer[], path: string, encoding: B
     const kb = keys[b];
     return ka < kb ? -1 : ka > kb ? 1 : a - b;
   });
-  const fd = openSync(path, 'w');
-  let out = Buffer.allocUnsafe(WRITE_BUFFER_BYTES);
-  let at = 0;
-  let total = 0;
-  const flush = (): void => {
-    let done = 0;
-    while (done < at) done += writeSync(fd, out, done, at - done);
-    total += at;
-    at = 0;
-  };
-  try {
+  return writeRunFile(path, (out) => {
     for (let j = 0; j < n; j++) {
       const i = order[j];
       if (j + 1 < n && keys[order[j + 1]] === keys[i]) continue;
       const len = ends[i] - starts[i];
-      if (out.length - at < len) {
-        flush();
-        if (out.length < len) out = Buffer.allocUnsafe(len);
-      }
-      bufs[src[i]].copy(out, at, starts[i], ends[i]);
-      at += len;
+      out.reserve(len);
+      bufs[src[i]].copy(out.buf, out.at, starts[i], ends[i]);
+      out.at += len;
     }
-    flush();
-  } finally {
-    closeSync(fd);
-  }
-  return total;
+  });
 }
 
 /** Merged records handed on: keys and values (null: a tombstone). */
