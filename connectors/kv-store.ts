@@ -47,17 +47,26 @@ export class KvBatch {
     this.n++;
   }
 
+  private done = false;
+
   get size(): number {
     return this.n;
   }
 
+  /** Whether the batch was written or discarded (closed either way: no longer held by its database). */
+  get closed(): boolean {
+    return this.done;
+  }
+
   /** @internal KvStore.write */
   commit(sync: boolean): Promise<void> {
+    this.done = true;
     return this.batch.write({ sync });
   }
 
   /** @internal KvStore.write: a batch with nothing to write, closed (detached from its database, which holds every open batch). */
   discard(): Promise<void> {
+    this.done = true;
     return this.batch.close();
   }
 }

@@ -130,6 +130,16 @@ export class FrontierOp {
     this.touched.add(h);
   }
 
+  /**
+   * Close every batch staged and not written (the operation failed): each store's database holds
+   * an open batch, and its native memory, until the batch is closed.
+   */
+  async discard(): Promise<void> {
+    const batches = [...this.batches.values()];
+    this.batches.clear();
+    await Promise.all(batches.map((b) => b.discard()));
+  }
+
   /** Write every store's batch staged so far (later reads of the stores see it). */
   async write(): Promise<void> {
     const batches = [...this.batches];

@@ -271,6 +271,9 @@ export class FrontierState {
         await decide(op);
         for (const [url, row] of op.staged()) this.pending.set(url, { row, seq });
         return op;
+      } catch (err) {
+        await op.discard().catch(() => undefined);
+        throw err;
       } finally {
         this.reading.delete(snapshot);
       }
@@ -588,6 +591,19 @@ export class FrontierState {
     return new FrontierOp((host) => this.storeFor(host), this.pending);
   }
 
+  /** Run `fn` on a new operation after every operation before it (serial); if it fails, the batches it staged and did not write are closed before the error goes on. */
+  private serialOp<T>(fn: (op: FrontierOp) => Promise<T>): Promise<T> {
+    return this.serial(async () => {
+      const op = this.newOp();
+      try {
+        return await fn(op);
+      } catch (err) {
+        await op.discard().catch(() => undefined);
+        throw err;
+      }
+    });
+  }
+
   /** Write the op's changes (rows, indexes, touched hosts' summaries) and return its emits. */
   private async commit(op: FrontierOp): Promise<FrontierEmits> {
     for (const h of op.touched) {
@@ -661,8 +677,7 @@ export class FrontierState {
    * and adapts its pace; the final one (stored) settles the URL-table row.
    */
   onStatuses(ss: readonly FetchStatusMsg[], now: number): Promise<FrontierEmits> {
-    return this.serial(async () => {
-      const op = this.newOp();
+    return this.serialOp(async (op) => {
       const held = ss.filter((s) => this.urlLeases.get(s.url)?.id === s.lease_id);
       // A lease that kept its row: nothing else changes a LEASED row while its lease stands.
       for (const s of held) {
@@ -751,8 +766,7 @@ export class FrontierState {
 
   /** Requeue due retries and recrawls, re-issue expired leases, expire old unfetched URLs, release due hosts. */
   tick(now: number, maxFetches = Infinity): Promise<FrontierEmits> {
-    return this.serial(async () => {
-      const op = this.newOp();
+    return this.serialOp(async (op) => {
       await this.requeueDue(now, op);
       await this.expireLeases(now, op);
       await this.sweepExpired(now, op);
