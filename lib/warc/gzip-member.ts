@@ -1,6 +1,7 @@
 /**
- * Gzip members for WARC records, from one long-lived zlib stream per level instead of a new one
- * per record.
+ * Gzip members for WARC records: by libdeflate where it loads (lib/warc/libdeflate.ts: about
+ * 60% of zlib's CPU for members no larger), else from one long-lived zlib stream per level
+ * instead of a new one per record, as below.
  *
  * zlib.gzipSync builds a Transform stream and a native deflate state (about 256 KiB, its hash
  * table zeroed) for every call, and returns a slice of a fresh 16 KiB output buffer. A page
