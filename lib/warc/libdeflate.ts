@@ -49,7 +49,6 @@ function load(): LibDeflate | null {
   if (process.env.CRAWL_WARC_DEFLATE === 'zlib') return null;
   let koffi: typeof import('koffi');
   try {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
     koffi = require('koffi') as typeof import('koffi');
   } catch {
     return null;
