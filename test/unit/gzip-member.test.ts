@@ -1,11 +1,15 @@
 /**
- * gzipMember against zlib.gzipSync: the same bytes for the same input and level, however the
+ * gzipMemberZlib against zlib.gzipSync: the same bytes for the same input and level, however the
  * input is split into parts, across the scratch buffer's growth and across many members made
- * by the same reused stream.
+ * by the same reused stream. gzipMember (libdeflate where it loads): one standard member that
+ * gunzipSync reads back, the same bytes however the input is split, no larger than zlib's on
+ * real pages.
  */
 import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
-import { GZIP_MEM_LEVEL, gzipMember, reusedGzipInUse } from '../../lib/warc/gzip-member';
+import { GZIP_MEM_LEVEL, gzipEngine, gzipMember, gzipMemberZlib, reusedGzipInUse } from '../../lib/warc/gzip-member';
 
 /** Deterministic pseudo-random splits (no Math.random: a failure must replay). */
 function splits(buf: Buffer, seed: number): Buffer[] {
@@ -36,19 +40,47 @@ test('the reused stream is in use on this Node (else every record takes gzipSync
   expect(reusedGzipInUse(3)).toBe(true);
 });
 
-test.each(inputs)('%s: the bytes of gzipSync at levels 1, 3, 6 and 9, whole and split', (_name, input) => {
+test.each(inputs)('%s: zlib: the bytes of gzipSync at levels 1, 3, 6 and 9, whole and split', (_name, input) => {
   for (const level of [1, 3, 6, 9]) {
     const expected = gzipSync(input, { level, memLevel: GZIP_MEM_LEVEL });
-    expect(gzipMember([input], level).equals(expected)).toBe(true);
-    for (const seed of [1, 7, 42]) expect(gzipMember(splits(input, seed), level).equals(expected)).toBe(true);
+    expect(gzipMemberZlib([input], level).equals(expected)).toBe(true);
+    for (const seed of [1, 7, 42]) expect(gzipMemberZlib(splits(input, seed), level).equals(expected)).toBe(true);
   }
 });
 
-test('members made one after another by the same stream are each whole and independent', () => {
+test('libdeflate makes the members on this machine (Debian libdeflate0 and koffi)', () => {
+  expect(gzipEngine(3)).toBe('libdeflate');
+});
+
+test.each(inputs)('%s: gzipMember at levels 1-9 reads back through gunzipSync, the same bytes whole and split', (_name, input) => {
+  for (let level = 1; level <= 9; level++) {
+    const whole = gzipMember([input], level);
+    expect(gunzipSync(whole).equals(input)).toBe(true);
+    // One member: a gzip header, nothing after its trailer (its ISIZE is the input's length).
+    expect(whole.subarray(0, 3).equals(Buffer.from([0x1f, 0x8b, 8]))).toBe(true);
+    expect(whole.readUInt32LE(whole.length - 4)).toBe(input.length % 2 ** 32);
+    for (const seed of [1, 7, 42]) expect(gzipMember(splits(input, seed), level).equals(whole)).toBe(true);
+  }
+});
+
+test('on real pages gzipMember at level 3 is no larger than zlib level 3 (pages and their sizes summed)', () => {
+  const dir = join(__dirname, '..', 'fixtures', 'realpages');
+  const pages = readdirSync(dir).filter((f) => /\.html?$/.test(f)).map((f) => readFileSync(join(dir, f)));
+  expect(pages.length).toBeGreaterThan(0);
+  let ours = 0;
+  let zlibs = 0;
+  for (const p of pages) {
+    ours += gzipMember([p], 3).length;
+    zlibs += gzipSync(p, { level: 3, memLevel: GZIP_MEM_LEVEL }).length;
+  }
+  expect(ours).toBeLessThanOrEqual(zlibs);
+});
+
+test('members made one after another by the same engine are each whole and independent', () => {
   const made = [noise, html, Buffer.alloc(0), html.subarray(100, 5000), noise.subarray(0, 70_000)].map((b) => [b, gzipMember([b], 3)] as const);
   for (const [input, gz] of made) {
     expect(gunzipSync(gz).equals(input)).toBe(true);
-    expect(gz.equals(gzipSync(input, { level: 3, memLevel: GZIP_MEM_LEVEL }))).toBe(true);
+    expect(gzipMemberZlib([input], 3).equals(gzipSync(input, { level: 3, memLevel: GZIP_MEM_LEVEL }))).toBe(true);
   }
   // Concatenated members read back as the concatenated inputs (the shape of a WARC file).
   expect(gunzipSync(Buffer.concat(made.map(([, gz]) => gz))).equals(Buffer.concat(made.map(([b]) => b)))).toBe(true);
@@ -64,6 +96,7 @@ test('a member is a buffer of its own: the next member does not overwrite it', (
 });
 
 test('no parts is an empty member; a bad level fails as gzipSync does', () => {
-  expect(gzipMember([], 3).equals(gzipSync(Buffer.alloc(0), { level: 3, memLevel: GZIP_MEM_LEVEL }))).toBe(true);
+  expect(gunzipSync(gzipMember([], 3)).length).toBe(0);
+  expect(gzipMemberZlib([], 3).equals(gzipSync(Buffer.alloc(0), { level: 3, memLevel: GZIP_MEM_LEVEL }))).toBe(true);
   expect(() => gzipMember([html], 42)).toThrow(/out of range/);
 });

@@ -1,4 +1,4 @@
-import { detectLanguage, primarySubtag } from '../../lib/html/language';
+import { detectLanguage, primarySubtag, scriptCounts } from '../../lib/html/language';
 
 const PARAGRAPHS: Array<[string, string]> = [
   ['en', 'The history of the city is long and complicated. It was founded by traders who came from the north, and for many years it was a small market town with a church and a harbour. In the nineteenth century the railway arrived, which changed everything: factories were built on the river, and the population grew faster than anyone had expected.'],
@@ -49,5 +49,33 @@ describe('detectLanguage', () => {
     expect(primarySubtag('  pt-BR ')).toBe('pt');
     expect(primarySubtag('yue')).toBe('yue');
     expect(primarySubtag('mul')).toBeNull();
+  });
+});
+
+describe('scriptCounts', () => {
+  const count = (s: string, re: RegExp): number => s.match(re)?.length ?? 0;
+  const byRegex = (s: string) => ({
+    latin: count(s, /[A-Za-z\u00c0-\u024f]/g),
+    hangul: count(s, /[\uac00-\ud7af\u1100-\u11ff]/g),
+    kana: count(s, /[\u3040-\u30ff]/g),
+    han: count(s, /[\u4e00-\u9fff\u3400-\u4dbf]/g),
+    cyr: count(s, /[\u0400-\u04ff]/g),
+    arabic: count(s, /[\u0600-\u06ff]/g),
+  });
+
+  test('counts what the six character classes count, at every range edge and on random text', () => {
+    const edges = [0x40, 0x41, 0x5a, 0x5b, 0x60, 0x61, 0x7a, 0x7b, 0xbf, 0xc0, 0x24f, 0x250, 0x3ff, 0x400, 0x4ff, 0x500, 0x5ff, 0x600, 0x6ff, 0x700,
+      0x10ff, 0x1100, 0x11ff, 0x1200, 0x303f, 0x3040, 0x30ff, 0x3100, 0x33ff, 0x3400, 0x4dbf, 0x4dc0, 0x4dff, 0x4e00, 0x9fff, 0xa000, 0xabff, 0xac00, 0xd7af, 0xd7b0, 0xd800, 0xdfff, 0xffff];
+    for (const c of edges) expect(scriptCounts(String.fromCharCode(c))).toEqual(byRegex(String.fromCharCode(c)));
+    let x = 12345;
+    for (let n = 0; n < 200; n++) {
+      let s = '';
+      for (let i = 0; i < 500; i++) {
+        x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+        // Half the characters from the edges' neighbourhood, half anywhere in the BMP.
+        s += String.fromCharCode(x % 2 ? (edges[(x >>> 8) % edges.length] + ((x >>> 4) % 3) - 1) & 0xffff : x >>> 16);
+      }
+      expect(scriptCounts(s)).toEqual(byRegex(s));
+    }
   });
 });
