@@ -22,7 +22,8 @@ RUN npx tsc -p tsconfig.json && npm prune --omit=dev --ignore-scripts
 
 FROM node:20-bookworm-slim
 # jemalloc: bin/crawl.js preloads it where installed (glibc keeps what LevelDB frees; docs/frontier-store.md).
-RUN apt-get update && apt-get install -y --no-install-recommends libjemalloc2 && rm -rf /var/lib/apt/lists/*
+# libdeflate: the WARC records' gzip members (lib/warc/libdeflate.ts; node:zlib without it).
+RUN apt-get update && apt-get install -y --no-install-recommends libjemalloc2 libdeflate0 && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 ENV NODE_ENV=production
 COPY --from=build /app/package.json ./package.json

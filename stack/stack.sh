@@ -91,6 +91,8 @@ ensure_tools() {
   if [[ " $SERVICES " == *" redis "* ]] && ! command -v redis-server >/dev/null; then
     want+=(redis-server redis-tools)
   fi
+  # libdeflate: the WARC records' gzip members (lib/warc/libdeflate.ts; zlib without it).
+  ldconfig -p 2>/dev/null | grep -q 'libdeflate\.so\.0' || want+=(libdeflate0)
   if [ "${#want[@]}" -gt 0 ]; then apt_install "${want[@]}"; fi
   if [[ " $SERVICES " == *" redis "* ]] && ! command -v redis-cli >/dev/null; then apt_install redis-tools; fi
   local jv
