@@ -11,6 +11,8 @@ const DEFAULT_PARTS: readonly Part[] = ['embedded', 'kafka', 'peer'];
 export interface BenchArgs {
   only: Part[];
   hosts: number;
+  /** Whether --hosts was given (frontier-scale's web then has that many hosts; otherwise min(1M, N/50)). */
+  hostsGiven?: boolean;
   latencies: number[];
   /** Seconds each contender crawls. */
   secs: number;
@@ -35,6 +37,8 @@ export interface BenchArgs {
   keep?: string;
   /** frontier-scale: only the store-deleted rebuild, from the journal a kept run left in --keep. */
   rebuildOnly?: boolean;
+  /** frontier-scale: only restarts after kill -9 on the store and journal a kept run left in --keep (nothing deleted). */
+  restartOnly?: boolean;
   /** crawl-run-scale: seed URLs in the seeds file (over --hosts hosts; crawls --secs before its kill -9). */
   seeds: number;
   /** The web served: real pages (bench/real-web.ts, every headline figure) or lorem ipsum (a micro-benchmark). */
@@ -51,7 +55,7 @@ export const USAGE = `usage: npm run bench -- [flags]   (or node dist/bench/run.
   --only embedded,kafka,peer   contenders to run (all three by default; kafka needs the stack's env)
   --web real|lorem             the web served: real pages (default; shared/corpus/realpages made
                                distinct per page) or the lorem-ipsum micro-benchmark (50 KiB pages)
-  --hosts N                    hosts of the web (5000)
+  --hosts N                    hosts of the web (5000); frontier-scale: hosts of its web (default min(1000000, N/50))
   --latency MS[,MS…]           response times to run at (0,200)
   --secs S                     seconds each contender crawls (20)
   --warmup S                   seconds after the first page left out of the sustained figures (15)
@@ -67,6 +71,9 @@ export const USAGE = `usage: npm run bench -- [flags]   (or node dist/bench/run.
   --partitions P               frontier-scale: partitions the frontier process owns, a store each (8, as crawl run and Kafka mode)
   --keep DIR                   frontier-scale: keep the run's folder (its journal) in DIR
   --rebuild-only               frontier-scale: only delete the store and rebuild it from DIR's journal (needs --keep)
+  --restart-only               frontier-scale: only restarts on DIR's kept store and journal, deleting nothing (needs --keep):
+                               a process leases for a few seconds (leases in flight, memtable and WAL not flushed), kill -9,
+                               then the measured restart: first lease after start, store current, main-thread CPU, peak RSS
   --seeds N                    crawl-run-scale: seeds in the file (1000000; the acceptance run is 20000000 over --hosts 100000)`;
 
 /** "a,b/c,d" -> [[a, b], [c, d]]: every stage exactly once. */
@@ -102,6 +109,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
       }
       case '--hosts':
         a.hosts = wholeNumber(flag, v, 1);
+        a.hostsGiven = true;
         if (a.hosts > 20 * 256 * 250) throw new Error('--hosts: at most 1,280,000 (127.1.0.1 to 127.20.255.250)');
         break;
       case '--latency':
@@ -124,6 +132,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
       case '--partitions': a.partitions = wholeNumber(flag, v, 1); break;
       case '--keep': a.keep = v; break;
       case '--rebuild-only': a.rebuildOnly = true; i--; break;
+      case '--restart-only': a.restartOnly = true; i--; break;
       case '--seeds': a.seeds = wholeNumber(flag, v, 1); break;
       case '--node-flags': {
         const flags = (v ?? '').split(/\s+/).filter(Boolean);
@@ -135,6 +144,8 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     }
   }
   if (a.rebuildOnly && !a.keep) throw new Error('--rebuild-only: needs --keep DIR, the folder of a kept frontier-scale run');
+  if (a.restartOnly && !a.keep) throw new Error('--restart-only: needs --keep DIR, the folder of a kept frontier-scale run');
+  if (a.restartOnly && a.rebuildOnly) throw new Error('--restart-only and --rebuild-only: one at a time');
   return a;
 }
 

@@ -8,10 +8,10 @@
  *   {"event":"intake","urls":…,"secs":…,"heapBytes":…,"bufferBytes":…}   every 5 s while URLs are fed
  *   {"event":"intake-done","urls":…,"secs":…,"threads":{…},"processCpuMs":…}   CPU by thread id and of the
  *                                          whole process (threads that ended too) at the intake's end
- *   {"event":"first-lease","msSinceStart":…}
+ *   {"event":"first-lease","msSinceStart":…,"threadCpuMs":[…],"processCpuMs":…}
  *   {"event":"leases","perSec":…}          every second of the lease phase
  *
- *   node dist/bench/frontier-scale-child.js <dir> <urls to feed (0: none)> <lease secs> [partitions (1)]
+ *   node dist/bench/frontier-scale-child.js <dir> <urls to feed (0: none)> <lease secs> [partitions (1)] [hosts (0: min(1M, urls/50))]
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -29,11 +29,13 @@ import { ScaleWeb } from './frontier-scale-web';
 import { parseStatCpuMs } from './proc-stat';
 
 const started = Date.now();
-const [dir, feedArg, leaseArg, partsArg] = process.argv.slice(2);
+const [dir, feedArg, leaseArg, partsArg, hostsArg] = process.argv.slice(2);
 const FEED = Number(feedArg ?? 0);
 const LEASE_SECS = Number(leaseArg ?? 30);
 /** Partitions the frontier owns (each a store of its own), as `crawl run` (8 by default) and Kafka mode split the table. */
 const PARTITIONS = Math.max(1, Number(partsArg ?? 1));
+/** Hosts of the web fed (0 or absent: min(1M, urls/50)). */
+const HOSTS = Number(hostsArg ?? 0) || undefined;
 /** Links records waiting for seen-test before the feeder waits. */
 const FEED_AHEAD = 4000;
 
@@ -67,7 +69,7 @@ async function main(): Promise<void> {
   const log = pino({ level: process.env.CRAWL_LOG_LEVEL ?? 'info' }, pino.destination(2));
   const config = loadConfig(process.env, { partitions: PARTITIONS, allowPrivateNetwork: true, minHostDelayMs: 1000 });
   const fileLog = new FileLog({ dir: join(dir, 'state'), partitions: PARTITIONS });
-  const web = new ScaleWeb(Math.max(FEED, 1));
+  const web = new ScaleWeb(Math.max(FEED, 1), HOSTS);
   let leasing = FEED === 0;
   const frontier = frontierStage(config, { partitions: PARTITIONS, stateDir: join(dir, 'state', 'frontier') });
   // While URLs are fed, ticks release nothing (intake is measured alone); then they do.
@@ -88,7 +90,8 @@ async function main(): Promise<void> {
       fetched++;
       if (!firstLease) {
         firstLease = true;
-        say({ event: 'first-lease', msSinceStart: Date.now() - started });
+        const cpu = cpuByThread();
+        say({ event: 'first-lease', msSinceStart: Date.now() - started, threadCpuMs: threadCpuMs(cpu.threads), processCpuMs: cpu.processCpuMs });
       }
       const now = Date.now();
       const s: FetchStatusMsg = {

@@ -57,8 +57,9 @@ export class ScaleWeb {
   private readonly groupStart: Float64Array;
   readonly groups: number;
 
-  constructor(readonly urls: number) {
-    this.hosts = Math.max(1, Math.min(1_000_000, Math.floor(urls / 50)));
+  /** `hosts`: the web's hosts (at most `urls`); default min(1M, urls/50). */
+  constructor(readonly urls: number, hosts?: number) {
+    this.hosts = Math.max(1, Math.min(urls, hosts ?? Math.min(1_000_000, Math.floor(urls / 50))));
     this.sizes = zipfSizes(urls, this.hosts, Math.max(1, Math.floor(urls / 10)));
     this.groupStart = new Float64Array(this.hosts + 1);
     for (let k = 0; k < this.hosts; k++) this.groupStart[k + 1] = this.groupStart[k] + Math.ceil(this.sizes[k] / GROUP);

@@ -12,7 +12,11 @@
  *      first lease after it.
  * Disk bytes per URL: the store's folder and the changelog's, after the intake.
  * `--keep DIR --rebuild-only` runs step 4 alone on a kept run's journal (an A/B of the rebuild;
- * each run appends the few records its 5 s of leases write).
+ * each run appends the few records its 5 s of leases write). `--keep DIR --restart-only` runs
+ * step 3 alone on a kept run's store and journal, deleting nothing: a process restores, leases
+ * for a few seconds (so the state killed is a live one: leases in flight, LevelDB's memtable and
+ * write-ahead log not flushed), is killed -9, and the next start is the one measured (an A/B of
+ * the restart; each run appends its leases' records). `--hosts H` sets the web's hosts.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -32,7 +36,11 @@ export interface FrontierScaleArgs {
   dir?: string;
   /** Only step 4, from the journal a kept run left in `dir`. */
   rebuildOnly?: boolean;
-  /** Step 4's process writes `node --cpu-prof` profiles here (its threads' too) and exits normally instead of being killed. */
+  /** Hosts of the web fed (default min(1M, urls/50)). */
+  hosts?: number;
+  /** Only restarts after kill -9 on the store and journal a kept run left in `dir`; deletes nothing. */
+  restartOnly?: boolean;
+  /** Step 4's process (--restart-only: the measured restart's) writes `node --cpu-prof` profiles here (its threads' too) and exits normally instead of being killed. */
   profile?: string;
 }
 
@@ -105,11 +113,11 @@ function memRows(run: ChildRun, fed: number): Array<[string, string]> {
   ]);
 }
 
-function startChild(dir: string, feed: number, leaseSecs: number, partitions: number, profile?: string): ChildRun {
+function startChild(dir: string, feed: number, leaseSecs: number, partitions: number, profile?: string, hosts?: number): ChildRun {
   // As a frontier process started by bin/crawl.js (`crawl process frontier`) runs: its launcher's
   // node flags and environment, and no heap cap of the benchmark's own (a user's process has none).
   const prof = profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [];
-  const child = spawn(process.execPath, [...launcherNodeFlags(CLI), ...prof, join(__dirname, 'frontier-scale-child.js'), dir, String(feed), String(leaseSecs), String(partitions)], {
+  const child = spawn(process.execPath, [...launcherNodeFlags(CLI), ...prof, join(__dirname, 'frontier-scale-child.js'), dir, String(feed), String(leaseSecs), String(partitions), String(hosts ?? 0)], {
     env: { ...process.env, ...launcherEnv(CLI), CRAWL_LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   const run: ChildRun = {
@@ -145,6 +153,9 @@ function startChild(dir: string, feed: number, leaseSecs: number, partitions: nu
       if (typeof o.msg === 'string' && o.msg.startsWith('frontier store')) {
         run.logs.push(o);
         process.stderr.write(`  ${o.msg} ${JSON.stringify({ rows: o.rows, rowsPerSec: o.rowsPerSec, seconds: o.seconds })}\n`);
+      } else if (o.msg === 'stage state restored') {
+        run.logs.push(o);
+        process.stderr.write(`  ${o.msg} ${JSON.stringify({ stage: o.stage, changelogMs: o.changelogMs, tablesMs: o.tablesMs, sinceStartMs: o.sinceStartMs })}\n`);
       } else if (o.jemalloc) {
         // jemalloc's statistics (MALLOC_CONF=stats_interval:…,stats_interval_opts:J…), one JSON line each.
         process.stderr.write(`  child: ${line}\n`);
@@ -205,12 +216,17 @@ export async function runFrontierScale(a: FrontierScaleArgs): Promise<string> {
     await rebuildStep(dir, rows, parts, a.profile);
     return report(a, rows);
   }
+  if (a.restartOnly) {
+    if (!existsSync(join(dir, 'state', 'topics', 'crawl.urls')) || !existsSync(join(dir, 'state', 'frontier'))) throw new Error(`--restart-only: no journal and store in ${dir} (run once with --keep ${dir})`);
+    await restartStep(dir, rows, parts, a.profile);
+    return report(a, rows);
+  }
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   try {
     // 1-2: intake, then leases with the table full, then kill -9.
     process.stderr.write(`frontier-scale: ${a.urls} URLs into one frontier process (${dir})…\n`);
-    const first = startChild(dir, a.urls, 1e6, parts);
+    const first = startChild(dir, a.urls, 1e6, parts, undefined, a.hosts);
     const done = await first.wait((e) => e.event === 'intake-done', 24 * 3600_000);
     if (!done) throw new Error('the frontier process stopped before taking every URL');
     const intakeSecs = Number(done.secs);
@@ -247,6 +263,44 @@ export async function runFrontierScale(a: FrontierScaleArgs): Promise<string> {
     if (!a.dir) rmSync(dir, { recursive: true, force: true });
   }
   return report(a, rows);
+}
+
+const secs1 = (ms: number): string => (ms / 1000).toFixed(1);
+
+/** One restart's figures: first lease and store current after start, main-thread CPU by then, peak RSS. */
+async function measureRestart(label: string, run: ChildRun, t0: number, rows: Array<[string, string]>): Promise<void> {
+  const lease = await run.wait((e) => e.event === 'first-lease', 180_000);
+  const restored = await run.wait((e) => e.event === 'restored', 60_000);
+  const cpuAt = (e: Event | null): string => {
+    const cpu = (e?.threadCpuMs as number[] | undefined) ?? [];
+    if (!cpu.length) return '?';
+    const others = cpu.slice(1).filter((ms) => ms >= 100).sort((x, y) => y - x);
+    return `main ${secs1(cpu[0])}, others of 0.1 s or more ${others.map(secs1).join(', ') || 'none'}`;
+  };
+  rows.push([`${label}: first lease`, lease ? `${secs1(lease.at - t0)} s after start (child's clock ${secs1(Number(lease.msSinceStart))} s; thread CPU by then (s): ${cpuAt(lease)})` : 'none within 180 s']);
+  rows.push([`${label}: store current`, restored ? `${secs1(Number(restored.ms))} s after start (thread CPU by then (s): ${cpuAt(restored)}; load ${Number(restored.load).toFixed(1)})` : 'not reported']);
+}
+
+/**
+ * 3 alone, on a kept run (--restart-only): nothing deleted. A process restores and leases for a
+ * few seconds, kill -9 while leases are in flight; the next start is measured, leases a few
+ * seconds (exits by itself when profiled, so node writes its profile), and is killed too.
+ */
+async function restartStep(dir: string, rows: Array<[string, string]>, partitions: number, profile?: string): Promise<void> {
+  const warmSecs = 5;
+  const t0 = Date.now();
+  const warm = startChild(dir, 0, 1e6, partitions);
+  await measureRestart('warm-up restart (not the figure)', warm, t0, rows);
+  await warm.wait((e) => e.event === 'leases' && warm.events.filter((x) => x.event === 'leases').length >= warmSecs, 60_000);
+  const leased = warm.events.filter((e) => e.event === 'leases').reduce((n, e) => n + Number(e.perSec), 0);
+  await kill9(warm);
+  rows.push(['warm-up: leased before its kill -9', `${leased.toLocaleString('en')} in ${warmSecs} s; peak RSS ${mib(warm.peakRss)}`]);
+  const t1 = Date.now();
+  const run = startChild(dir, 0, 3, partitions, profile);
+  await measureRestart('restart after kill -9', run, t1, rows);
+  if (profile) await Promise.race([run.exited, new Promise((r) => setTimeout(r, 120_000))]);
+  await kill9(run);
+  rows.push(['peak RSS, restart', mib(run.peakRss)]);
 }
 
 /** 4: store deleted, rebuilt from the changelog. */
@@ -286,6 +340,7 @@ async function rebuildStep(dir: string, rows: Array<[string, string]>, partition
 
 function report(a: FrontierScaleArgs, rows: Array<[string, string]>): string {
   const table = `| frontier-scale | ${a.urls.toLocaleString('en')} URLs${(a.partitions ?? 1) > 1 ? `, ${a.partitions} partitions` : ''} |\n|---|---|\n${rows.map(([k, v]) => `| ${k} | ${v} |`).join('\n')}\n`;
-  process.stdout.write(`\n${table}\nnode ${process.version}; reproduce: \`npm run bench -- --only frontier-scale --urls ${a.urls}${(a.partitions ?? 1) > 1 ? ` --partitions ${a.partitions}` : ''}\`\n`);
+  const flags = `${a.hosts !== undefined ? ` --hosts ${a.hosts}` : ''}${a.dir ? ` --keep ${a.dir}` : ''}${a.rebuildOnly ? ' --rebuild-only' : ''}${a.restartOnly ? ' --restart-only' : ''}`;
+  process.stdout.write(`\n${table}\nnode ${process.version}; reproduce: \`npm run bench -- --only frontier-scale --urls ${a.urls}${(a.partitions ?? 1) > 1 ? ` --partitions ${a.partitions}` : ''}${flags}\`\n`);
   return table;
 }

@@ -277,7 +277,7 @@ async function main(): Promise<void> {
   }
   const a = parseBenchArgs(process.argv.slice(2));
   // The scale runs (docs/frontier-store.md) stand apart from the contenders' table.
-  if (a.only.includes('frontier-scale')) await runFrontierScale({ urls: a.urls, leaseSecs: a.leaseSecs, partitions: a.partitions, dir: a.keep, rebuildOnly: a.rebuildOnly, profile: a.profile });
+  if (a.only.includes('frontier-scale')) await runFrontierScale({ urls: a.urls, leaseSecs: a.leaseSecs, partitions: a.partitions, dir: a.keep, rebuildOnly: a.rebuildOnly, restartOnly: a.restartOnly, hosts: a.hostsGiven ? a.hosts : undefined, profile: a.profile });
   if (a.only.includes('crawl-run-scale')) await runCrawlRunScale({ seeds: a.seeds, hosts: a.hosts, secs: a.secs });
   a.only = a.only.filter((p) => p !== 'frontier-scale' && p !== 'crawl-run-scale');
   if (a.only.length === 0) return;

@@ -55,8 +55,9 @@ export class HostState {
   /** The host's name, a string of its own (lib/own-string.ts): the one given may be a slice of a URL. */
   readonly host: string;
 
-  constructor(host: string, now: number) {
-    this.host = ownString(host);
+  /** `owned`: `host` is a string of its own already (decoded from a store key, not cut from a URL). */
+  constructor(host: string, now: number, owned = false) {
+    this.host = owned ? host : ownString(host);
     this.nextAt = now;
   }
 

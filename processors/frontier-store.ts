@@ -15,6 +15,7 @@ import { randomUUID } from 'node:crypto';
 import { KvStore, type KvBatch, type KvStoreOptions } from '../connectors/kv-store';
 import { avroPrimitive, avroReader, avroTailType, avroType } from '../lib/avro';
 import type { UrlStateMsg, UrlStatus } from '../lib/messages';
+import { ownString } from '../lib/own-string';
 import {
   decodeHostSummary, dueOfKey, hashKeyOfHex, dueRange, encodeHostSummary, hostKey, hostOfHostKey, hostQueueRange, hostSlotRange, indexEntry, KEY_DUE, KEY_HOST, KEY_LEASE,
   KEY_QUEUE, KEY_ROW, metaKey, prefixRange, rowKey, urlOfQueueKey, urlOfRowKey, type HostSummary, type IndexRef,
@@ -220,9 +221,11 @@ export class UrlStore {
     return refs;
   }
 
-  /** Every host summary, chunk by chunk. */
+  /** Every host summary, chunk by chunk; each host's name is a string of its own (lib/own-string.ts). */
   async eachHost(onChunk: (hosts: Array<[host: string, summary: HostSummary]>) => void | Promise<void>): Promise<number> {
-    return this.kv.scan(prefixRange(Buffer.from([KEY_HOST])), 4096, (entries) => onChunk(entries.map(([k, v]) => [hostOfHostKey(k), decodeHostSummary(v)])));
+    // Keys as strings from the binding (no Buffer per key), each host's name a copy of its own
+    // (a slice past the tag would keep the whole key string).
+    return this.kv.scanUtf8Keys(prefixRange(Buffer.from([KEY_HOST])), 4096, (entries) => onChunk(entries.map(([k, v]) => [ownString(k.slice(1)), decodeHostSummary(v)])));
   }
 
   /** Rows in URL order after `after` (exclusive; '' = from the first), at most `limit`: a sweep's next step. */

@@ -204,6 +204,11 @@ describe('bench flags', () => {
     // frontier-scale's rebuild alone, on the journal of a kept run.
     expect(parseBenchArgs(['--only', 'frontier-scale', '--keep', '/tmp/fs', '--rebuild-only', '--urls', '5000'])).toMatchObject({ keep: '/tmp/fs', rebuildOnly: true, urls: 5000 });
     expect(() => parseBenchArgs(['--rebuild-only'])).toThrow(/--rebuild-only: needs --keep DIR/);
+    // frontier-scale's restarts alone, on a kept run's store and journal; --hosts given or not (the web's default then).
+    expect(parseBenchArgs(['--only', 'frontier-scale', '--keep', '/tmp/fs', '--restart-only', '--hosts', '1000000'])).toMatchObject({ keep: '/tmp/fs', restartOnly: true, hosts: 1_000_000, hostsGiven: true });
+    expect(parseBenchArgs(['--only', 'frontier-scale']).hostsGiven).toBeUndefined();
+    expect(() => parseBenchArgs(['--restart-only'])).toThrow(/--restart-only: needs --keep DIR/);
+    expect(() => parseBenchArgs(['--keep', '/tmp/fs', '--restart-only', '--rebuild-only'])).toThrow(/one at a time/);
     expect(parseBenchArgs(['--warmup', '0']).warmupSecs).toBe(0);
     expect(() => parseBenchArgs(['--warmup', '-1'])).toThrow(/--warmup/);
     expect(parseBenchArgs([]).kafkaProcs).toEqual([['parse', 'handoff', 'seen-test'], ['frontier', 'fetch']]);

@@ -57,6 +57,16 @@ describe('KvStore.scan', () => {
     expect(after.every(([k, v]) => k.toString().endsWith('x') && v.toString() === 'new')).toBe(true);
   });
 
+  it('scanUtf8Keys hands over the same entries with the keys as strings, and refuses a range that is not ASCII', async () => {
+    const seen: string[] = [];
+    const n = await kv.scanUtf8Keys(prefixRange(Buffer.from('a')), 64, (entries) => {
+      for (const [k, v] of entries) seen.push(`${typeof k}:${k}=${v.toString()}`);
+    });
+    expect(n).toBe(1000);
+    expect(seen).toEqual(Array.from({ length: 1000 }, (_, i) => `string:${key('a', i).toString()}=v${i}`));
+    await expect(kv.scanUtf8Keys({ gte: Buffer.from([0x61]), lt: Buffer.from([0xff]) }, 64, () => undefined)).rejects.toThrow(/not ASCII/);
+  });
+
   it('a handler that fails ends the scan with its error, and the store stays usable', async () => {
     let calls = 0;
     await expect(
