@@ -23,7 +23,7 @@ import type { Logger } from 'pino';
 import { KvStore, type KvBatch, type KvStoreOptions } from '../connectors/kv-store';
 import type { ChangelogRecord, ChangelogSource } from '../runtime/changelog';
 import type { UrlStateMsg, UrlStatus } from '../lib/messages';
-import { hashKey, indexEntry, rowKey } from './frontier-keys';
+import { hashKey, indexEntry, KEY_ROW, rowKey, urlOfRowKey } from './frontier-keys';
 import { decodeRow, decodeStoredRow, STORE_LAYOUT, UrlStore, type StateCounts } from './frontier-store';
 import { SortedRuns } from './sorted-runs';
 import { sortThreadHeapBytes, stopSortThread } from './sorted-runs-worker';
@@ -180,7 +180,9 @@ export async function restoreStores(partitions: readonly number[], source: Chang
     const sorting = rebuild && (o.rebuild ?? 'sort') === 'sort';
     // Runs a crashed rebuild left are of no use: it starts again (no checkpoint was written).
     rmSync(rebuildTempDir(dir), { recursive: true, force: true });
-    const sorter = sorting ? new SortedRuns(join(rebuildTempDir(dir), 'rows'), 'utf8', o.sortThread === false ? 'inline' : 'thread') : null;
+    // Runs keyed by each URL's row key (KEY_ROW and its UTF-8 bytes): merged in the store's own
+    // byte order, and written to the store as the runs hold them.
+    const sorter = sorting ? new SortedRuns(join(rebuildTempDir(dir), 'rows'), 'utf8', o.sortThread === false ? 'inline' : 'thread', KEY_ROW) : null;
     plans.set(p, { partition: p, writing: Promise.resolve(), dir, store, from: rebuild ? 0 : cp!.offset, rebuild, rows: 0, sorter, merged: null });
   }
   const sorters = [...plans.values()].flatMap((pl) => (pl.sorter ? [pl.sorter] : []));
@@ -336,13 +338,15 @@ async function writeSorted(store: UrlStore, rows: SortedRuns, tmp: string, o: Re
       for (let i = 0; i < c.length; i++) {
         const v = c.values[i];
         if (v === null) continue; // a tombstone: the store started empty
-        const url = c.keys[i];
-        store.stageRaw(b, url, v);
+        store.stageRawKeyed(b, c.keyBytes[i], v);
         const row = decodeRow(v);
         counts[row.state as UrlStatus] = (counts[row.state as UrlStatus] ?? 0) + 1;
         const e = indexEntry(row, o.levelOf);
         if (e) index.addBytes(e[0], e[1]);
-        if (o.hashIndex) index.addBytes(hashKey(url), Buffer.from(url));
+        if (o.hashIndex) {
+          const url = urlOfRowKey(c.keyBytes[i]);
+          index.addBytes(hashKey(url), Buffer.from(url));
+        }
         if (row.state === 'QUEUED') queued.set(row.host, (queued.get(row.host) ?? 0) + 1);
       }
       n += c.length;
@@ -363,7 +367,7 @@ async function writeSorted(store: UrlStore, rows: SortedRuns, tmp: string, o: Re
     let entries = 0;
     await index.merge(async (c) => {
       const b = store.newBatch();
-      for (let i = 0; i < c.length; i++) b.put(Buffer.from(c.keys[i], 'latin1'), c.values[i]!);
+      for (let i = 0; i < c.length; i++) b.put(c.keyBytes[i], c.values[i]!);
       entries += c.length;
       await writing;
       writing = store.write(b);

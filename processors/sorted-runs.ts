@@ -9,7 +9,10 @@
  * Keys are compared as JavaScript strings (UTF-16 code units). Keys added as `latin1` (a byte a
  * character) therefore sort in byte order, as LevelDB does; `utf8` keys (URLs) sort in code-unit
  * order, which differs from byte order only around characters above U+FFFF (the merge stays
- * correct either way: it only needs one order throughout).
+ * correct either way: it only needs one order throughout). With a `keyPrefix` byte, a string key
+ * is stored as that byte and the key's bytes (a store key: a rebuild's row keys) and read back as
+ * latin1, so such keys too sort in byte order. The merge hands on each key's bytes as well
+ * (views, no copy), for a caller that writes them to the store as they are.
  *
  * A run file, record after record: key length (u32 LE), key bytes, value length (i32 LE, -1 for
  * null), value bytes. Files live in `dir` and are removed by `destroy`.
@@ -31,6 +34,8 @@ const READ_BUFFER_BYTES = 256 * 1024;
 /** `thread` mode: records are serialised into chunks of this size (handed to the sort thread, not copied). */
 const CHUNK_BYTES = 4 * 1024 * 1024;
 
+const EMPTY = Buffer.alloc(0);
+
 const byKey = (a: SortRecord, b: SortRecord): number => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
 
 /** Sort stably by key and keep only the last record of each key (in place; returns the array). */
@@ -48,6 +53,8 @@ export function sortLastWins<T extends SortRecord>(recs: T[]): T[] {
 /** A source of one run's records in key order. */
 interface Run {
   key: string;
+  /** The key's bytes as stored in the run. */
+  keyBytes: Buffer;
   value: Buffer | null;
   /** Move to the next record; false at the end. */
   next(): boolean;
@@ -56,13 +63,15 @@ interface Run {
 
 class MemoryRun implements Run {
   key = '';
+  keyBytes = EMPTY;
   value: Buffer | null = null;
   private i = -1;
-  constructor(private readonly recs: SortRecord[]) {}
+  constructor(private readonly recs: SortRecord[], private readonly encoding: BufferEncoding) {}
   next(): boolean {
     if (++this.i >= this.recs.length) return false;
     const r = this.recs[this.i];
     this.key = r.key;
+    this.keyBytes = Buffer.from(r.key, this.encoding);
     this.value = r.value;
     return true;
   }
@@ -71,6 +80,7 @@ class MemoryRun implements Run {
 
 class FileRun implements Run {
   key = '';
+  keyBytes = EMPTY;
   value: Buffer | null = null;
   private readonly fd: number;
   private buf = Buffer.alloc(0);
@@ -112,6 +122,7 @@ class FileRun implements Run {
     // ensure() may have moved the record to the start of a new buffer
     const k0 = this.at + 4;
     this.key = this.buf.toString(this.encoding, k0, k0 + kl);
+    this.keyBytes = this.buf.subarray(k0, k0 + kl);
     const v0 = k0 + kl + 4;
     this.value = vl < 0 ? null : this.buf.subarray(v0, v0 + vl);
     this.at += need;
@@ -240,6 +251,8 @@ export function sortRunBuffer(bufs: readonly Buffer[], path: string, encoding: B
 /** Merged records handed on: keys and values (null: a tombstone). */
 export interface MergedChunk {
   keys: string[];
+  /** Each key's bytes as stored (views into the runs' read buffers: valid until `onChunk` resolves). */
+  keyBytes: Buffer[];
   values: Array<Buffer | null>;
   length: number;
 }
@@ -269,24 +282,35 @@ export class SortedRuns {
      * thread (processors/sorted-runs-worker.ts); `inline`: kept as objects, sorted here.
      */
     private readonly mode: 'thread' | 'inline' = 'inline',
-  ) {}
+    /**
+     * A byte written before every string key added (`add`): the run's key is then that byte and
+     * the key in `encoding` (a rebuild's row key: KEY_ROW and the URL), read back as latin1.
+     */
+    private readonly keyPrefix: number | null = null,
+  ) {
+    this.readEncoding = keyPrefix === null ? encoding : 'latin1';
+  }
+
+  /** How keys are read back from the runs (and compared): `encoding`, or latin1 (bytes) with a key prefix. */
+  private readonly readEncoding: BufferEncoding;
 
   /** Add a record (after every record added before it; the last of a key wins). */
   add(rec: SortRecord): void {
     if (this.mode === 'thread') this.append(rec.key, rec.value);
-    else this.push(rec);
+    else if (this.keyPrefix === null) this.push(rec);
+    else this.push({ key: String.fromCharCode(this.keyPrefix) + Buffer.from(rec.key, this.encoding).toString('latin1'), value: rec.value });
   }
 
-  /** Add a record whose key is given as its bytes in the sort's encoding (an index key: no string made of it here). */
+  /** Add a record whose key is given as its bytes as the runs hold it (an index key: no string made of it here; no prefix added). */
   addBytes(key: Buffer, value: Buffer | null): void {
     if (this.mode === 'thread') this.append(key, value);
-    else this.push({ key: key.toString(this.encoding), value });
+    else this.push({ key: key.toString(this.readEncoding), value });
   }
 
   /** `thread`: the record serialised at the end of the chunk being filled. */
   private append(key: string | Buffer, value: Buffer | null): void {
     const vl = value === null ? 0 : value.length;
-    const need = 8 + (typeof key === 'string' ? key.length * 3 : key.length) + vl;
+    const need = 9 + (typeof key === 'string' ? key.length * 3 : key.length) + vl;
     let buf = this.run;
     if (buf === null || buf.length - this.runAt < need) {
       // A record never straddles two chunks: a full chunk is kept as far as it is used.
@@ -299,8 +323,13 @@ export class SortedRuns {
     }
     let at = this.runAt;
     let kl: number;
-    if (typeof key === 'string') kl = buf.write(key, at + 4, this.encoding);
-    else {
+    if (typeof key === 'string') {
+      if (this.keyPrefix === null) kl = buf.write(key, at + 4, this.encoding);
+      else {
+        buf[at + 4] = this.keyPrefix;
+        kl = 1 + buf.write(key, at + 5, this.encoding);
+      }
+    } else {
       buf.set(key, at + 4);
       kl = key.length;
     }
@@ -342,7 +371,7 @@ export class SortedRuns {
       this.runAt = 0;
       this.chunked = 0;
       this.bufferedBytes = 0;
-      const done = sortRunOffThread(bufs, path, this.encoding).then((n) => {
+      const done = sortRunOffThread(bufs, path, this.readEncoding).then((n) => {
         this.spilledBytes += n;
       });
       done.catch(() => undefined); // awaited below or by merge
@@ -352,7 +381,7 @@ export class SortedRuns {
     }
     if (this.buffered.length === 0) return;
     const path = this.nextPath();
-    this.spilledBytes += writeRun(path, sortLastWins(this.buffered), this.encoding);
+    this.spilledBytes += writeRun(path, sortLastWins(this.buffered), this.readEncoding);
     this.buffered = [];
     this.bufferedBytes = 0;
   }
@@ -374,8 +403,8 @@ export class SortedRuns {
       await this.spill();
       while (this.pending.length) await this.pending.shift();
     }
-    const runs: Run[] = this.files.map((f) => new FileRun(f, this.encoding));
-    if (this.buffered.length) runs.push(new MemoryRun(sortLastWins(this.buffered)));
+    const runs: Run[] = this.files.map((f) => new FileRun(f, this.readEncoding));
+    if (this.buffered.length) runs.push(new MemoryRun(sortLastWins(this.buffered), this.readEncoding));
     this.buffered = [];
     this.bufferedBytes = 0;
     try {
@@ -412,7 +441,7 @@ export class SortedRuns {
           up(heap.length - 1);
         }
       }
-      const out: MergedChunk = { keys: [], values: [], length: 0 };
+      const out: MergedChunk = { keys: [], keyBytes: [], values: [], length: 0 };
       /** The top run moved on: to its next record, or out of the heap. */
       const advanceTop = (): void => {
         if (runs[heap[0]].next()) down(0);
@@ -427,17 +456,20 @@ export class SortedRuns {
       while (heap.length) {
         const top = runs[heap[0]];
         let key = top.key;
+        let keyBytes = top.keyBytes;
         let value = top.value;
         advanceTop();
         // Later runs' records of the same key come next (ties leave oldest first): the last one wins.
         while (heap.length && runs[heap[0]].key === key) {
           const r = runs[heap[0]];
           key = r.key;
+          keyBytes = r.keyBytes;
           value = r.value;
           advanceTop();
         }
         const n = out.length++;
         out.keys[n] = key;
+        out.keyBytes[n] = keyBytes;
         out.values[n] = value;
         if (out.length >= chunk) {
           await onChunk(out);
