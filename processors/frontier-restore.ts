@@ -208,26 +208,37 @@ export async function restoreStores(partitions: readonly number[], source: Chang
   let copied = 0;
   let lastLog = Date.now();
   const total = [...plans.values()].reduce((n, pl) => n + (ends.get(pl.partition) ?? 0) - pl.from, 0);
-  await source.read(from, ends, async (partition, recs) => {
+  /** Memory bounded for all partitions together: the largest buffer is sorted and spilled. */
+  const bound = async (): Promise<void> => {
+    let held = 0;
+    for (const s of sorters) held += s.bufferedBytes;
+    while (held > runBytes) {
+      const largest = sorters.reduce((a, b) => (b.bufferedBytes > a.bufferedBytes ? b : a));
+      held -= largest.bufferedBytes;
+      await largest.spill();
+    }
+  };
+  const progress = (n: number): void => {
+    copied += n;
+    if (Date.now() - lastLog >= (o.progressMs ?? 2000)) {
+      lastLog = Date.now();
+      const secs = (lastLog - started) / 1000;
+      o.log.info({ rows: copied, of: total, rowsPerSec: Math.round(copied / Math.max(secs, 0.001)), ...memory() }, 'frontier store: reading the changelog');
+    }
+  };
+  /** A partition read to its end: its last records spilled now, not when its merge starts (partitions read while earlier ones are merged would otherwise each hold up to a run's bytes until then). */
+  const readToEnd = async (pl: Plan): Promise<void> => {
+    await pl.sorter!.spill();
+    merge(pl);
+  };
+  const onBatch = async (partition: number, recs: ChangelogRecord[]): Promise<void> => {
     const pl = plans.get(partition);
     if (!pl) return;
     if (pl.sorter) {
       if (pl.merged) throw new Error(`changelog partition ${partition}: records after its end`);
       for (const r of recs) pl.sorter.add(r);
-      if (recs.length && recs[recs.length - 1].offset >= (ends.get(partition) ?? 0) - 1) {
-        // Its last records spilled now, not when its merge starts: partitions read while earlier
-        // ones are merged would otherwise each hold up to a run's bytes until then.
-        await pl.sorter.spill();
-        merge(pl);
-      }
-      // Memory bounded for all partitions together: the largest buffer is sorted and spilled.
-      let held = 0;
-      for (const s of sorters) held += s.bufferedBytes;
-      while (held > runBytes) {
-        const largest = sorters.reduce((a, b) => (b.bufferedBytes > a.bufferedBytes ? b : a));
-        held -= largest.bufferedBytes;
-        await largest.spill();
-      }
+      if (recs.length && recs[recs.length - 1].offset >= (ends.get(partition) ?? 0) - 1) await readToEnd(pl);
+      await bound();
     } else if (pl.rebuild) {
       // Staged while the previous batch is written; written once that is done (one write in flight).
       const b = copyRows(pl.store, recs, o.hashIndex);
@@ -238,13 +249,25 @@ export async function restoreStores(partitions: readonly number[], source: Chang
       await applyChangelog(pl.store, recs, { hashIndex: o.hashIndex });
     }
     pl.rows += recs.length;
-    copied += recs.length;
-    if (Date.now() - lastLog >= (o.progressMs ?? 2000)) {
-      lastLog = Date.now();
-      const secs = (lastLog - started) / 1000;
-      o.log.info({ rows: copied, of: total, rowsPerSec: Math.round(copied / Math.max(secs, 0.001)), ...memory() }, 'frontier store: reading the changelog');
-    }
-  });
+    progress(recs.length);
+  };
+  // The embedded journal's frames go to the sort thread as read (no record decoded here) when
+  // every partition is rebuilt by sorting.
+  const allSorted = [...plans.values()].every((pl) => pl.sorter !== null);
+  if (source.readFrames && allSorted) {
+    await source.readFrames(from, ends, async (partition, f) => {
+      const pl = plans.get(partition);
+      if (!pl) return;
+      if (pl.merged) throw new Error(`changelog partition ${partition}: records after its end`);
+      pl.sorter!.addFrames(f.buf, f.explicit, f.count);
+      if (f.last) await readToEnd(pl);
+      await bound();
+      pl.rows += f.count;
+      progress(f.count);
+    }, onBatch);
+  } else {
+    await source.read(from, ends, onBatch);
+  }
   const out: Restored[] = [];
   for (const pl of plans.values()) {
     await pl.writing;

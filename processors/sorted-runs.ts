@@ -19,6 +19,7 @@
  */
 import { closeSync, mkdirSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import { frames } from '../runtime/log-segments';
 import { sortRunOffThread } from './sorted-runs-worker';
 
 export interface SortRecord {
@@ -201,29 +202,62 @@ function writeRun(path: string, recs: readonly SortRecord[], encoding: BufferEnc
   });
 }
 
+/** How a chunk handed to sortRunBuffer holds its records. */
+export const CHUNK_RUN = 0;
+/** Journal frames (runtime/log-segments.ts), plain or with their offsets (`explicit`). */
+export const CHUNK_FRAMES = 1;
+export const CHUNK_FRAMES_EXPLICIT = 2;
+
 /**
- * Parse serialised records (the run file format, in the order added), sort them (last of a key
- * wins) and write them as a run file. Each record is kept as its key and where its bytes are (no
- * object or Buffer view a record), sorted as an index array, and copied to the run as it is.
+ * Parse serialised records (each chunk in the run file format, or journal frames: `formats`, in
+ * the order added), sort them (last of a key wins) and write them as a run file. Each record is
+ * kept as its key and where its bytes are (no object or Buffer view a record), sorted as an
+ * index array; a run record is copied to the run as it is, a frame's key (after `prefix`, when
+ * given) and value copied into one. With a `prefix` every key is compared without it (run
+ * records hold it, frames do not; all keys start with it).
  */
-export function sortRunBuffer(bufs: readonly Buffer[], path: string, encoding: BufferEncoding): number {
+export function sortRunBuffer(bufs: readonly Buffer[], path: string, encoding: BufferEncoding, formats?: readonly number[], prefix: number | null = null): number {
   const keys: string[] = [];
-  /** Per record: its chunk, and where its bytes start and end in it. */
+  /** Per record: its chunk, and where its bytes start and end in it (a frame: its key's start, its value's end). */
   const src: number[] = [];
   const starts: number[] = [];
   const ends: number[] = [];
+  /** Per record of a frame: where its key ends and its value starts (-1: a run record). */
+  const keyEnds: number[] = [];
+  const valueStarts: number[] = [];
+  const skip = prefix === null ? 0 : 1;
   for (let b = 0; b < bufs.length; b++) {
     const buf = bufs[b];
+    const format = formats?.[b] ?? CHUNK_RUN;
     let at = 0;
-    while (at < buf.length) {
-      const kl = buf.readUInt32LE(at);
-      const k0 = at + 4;
-      const vl = buf.readInt32LE(k0 + kl);
-      const end = k0 + kl + 4 + Math.max(vl, 0);
-      keys.push(buf.toString(encoding, k0, k0 + kl));
+    if (format === CHUNK_RUN) {
+      while (at < buf.length) {
+        const kl = buf.readUInt32LE(at);
+        const k0 = at + 4;
+        const vl = buf.readInt32LE(k0 + kl);
+        const end = k0 + kl + 4 + Math.max(vl, 0);
+        keys.push(buf.toString(encoding, k0 + skip, k0 + kl));
+        src.push(b);
+        starts.push(at);
+        ends.push(end);
+        keyEnds.push(-1);
+        valueStarts.push(-1);
+        at = end;
+      }
+      continue;
+    }
+    const head = format === CHUNK_FRAMES_EXPLICIT ? 12 : 4;
+    while (at + 4 <= buf.length) {
+      const end = at + 4 + buf.readUInt32LE(at);
+      const k0 = at + head + 4;
+      const k1 = k0 + buf.readUInt32LE(at + head);
+      if (end > buf.length || k1 + 8 > end) throw new Error('sorted run: torn journal frame');
+      keys.push(buf.toString(encoding, k0, k1));
       src.push(b);
-      starts.push(at);
+      starts.push(k0);
       ends.push(end);
+      keyEnds.push(k1);
+      valueStarts.push(k1 + 8);
       at = end;
     }
   }
@@ -240,10 +274,28 @@ export function sortRunBuffer(bufs: readonly Buffer[], path: string, encoding: B
     for (let j = 0; j < n; j++) {
       const i = order[j];
       if (j + 1 < n && keys[order[j + 1]] === keys[i]) continue;
-      const len = ends[i] - starts[i];
-      out.reserve(len);
-      bufs[src[i]].copy(out.buf, out.at, starts[i], ends[i]);
-      out.at += len;
+      const from = bufs[src[i]];
+      if (keyEnds[i] < 0) {
+        const len = ends[i] - starts[i];
+        out.reserve(len);
+        from.copy(out.buf, out.at, starts[i], ends[i]);
+        out.at += len;
+        continue;
+      }
+      // A frame: [u32 key length][prefix][key][i32 value length, -1 for a tombstone][value]
+      const kl = keyEnds[i] - starts[i];
+      const vl = ends[i] - valueStarts[i];
+      out.reserve(9 + kl + vl);
+      const to = out.buf;
+      let at = out.at;
+      to.writeUInt32LE(kl + skip, at);
+      at += 4;
+      if (prefix !== null) to[at++] = prefix;
+      at += from.copy(to, at, starts[i], keyEnds[i]);
+      to.writeInt32LE(vl === 0 ? -1 : vl, at);
+      at += 4;
+      if (vl > 0) at += from.copy(to, at, valueStarts[i], ends[i]);
+      out.at = at;
     }
   });
 }
@@ -261,6 +313,8 @@ export class SortedRuns {
   private buffered: SortRecord[] = [];
   /** `thread`: the records added so far, serialised (the run format, unsorted) in chunks (full ones, then `run`). */
   private chunks: Buffer[] = [];
+  /** `thread`: how each of `chunks` holds its records (CHUNK_RUN, CHUNK_FRAMES...). */
+  private formats: number[] = [];
   private run: Buffer | null = null;
   private runAt = 0;
   private chunked = 0;
@@ -316,6 +370,7 @@ export class SortedRuns {
       // A record never straddles two chunks: a full chunk is kept as far as it is used.
       if (buf !== null) {
         this.chunks.push(buf.subarray(0, this.runAt));
+        this.formats.push(CHUNK_RUN);
         this.chunked += this.runAt;
       }
       this.run = buf = Buffer.from(new ArrayBuffer(Math.max(need, CHUNK_BYTES)));
@@ -346,6 +401,37 @@ export class SortedRuns {
     this.added++;
   }
 
+  /**
+   * Add journal frames (runtime/changelog.ts ChangelogFrames: keys as UTF-8, an empty value a
+   * tombstone) after every record added before them. `thread`: the frames' buffer is handed to
+   * the sort thread as it is (transferred: the caller must not use it again), no record decoded
+   * here.
+   */
+  addFrames(buf: Buffer, explicit: boolean, count: number): void {
+    if (this.mode === 'inline') {
+      for (const f of frames(buf, { baseOffset: 0, explicit })) this.add({ key: f.key, value: f.value });
+      return;
+    }
+    if (this.run !== null) {
+      this.chunks.push(this.run.subarray(0, this.runAt));
+      this.formats.push(CHUNK_RUN);
+      this.chunked += this.runAt;
+      this.run = null;
+      this.runAt = 0;
+    }
+    // Transferred to the sort thread: it must own its memory (a small Buffer may be a slice of Node's shared pool).
+    let own = buf;
+    if (buf.byteOffset !== 0 || buf.length < Buffer.poolSize) {
+      own = Buffer.from(new ArrayBuffer(buf.length));
+      own.set(buf);
+    }
+    this.chunks.push(own);
+    this.formats.push(explicit ? CHUNK_FRAMES_EXPLICIT : CHUNK_FRAMES);
+    this.chunked += own.length;
+    this.bufferedBytes = this.chunked;
+    this.added += count;
+  }
+
   private push(rec: SortRecord): void {
     this.buffered.push(rec);
     this.bufferedBytes += rec.key.length + (rec.value === null ? 0 : rec.value.length) + RECORD_OVERHEAD;
@@ -366,12 +452,14 @@ export class SortedRuns {
       if (this.bufferedBytes === 0) return;
       const path = this.nextPath();
       const bufs = this.run === null ? this.chunks : [...this.chunks, this.run.subarray(0, this.runAt)];
+      const formats = this.run === null ? this.formats : [...this.formats, CHUNK_RUN];
       this.chunks = [];
+      this.formats = [];
       this.run = null;
       this.runAt = 0;
       this.chunked = 0;
       this.bufferedBytes = 0;
-      const done = sortRunOffThread(bufs, path, this.readEncoding).then((n) => {
+      const done = sortRunOffThread(bufs, path, this.readEncoding, formats, this.keyPrefix).then((n) => {
         this.spilledBytes += n;
       });
       done.catch(() => undefined); // awaited below or by merge
@@ -488,6 +576,7 @@ export class SortedRuns {
     this.run = null;
     this.runAt = 0;
     this.chunks = [];
+    this.formats = [];
     this.chunked = 0;
     this.bufferedBytes = 0;
     this.files = [];
