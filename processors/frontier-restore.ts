@@ -361,13 +361,14 @@ async function writeSorted(store: UrlStore, rows: SortedRuns, tmp: string, o: Re
       for (let i = 0; i < c.length; i++) {
         const v = c.values[i];
         if (v === null) continue; // a tombstone: the store started empty
-        store.stageRawKeyed(b, c.keyBytes[i], v);
+        const key = c.keyBytes[i];
+        store.stageRawKeyed(b, key, v);
         const row = decodeRow(v);
         counts[row.state as UrlStatus] = (counts[row.state as UrlStatus] ?? 0) + 1;
-        const e = indexEntry(row, o.levelOf);
+        const e = indexEntry(row, o.levelOf, key);
         if (e) index.addBytes(e[0], e[1]);
         if (o.hashIndex) {
-          const url = urlOfRowKey(c.keyBytes[i]);
+          const url = urlOfRowKey(key);
           index.addBytes(hashKey(url), Buffer.from(url));
         }
         if (row.state === 'QUEUED') queued.set(row.host, (queued.get(row.host) ?? 0) + 1);
