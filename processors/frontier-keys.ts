@@ -98,7 +98,11 @@ export function queuedAtFront(row: UrlStateMsg): boolean {
 const QUEUE_URL_WHOLE = 0;
 const QUEUE_URL_PREFIX = ['', 'https://', 'http://'];
 
-export function queueKey(host: string, level: number, front: boolean, queuedAt: number, url: string): Buffer {
+/**
+ * `rowKeyBytes`, when given, must be rowKey(url): the key's host and rest are then copied from
+ * its bytes instead of encoded again (a sorted rebuild has every row's key as bytes).
+ */
+export function queueKey(host: string, level: number, front: boolean, queuedAt: number, url: string, rowKeyBytes?: Buffer): Buffer {
   let form = QUEUE_URL_WHOLE;
   for (let f = 1; f < QUEUE_URL_PREFIX.length; f++) {
     const p = QUEUE_URL_PREFIX[f];
@@ -106,6 +110,23 @@ export function queueKey(host: string, level: number, front: boolean, queuedAt: 
       form = f;
       break;
     }
+  }
+  if (rowKeyBytes !== undefined && form !== QUEUE_URL_WHOLE) {
+    // rowKey(url) = KEY_ROW, the prefix, the host's bytes, the rest's bytes.
+    const hs = 1 + QUEUE_URL_PREFIX[form].length;
+    const he = hs + Buffer.byteLength(host, 'utf8');
+    const h = he - hs;
+    const b = Buffer.allocUnsafe(1 + h + 12 + rowKeyBytes.length - he);
+    b[0] = KEY_QUEUE;
+    rowKeyBytes.copy(b, 1, hs, he);
+    let at = 1 + h;
+    b[at++] = 0;
+    b[at++] = Math.max(0, Math.min(255, level));
+    b[at++] = front ? 0 : 1;
+    writeTime(b, at, queuedAt);
+    b[at + 8] = form;
+    rowKeyBytes.copy(b, at + 9, he);
+    return b;
   }
   const rest = form === QUEUE_URL_WHOLE ? url : url.slice(QUEUE_URL_PREFIX[form].length + host.length);
   const h = Buffer.byteLength(host, 'utf8');
@@ -163,11 +184,11 @@ export function dueRange(now: number): { gte: Buffer; lt: Buffer } {
   return { gte: Buffer.from([KEY_DUE]), lt };
 }
 
-/** The index entry a row has (besides itself), derived from the row alone; null when none. */
-export function indexEntry(row: UrlStateMsg, levelOf: (row: UrlStateMsg) => number): [key: Buffer, value: Buffer] | null {
+/** The index entry a row has (besides itself), derived from the row alone; null when none. `rowKeyBytes`: rowKey(row.url), when at hand (queueKey). */
+export function indexEntry(row: UrlStateMsg, levelOf: (row: UrlStateMsg) => number, rowKeyBytes?: Buffer): [key: Buffer, value: Buffer] | null {
   switch (row.state) {
     case 'QUEUED':
-      return [queueKey(row.host, levelOf(row), queuedAtFront(row), row.updated_at, row.url), QUEUED];
+      return [queueKey(row.host, levelOf(row), queuedAtFront(row), row.updated_at, row.url, rowKeyBytes), QUEUED];
     case 'LEASED':
       return [leaseKey(row.url), Buffer.from(row.host)];
     case 'FAILED':

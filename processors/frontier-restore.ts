@@ -23,7 +23,7 @@ import type { Logger } from 'pino';
 import { KvStore, type KvBatch, type KvStoreOptions } from '../connectors/kv-store';
 import type { ChangelogRecord, ChangelogSource } from '../runtime/changelog';
 import type { UrlStateMsg, UrlStatus } from '../lib/messages';
-import { hashKey, indexEntry, rowKey } from './frontier-keys';
+import { hashKey, indexEntry, KEY_ROW, rowKey, urlOfRowKey } from './frontier-keys';
 import { decodeRow, decodeStoredRow, STORE_LAYOUT, UrlStore, type StateCounts } from './frontier-store';
 import { SortedRuns } from './sorted-runs';
 import { sortThreadHeapBytes, stopSortThread } from './sorted-runs-worker';
@@ -180,7 +180,9 @@ export async function restoreStores(partitions: readonly number[], source: Chang
     const sorting = rebuild && (o.rebuild ?? 'sort') === 'sort';
     // Runs a crashed rebuild left are of no use: it starts again (no checkpoint was written).
     rmSync(rebuildTempDir(dir), { recursive: true, force: true });
-    const sorter = sorting ? new SortedRuns(join(rebuildTempDir(dir), 'rows'), 'utf8', o.sortThread === false ? 'inline' : 'thread') : null;
+    // Runs keyed by each URL's row key (KEY_ROW and its UTF-8 bytes): merged in the store's own
+    // byte order, and written to the store as the runs hold them.
+    const sorter = sorting ? new SortedRuns(join(rebuildTempDir(dir), 'rows'), 'utf8', o.sortThread === false ? 'inline' : 'thread', KEY_ROW) : null;
     plans.set(p, { partition: p, writing: Promise.resolve(), dir, store, from: rebuild ? 0 : cp!.offset, rebuild, rows: 0, sorter, merged: null });
   }
   const sorters = [...plans.values()].flatMap((pl) => (pl.sorter ? [pl.sorter] : []));
@@ -206,26 +208,37 @@ export async function restoreStores(partitions: readonly number[], source: Chang
   let copied = 0;
   let lastLog = Date.now();
   const total = [...plans.values()].reduce((n, pl) => n + (ends.get(pl.partition) ?? 0) - pl.from, 0);
-  await source.read(from, ends, async (partition, recs) => {
+  /** Memory bounded for all partitions together: the largest buffer is sorted and spilled. */
+  const bound = async (): Promise<void> => {
+    let held = 0;
+    for (const s of sorters) held += s.bufferedBytes;
+    while (held > runBytes) {
+      const largest = sorters.reduce((a, b) => (b.bufferedBytes > a.bufferedBytes ? b : a));
+      held -= largest.bufferedBytes;
+      await largest.spill();
+    }
+  };
+  const progress = (n: number): void => {
+    copied += n;
+    if (Date.now() - lastLog >= (o.progressMs ?? 2000)) {
+      lastLog = Date.now();
+      const secs = (lastLog - started) / 1000;
+      o.log.info({ rows: copied, of: total, rowsPerSec: Math.round(copied / Math.max(secs, 0.001)), ...memory() }, 'frontier store: reading the changelog');
+    }
+  };
+  /** A partition read to its end: its last records spilled now, not when its merge starts (partitions read while earlier ones are merged would otherwise each hold up to a run's bytes until then). */
+  const readToEnd = async (pl: Plan): Promise<void> => {
+    await pl.sorter!.spill();
+    merge(pl);
+  };
+  const onBatch = async (partition: number, recs: ChangelogRecord[]): Promise<void> => {
     const pl = plans.get(partition);
     if (!pl) return;
     if (pl.sorter) {
       if (pl.merged) throw new Error(`changelog partition ${partition}: records after its end`);
       for (const r of recs) pl.sorter.add(r);
-      if (recs.length && recs[recs.length - 1].offset >= (ends.get(partition) ?? 0) - 1) {
-        // Its last records spilled now, not when its merge starts: partitions read while earlier
-        // ones are merged would otherwise each hold up to a run's bytes until then.
-        await pl.sorter.spill();
-        merge(pl);
-      }
-      // Memory bounded for all partitions together: the largest buffer is sorted and spilled.
-      let held = 0;
-      for (const s of sorters) held += s.bufferedBytes;
-      while (held > runBytes) {
-        const largest = sorters.reduce((a, b) => (b.bufferedBytes > a.bufferedBytes ? b : a));
-        held -= largest.bufferedBytes;
-        await largest.spill();
-      }
+      if (recs.length && recs[recs.length - 1].offset >= (ends.get(partition) ?? 0) - 1) await readToEnd(pl);
+      await bound();
     } else if (pl.rebuild) {
       // Staged while the previous batch is written; written once that is done (one write in flight).
       const b = copyRows(pl.store, recs, o.hashIndex);
@@ -236,13 +249,25 @@ export async function restoreStores(partitions: readonly number[], source: Chang
       await applyChangelog(pl.store, recs, { hashIndex: o.hashIndex });
     }
     pl.rows += recs.length;
-    copied += recs.length;
-    if (Date.now() - lastLog >= (o.progressMs ?? 2000)) {
-      lastLog = Date.now();
-      const secs = (lastLog - started) / 1000;
-      o.log.info({ rows: copied, of: total, rowsPerSec: Math.round(copied / Math.max(secs, 0.001)), ...memory() }, 'frontier store: reading the changelog');
-    }
-  });
+    progress(recs.length);
+  };
+  // The embedded journal's frames go to the sort thread as read (no record decoded here) when
+  // every partition is rebuilt by sorting.
+  const allSorted = [...plans.values()].every((pl) => pl.sorter !== null);
+  if (source.readFrames && allSorted) {
+    await source.readFrames(from, ends, async (partition, f) => {
+      const pl = plans.get(partition);
+      if (!pl) return;
+      if (pl.merged) throw new Error(`changelog partition ${partition}: records after its end`);
+      pl.sorter!.addFrames(f.buf, f.explicit, f.count);
+      if (f.last) await readToEnd(pl);
+      await bound();
+      pl.rows += f.count;
+      progress(f.count);
+    }, onBatch);
+  } else {
+    await source.read(from, ends, onBatch);
+  }
   const out: Restored[] = [];
   for (const pl of plans.values()) {
     await pl.writing;
@@ -336,13 +361,16 @@ async function writeSorted(store: UrlStore, rows: SortedRuns, tmp: string, o: Re
       for (let i = 0; i < c.length; i++) {
         const v = c.values[i];
         if (v === null) continue; // a tombstone: the store started empty
-        const url = c.keys[i];
-        store.stageRaw(b, url, v);
+        const key = c.keyBytes[i];
+        store.stageRawKeyed(b, key, v);
         const row = decodeRow(v);
         counts[row.state as UrlStatus] = (counts[row.state as UrlStatus] ?? 0) + 1;
-        const e = indexEntry(row, o.levelOf);
+        const e = indexEntry(row, o.levelOf, key);
         if (e) index.addBytes(e[0], e[1]);
-        if (o.hashIndex) index.addBytes(hashKey(url), Buffer.from(url));
+        if (o.hashIndex) {
+          const url = urlOfRowKey(key);
+          index.addBytes(hashKey(url), Buffer.from(url));
+        }
         if (row.state === 'QUEUED') queued.set(row.host, (queued.get(row.host) ?? 0) + 1);
       }
       n += c.length;
@@ -363,7 +391,7 @@ async function writeSorted(store: UrlStore, rows: SortedRuns, tmp: string, o: Re
     let entries = 0;
     await index.merge(async (c) => {
       const b = store.newBatch();
-      for (let i = 0; i < c.length; i++) b.put(Buffer.from(c.keys[i], 'latin1'), c.values[i]!);
+      for (let i = 0; i < c.length; i++) b.put(c.keyBytes[i], c.values[i]!);
       entries += c.length;
       await writing;
       writing = store.write(b);

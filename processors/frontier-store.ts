@@ -269,6 +269,11 @@ export class UrlStore {
     batch.put(rowKey(url), storedRow(value));
   }
 
+  /** stageRaw with the row's key given as its bytes (rowKey(url): a sorted rebuild's runs hold it). */
+  stageRawKeyed(batch: KvBatch, key: Buffer, value: Buffer): void {
+    batch.put(key, storedRow(value));
+  }
+
   /**
    * Write a batch (atomically, with the state counts it changes). `durable`: also wait until it
    * and every write before it are on disk.

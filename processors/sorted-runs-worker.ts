@@ -24,6 +24,9 @@ interface Task {
   bufs: Buffer[];
   path: string;
   encoding: BufferEncoding;
+  /** How each chunk holds its records (sorted-runs.ts CHUNK_RUN, ...). */
+  formats: number[];
+  prefix: number | null;
 }
 type Answer = { id: number; bytes: number; heapBytes: number } | { id: number; error: string };
 
@@ -79,10 +82,10 @@ export async function stopSortThread(): Promise<void> {
  * Sort the serialised records of `bufs` (each a view from the start of an ArrayBuffer of its
  * own, transferred) and write them to `path`. Resolves with the bytes written.
  */
-export function sortRunOffThread(bufs: Buffer[], path: string, encoding: BufferEncoding, workerFile = WORKER_FILE): Promise<number> {
+export function sortRunOffThread(bufs: Buffer[], path: string, encoding: BufferEncoding, formats: number[], prefix: number | null, workerFile = WORKER_FILE): Promise<number> {
   if (workerFile !== WORKER_FILE || !existsSync(WORKER_FILE)) {
     try {
-      return Promise.resolve(sortRunBuffer(bufs, path, encoding));
+      return Promise.resolve(sortRunBuffer(bufs, path, encoding, formats, prefix));
     } catch (err) {
       return Promise.reject(err as Error);
     }
@@ -92,7 +95,7 @@ export function sortRunOffThread(bufs: Buffer[], path: string, encoding: BufferE
   return new Promise<number>((resolve, reject) => {
     waiting.set(id, { resolve, reject });
     w.ref();
-    w.postMessage({ task: TASK, id, bufs, path, encoding } satisfies Task, bufs.map((b) => b.buffer as ArrayBuffer));
+    w.postMessage({ task: TASK, id, bufs, path, encoding, formats, prefix } satisfies Task, bufs.map((b) => b.buffer as ArrayBuffer));
   });
 }
 
@@ -101,7 +104,7 @@ if (!isMainThread && parentPort) {
   port.on('message', (t: Task) => {
     if (t?.task !== TASK) return;
     try {
-      const bytes = sortRunBuffer(t.bufs.map((b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength)), t.path, t.encoding);
+      const bytes = sortRunBuffer(t.bufs.map((b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength)), t.path, t.encoding, t.formats, t.prefix);
       port.postMessage({ id: t.id, bytes, heapBytes: getHeapStatistics().total_heap_size } satisfies Answer);
     } catch (err) {
       port.postMessage({ id: t.id, error: err instanceof Error ? (err.stack ?? err.message) : String(err) } satisfies Answer);

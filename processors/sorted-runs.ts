@@ -9,13 +9,17 @@
  * Keys are compared as JavaScript strings (UTF-16 code units). Keys added as `latin1` (a byte a
  * character) therefore sort in byte order, as LevelDB does; `utf8` keys (URLs) sort in code-unit
  * order, which differs from byte order only around characters above U+FFFF (the merge stays
- * correct either way: it only needs one order throughout).
+ * correct either way: it only needs one order throughout). With a `keyPrefix` byte, a string key
+ * is stored as that byte and the key's bytes (a store key: a rebuild's row keys) and read back as
+ * latin1, so such keys too sort in byte order. The merge hands on each key's bytes as well
+ * (views, no copy), for a caller that writes them to the store as they are.
  *
  * A run file, record after record: key length (u32 LE), key bytes, value length (i32 LE, -1 for
  * null), value bytes. Files live in `dir` and are removed by `destroy`.
  */
 import { closeSync, mkdirSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import { frames } from '../runtime/log-segments';
 import { sortRunOffThread } from './sorted-runs-worker';
 
 export interface SortRecord {
@@ -30,6 +34,8 @@ const WRITE_BUFFER_BYTES = 1024 * 1024;
 const READ_BUFFER_BYTES = 256 * 1024;
 /** `thread` mode: records are serialised into chunks of this size (handed to the sort thread, not copied). */
 const CHUNK_BYTES = 4 * 1024 * 1024;
+
+const EMPTY = Buffer.alloc(0);
 
 const byKey = (a: SortRecord, b: SortRecord): number => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
 
@@ -48,6 +54,8 @@ export function sortLastWins<T extends SortRecord>(recs: T[]): T[] {
 /** A source of one run's records in key order. */
 interface Run {
   key: string;
+  /** The key's bytes as stored in the run. */
+  keyBytes: Buffer;
   value: Buffer | null;
   /** Move to the next record; false at the end. */
   next(): boolean;
@@ -56,13 +64,15 @@ interface Run {
 
 class MemoryRun implements Run {
   key = '';
+  keyBytes = EMPTY;
   value: Buffer | null = null;
   private i = -1;
-  constructor(private readonly recs: SortRecord[]) {}
+  constructor(private readonly recs: SortRecord[], private readonly encoding: BufferEncoding) {}
   next(): boolean {
     if (++this.i >= this.recs.length) return false;
     const r = this.recs[this.i];
     this.key = r.key;
+    this.keyBytes = Buffer.from(r.key, this.encoding);
     this.value = r.value;
     return true;
   }
@@ -71,6 +81,7 @@ class MemoryRun implements Run {
 
 class FileRun implements Run {
   key = '';
+  keyBytes = EMPTY;
   value: Buffer | null = null;
   private readonly fd: number;
   private buf = Buffer.alloc(0);
@@ -112,6 +123,7 @@ class FileRun implements Run {
     // ensure() may have moved the record to the start of a new buffer
     const k0 = this.at + 4;
     this.key = this.buf.toString(this.encoding, k0, k0 + kl);
+    this.keyBytes = this.buf.subarray(k0, k0 + kl);
     const v0 = k0 + kl + 4;
     this.value = vl < 0 ? null : this.buf.subarray(v0, v0 + vl);
     this.at += need;
@@ -190,29 +202,62 @@ function writeRun(path: string, recs: readonly SortRecord[], encoding: BufferEnc
   });
 }
 
+/** How a chunk handed to sortRunBuffer holds its records. */
+export const CHUNK_RUN = 0;
+/** Journal frames (runtime/log-segments.ts), plain or with their offsets (`explicit`). */
+export const CHUNK_FRAMES = 1;
+export const CHUNK_FRAMES_EXPLICIT = 2;
+
 /**
- * Parse serialised records (the run file format, in the order added), sort them (last of a key
- * wins) and write them as a run file. Each record is kept as its key and where its bytes are (no
- * object or Buffer view a record), sorted as an index array, and copied to the run as it is.
+ * Parse serialised records (each chunk in the run file format, or journal frames: `formats`, in
+ * the order added), sort them (last of a key wins) and write them as a run file. Each record is
+ * kept as its key and where its bytes are (no object or Buffer view a record), sorted as an
+ * index array; a run record is copied to the run as it is, a frame's key (after `prefix`, when
+ * given) and value copied into one. With a `prefix` every key is compared without it (run
+ * records hold it, frames do not; all keys start with it).
  */
-export function sortRunBuffer(bufs: readonly Buffer[], path: string, encoding: BufferEncoding): number {
+export function sortRunBuffer(bufs: readonly Buffer[], path: string, encoding: BufferEncoding, formats?: readonly number[], prefix: number | null = null): number {
   const keys: string[] = [];
-  /** Per record: its chunk, and where its bytes start and end in it. */
+  /** Per record: its chunk, and where its bytes start and end in it (a frame: its key's start, its value's end). */
   const src: number[] = [];
   const starts: number[] = [];
   const ends: number[] = [];
+  /** Per record of a frame: where its key ends and its value starts (-1: a run record). */
+  const keyEnds: number[] = [];
+  const valueStarts: number[] = [];
+  const skip = prefix === null ? 0 : 1;
   for (let b = 0; b < bufs.length; b++) {
     const buf = bufs[b];
+    const format = formats?.[b] ?? CHUNK_RUN;
     let at = 0;
-    while (at < buf.length) {
-      const kl = buf.readUInt32LE(at);
-      const k0 = at + 4;
-      const vl = buf.readInt32LE(k0 + kl);
-      const end = k0 + kl + 4 + Math.max(vl, 0);
-      keys.push(buf.toString(encoding, k0, k0 + kl));
+    if (format === CHUNK_RUN) {
+      while (at < buf.length) {
+        const kl = buf.readUInt32LE(at);
+        const k0 = at + 4;
+        const vl = buf.readInt32LE(k0 + kl);
+        const end = k0 + kl + 4 + Math.max(vl, 0);
+        keys.push(buf.toString(encoding, k0 + skip, k0 + kl));
+        src.push(b);
+        starts.push(at);
+        ends.push(end);
+        keyEnds.push(-1);
+        valueStarts.push(-1);
+        at = end;
+      }
+      continue;
+    }
+    const head = format === CHUNK_FRAMES_EXPLICIT ? 12 : 4;
+    while (at + 4 <= buf.length) {
+      const end = at + 4 + buf.readUInt32LE(at);
+      const k0 = at + head + 4;
+      const k1 = k0 + buf.readUInt32LE(at + head);
+      if (end > buf.length || k1 + 8 > end) throw new Error('sorted run: torn journal frame');
+      keys.push(buf.toString(encoding, k0, k1));
       src.push(b);
-      starts.push(at);
+      starts.push(k0);
       ends.push(end);
+      keyEnds.push(k1);
+      valueStarts.push(k1 + 8);
       at = end;
     }
   }
@@ -229,10 +274,28 @@ export function sortRunBuffer(bufs: readonly Buffer[], path: string, encoding: B
     for (let j = 0; j < n; j++) {
       const i = order[j];
       if (j + 1 < n && keys[order[j + 1]] === keys[i]) continue;
-      const len = ends[i] - starts[i];
-      out.reserve(len);
-      bufs[src[i]].copy(out.buf, out.at, starts[i], ends[i]);
-      out.at += len;
+      const from = bufs[src[i]];
+      if (keyEnds[i] < 0) {
+        const len = ends[i] - starts[i];
+        out.reserve(len);
+        from.copy(out.buf, out.at, starts[i], ends[i]);
+        out.at += len;
+        continue;
+      }
+      // A frame: [u32 key length][prefix][key][i32 value length, -1 for a tombstone][value]
+      const kl = keyEnds[i] - starts[i];
+      const vl = ends[i] - valueStarts[i];
+      out.reserve(9 + kl + vl);
+      const to = out.buf;
+      let at = out.at;
+      to.writeUInt32LE(kl + skip, at);
+      at += 4;
+      if (prefix !== null) to[at++] = prefix;
+      at += from.copy(to, at, starts[i], keyEnds[i]);
+      to.writeInt32LE(vl === 0 ? -1 : vl, at);
+      at += 4;
+      if (vl > 0) at += from.copy(to, at, valueStarts[i], ends[i]);
+      out.at = at;
     }
   });
 }
@@ -240,6 +303,8 @@ export function sortRunBuffer(bufs: readonly Buffer[], path: string, encoding: B
 /** Merged records handed on: keys and values (null: a tombstone). */
 export interface MergedChunk {
   keys: string[];
+  /** Each key's bytes as stored (views into the runs' read buffers: valid until `onChunk` resolves). */
+  keyBytes: Buffer[];
   values: Array<Buffer | null>;
   length: number;
 }
@@ -248,6 +313,8 @@ export class SortedRuns {
   private buffered: SortRecord[] = [];
   /** `thread`: the records added so far, serialised (the run format, unsorted) in chunks (full ones, then `run`). */
   private chunks: Buffer[] = [];
+  /** `thread`: how each of `chunks` holds its records (CHUNK_RUN, CHUNK_FRAMES...). */
+  private formats: number[] = [];
   private run: Buffer | null = null;
   private runAt = 0;
   private chunked = 0;
@@ -269,29 +336,41 @@ export class SortedRuns {
      * thread (processors/sorted-runs-worker.ts); `inline`: kept as objects, sorted here.
      */
     private readonly mode: 'thread' | 'inline' = 'inline',
-  ) {}
+    /**
+     * A byte written before every string key added (`add`): the run's key is then that byte and
+     * the key in `encoding` (a rebuild's row key: KEY_ROW and the URL), read back as latin1.
+     */
+    private readonly keyPrefix: number | null = null,
+  ) {
+    this.readEncoding = keyPrefix === null ? encoding : 'latin1';
+  }
+
+  /** How keys are read back from the runs (and compared): `encoding`, or latin1 (bytes) with a key prefix. */
+  private readonly readEncoding: BufferEncoding;
 
   /** Add a record (after every record added before it; the last of a key wins). */
   add(rec: SortRecord): void {
     if (this.mode === 'thread') this.append(rec.key, rec.value);
-    else this.push(rec);
+    else if (this.keyPrefix === null) this.push(rec);
+    else this.push({ key: String.fromCharCode(this.keyPrefix) + Buffer.from(rec.key, this.encoding).toString('latin1'), value: rec.value });
   }
 
-  /** Add a record whose key is given as its bytes in the sort's encoding (an index key: no string made of it here). */
+  /** Add a record whose key is given as its bytes as the runs hold it (an index key: no string made of it here; no prefix added). */
   addBytes(key: Buffer, value: Buffer | null): void {
     if (this.mode === 'thread') this.append(key, value);
-    else this.push({ key: key.toString(this.encoding), value });
+    else this.push({ key: key.toString(this.readEncoding), value });
   }
 
   /** `thread`: the record serialised at the end of the chunk being filled. */
   private append(key: string | Buffer, value: Buffer | null): void {
     const vl = value === null ? 0 : value.length;
-    const need = 8 + (typeof key === 'string' ? key.length * 3 : key.length) + vl;
+    const need = 9 + (typeof key === 'string' ? key.length * 3 : key.length) + vl;
     let buf = this.run;
     if (buf === null || buf.length - this.runAt < need) {
       // A record never straddles two chunks: a full chunk is kept as far as it is used.
       if (buf !== null) {
         this.chunks.push(buf.subarray(0, this.runAt));
+        this.formats.push(CHUNK_RUN);
         this.chunked += this.runAt;
       }
       this.run = buf = Buffer.from(new ArrayBuffer(Math.max(need, CHUNK_BYTES)));
@@ -299,8 +378,13 @@ export class SortedRuns {
     }
     let at = this.runAt;
     let kl: number;
-    if (typeof key === 'string') kl = buf.write(key, at + 4, this.encoding);
-    else {
+    if (typeof key === 'string') {
+      if (this.keyPrefix === null) kl = buf.write(key, at + 4, this.encoding);
+      else {
+        buf[at + 4] = this.keyPrefix;
+        kl = 1 + buf.write(key, at + 5, this.encoding);
+      }
+    } else {
       buf.set(key, at + 4);
       kl = key.length;
     }
@@ -315,6 +399,37 @@ export class SortedRuns {
     this.runAt = at;
     this.bufferedBytes = this.chunked + at;
     this.added++;
+  }
+
+  /**
+   * Add journal frames (runtime/changelog.ts ChangelogFrames: keys as UTF-8, an empty value a
+   * tombstone) after every record added before them. `thread`: the frames' buffer is handed to
+   * the sort thread as it is (transferred: the caller must not use it again), no record decoded
+   * here.
+   */
+  addFrames(buf: Buffer, explicit: boolean, count: number): void {
+    if (this.mode === 'inline') {
+      for (const f of frames(buf, { baseOffset: 0, explicit })) this.add({ key: f.key, value: f.value });
+      return;
+    }
+    if (this.run !== null) {
+      this.chunks.push(this.run.subarray(0, this.runAt));
+      this.formats.push(CHUNK_RUN);
+      this.chunked += this.runAt;
+      this.run = null;
+      this.runAt = 0;
+    }
+    // Transferred to the sort thread: it must own its memory (a small Buffer may be a slice of Node's shared pool).
+    let own = buf;
+    if (buf.byteOffset !== 0 || buf.length < Buffer.poolSize) {
+      own = Buffer.from(new ArrayBuffer(buf.length));
+      own.set(buf);
+    }
+    this.chunks.push(own);
+    this.formats.push(explicit ? CHUNK_FRAMES_EXPLICIT : CHUNK_FRAMES);
+    this.chunked += own.length;
+    this.bufferedBytes = this.chunked;
+    this.added += count;
   }
 
   private push(rec: SortRecord): void {
@@ -337,12 +452,14 @@ export class SortedRuns {
       if (this.bufferedBytes === 0) return;
       const path = this.nextPath();
       const bufs = this.run === null ? this.chunks : [...this.chunks, this.run.subarray(0, this.runAt)];
+      const formats = this.run === null ? this.formats : [...this.formats, CHUNK_RUN];
       this.chunks = [];
+      this.formats = [];
       this.run = null;
       this.runAt = 0;
       this.chunked = 0;
       this.bufferedBytes = 0;
-      const done = sortRunOffThread(bufs, path, this.encoding).then((n) => {
+      const done = sortRunOffThread(bufs, path, this.readEncoding, formats, this.keyPrefix).then((n) => {
         this.spilledBytes += n;
       });
       done.catch(() => undefined); // awaited below or by merge
@@ -352,7 +469,7 @@ export class SortedRuns {
     }
     if (this.buffered.length === 0) return;
     const path = this.nextPath();
-    this.spilledBytes += writeRun(path, sortLastWins(this.buffered), this.encoding);
+    this.spilledBytes += writeRun(path, sortLastWins(this.buffered), this.readEncoding);
     this.buffered = [];
     this.bufferedBytes = 0;
   }
@@ -374,8 +491,8 @@ export class SortedRuns {
       await this.spill();
       while (this.pending.length) await this.pending.shift();
     }
-    const runs: Run[] = this.files.map((f) => new FileRun(f, this.encoding));
-    if (this.buffered.length) runs.push(new MemoryRun(sortLastWins(this.buffered)));
+    const runs: Run[] = this.files.map((f) => new FileRun(f, this.readEncoding));
+    if (this.buffered.length) runs.push(new MemoryRun(sortLastWins(this.buffered), this.readEncoding));
     this.buffered = [];
     this.bufferedBytes = 0;
     try {
@@ -412,7 +529,7 @@ export class SortedRuns {
           up(heap.length - 1);
         }
       }
-      const out: MergedChunk = { keys: [], values: [], length: 0 };
+      const out: MergedChunk = { keys: [], keyBytes: [], values: [], length: 0 };
       /** The top run moved on: to its next record, or out of the heap. */
       const advanceTop = (): void => {
         if (runs[heap[0]].next()) down(0);
@@ -427,17 +544,20 @@ export class SortedRuns {
       while (heap.length) {
         const top = runs[heap[0]];
         let key = top.key;
+        let keyBytes = top.keyBytes;
         let value = top.value;
         advanceTop();
         // Later runs' records of the same key come next (ties leave oldest first): the last one wins.
         while (heap.length && runs[heap[0]].key === key) {
           const r = runs[heap[0]];
           key = r.key;
+          keyBytes = r.keyBytes;
           value = r.value;
           advanceTop();
         }
         const n = out.length++;
         out.keys[n] = key;
+        out.keyBytes[n] = keyBytes;
         out.values[n] = value;
         if (out.length >= chunk) {
           await onChunk(out);
@@ -456,6 +576,7 @@ export class SortedRuns {
     this.run = null;
     this.runAt = 0;
     this.chunks = [];
+    this.formats = [];
     this.chunked = 0;
     this.bufferedBytes = 0;
     this.files = [];

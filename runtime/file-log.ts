@@ -22,9 +22,9 @@ import { avroReader, avroType } from '../lib/avro';
 import { partitionForHost } from '../lib/partitioner';
 import { topics, type TopicId, type TopicSpec } from '../topologies/crawl';
 import type { InRecord, OutRecord, TableRecord } from './stage';
-import type { ChangelogSource } from './changelog';
+import type { ChangelogFrames, ChangelogSource } from './changelog';
 import { cleanSegmentsOffThread } from './log-cleaner';
-import { fileFrames, frames, parseSegmentName, scanFrames, type RawFrame, type SegmentFile } from './log-segments';
+import { fileFrames, fileWindows, frames, parseSegmentName, scanFrames, type RawFrame, type SegmentFile } from './log-segments';
 
 const SEGMENT_BYTES = 64 * 1024 * 1024;
 /** Keys the cleaner maps per pass (24 bytes a slot, the power of two at or above 1.5x the keys): 96 MiB. */
@@ -187,18 +187,50 @@ class PartitionLog {
     this.flush();
     for (const seg of [...this.segments]) {
       if (seg.endOffset <= from || seg.baseOffset >= to) continue;
-      let out: Array<{ offset: number; key: string; value: Buffer | null }> = [];
-      for (const f of fileFrames(seg.path, seg, seg.bytes)) {
-        if (f.offset >= to) break;
-        if (f.offset < from) continue;
-        out.push({ offset: f.offset, key: f.key, value: f.value });
-        if (out.length >= batch) {
-          await onBatch(out);
-          out = [];
-        }
-      }
-      if (out.length) await onBatch(out);
+      await this.readSegmentRaw(seg, from, to, batch, onBatch);
     }
+  }
+
+  private async readSegmentRaw(seg: Segment, from: number, to: number, batch: number, onBatch: (recs: Array<{ offset: number; key: string; value: Buffer | null }>) => Promise<void>): Promise<void> {
+    let out: Array<{ offset: number; key: string; value: Buffer | null }> = [];
+    for (const f of fileFrames(seg.path, seg, seg.bytes)) {
+      if (f.offset >= to) break;
+      if (f.offset < from) continue;
+      out.push({ offset: f.offset, key: f.key, value: f.value });
+      if (out.length >= batch) {
+        await onBatch(out);
+        out = [];
+      }
+    }
+    if (out.length) await onBatch(out);
+  }
+
+  /**
+   * readRaw, but a segment wholly inside [from, to) is handed on a window of whole frames at a
+   * time, as read (runtime/changelog.ts ChangelogFrames: a rebuild's sort thread parses them);
+   * a segment only partly inside, as records. The last window is marked.
+   */
+  async readFrames(
+    from: number, to: number, batch: number,
+    onFrames: (f: ChangelogFrames) => Promise<void>, onBatch: (recs: Array<{ offset: number; key: string; value: Buffer | null }>) => Promise<void>,
+  ): Promise<void> {
+    this.flush();
+    // One window held back, so the last can be marked as such.
+    let held: ChangelogFrames | null = null;
+    for (const seg of [...this.segments]) {
+      if (seg.endOffset <= from || seg.baseOffset >= to) continue;
+      if (seg.baseOffset >= from && seg.endOffset <= to) {
+        for (const w of fileWindows(seg.path, seg, seg.bytes)) {
+          if (held) await onFrames(held);
+          held = { buf: w.buf, explicit: seg.explicit, count: w.count, last: false };
+        }
+        continue;
+      }
+      if (held) await onFrames(held);
+      held = null;
+      await this.readSegmentRaw(seg, from, to, batch, onBatch);
+    }
+    if (held) await onFrames({ ...held, last: true });
   }
 
   /** Clean the closed segments of a compacted topic (runtime/log-segments.ts); true if it did. */
@@ -451,6 +483,14 @@ export class FileLog extends EventEmitter {
     return this.partitionLogs(topic)[partition].readRaw(from, to, batch, onBatch);
   }
 
+  /** readRaw with segments wholly inside the range handed on as frames (PartitionLog.readFrames). */
+  readFrames(
+    topic: TopicId, partition: number, from: number, to: number, batch: number,
+    onFrames: (f: ChangelogFrames) => Promise<void>, onBatch: (recs: Array<{ offset: number; key: string; value: Buffer | null }>) => Promise<void>,
+  ): Promise<void> {
+    return this.partitionLogs(topic)[partition].readFrames(from, to, batch, onFrames, onBatch);
+  }
+
   /** A compacted topic as a stage's changelog (runtime/changelog.ts). */
   changelog(topic: TopicId, batch = 4096): ChangelogSource {
     return {
@@ -459,6 +499,12 @@ export class FileLog extends EventEmitter {
         for (const [p, start] of from) {
           const end = to.get(p) ?? start;
           if (end > start) await this.readRaw(topic, p, start, end, batch, (recs) => onBatch(p, recs));
+        }
+      },
+      readFrames: async (from, to, onFrames, onBatch) => {
+        for (const [p, start] of from) {
+          const end = to.get(p) ?? start;
+          if (end > start) await this.readFrames(topic, p, start, end, batch, (f) => onFrames(p, f), (recs) => onBatch(p, recs));
         }
       },
     };

@@ -11,7 +11,9 @@ import { partitionForHost } from '../../lib/partitioner';
 import { KvStore } from '../../connectors/kv-store';
 import { rebuildTempDir, restoreStores, type RestoreOptions } from '../../processors/frontier-restore';
 import { priorityLevel } from '../../processors/frontier-schedule';
+import { KEY_ROW } from '../../processors/frontier-keys';
 import { SortedRuns, sortLastWins } from '../../processors/sorted-runs';
+import { FileLog } from '../../runtime/file-log';
 import type { ChangelogSource } from '../../runtime/changelog';
 import { MemoryChangelog } from '../support/memory-changelog';
 import { rng } from '../support/rng';
@@ -43,7 +45,7 @@ function row(url: string, host: string, state: UrlStatus, rnd: () => number): Ur
  * status), tombstones (expiry) and URLs found again after one, hosts on both schemes, and URLs
  * with characters beyond ASCII and beyond U+FFFF.
  */
-function changelog(seed: number, records: number): MemoryChangelog {
+function changelog(seed: number, records: number, also?: (url: string, host: string, row: UrlStateMsg | null, i: number) => void): MemoryChangelog {
   const rnd = rng(seed);
   const log = new MemoryChangelog(3);
   // 20 hosts in each partition
@@ -62,7 +64,9 @@ function changelog(seed: number, records: number): MemoryChangelog {
       urls.push([`${scheme}://${host}/p/${Math.floor(rnd() * 1e6).toString(36)}${odd}?q=${'x'.repeat(Math.floor(rnd() * 60))}`, host]);
     }
     const [url, host] = urls[Math.floor(rnd() * urls.length)];
-    log.append(url, host, rnd() < 0.12 ? null : row(url, host, STATES[Math.floor(rnd() * STATES.length)], rnd));
+    const r = rnd() < 0.12 ? null : row(url, host, STATES[Math.floor(rnd() * STATES.length)], rnd);
+    log.append(url, host, r);
+    also?.(url, host, r, i);
   }
   return log;
 }
@@ -137,6 +141,61 @@ describe('sortLastWins and SortedRuns', () => {
   });
 });
 
+/** A journal frame as runtime/log-segments.ts writes it (plain, or with its offset: explicit); a null value is a tombstone. */
+function frame(key: string, value: Buffer | null, offset?: number): Buffer {
+  const k = Buffer.from(key);
+  const v = value ?? Buffer.alloc(0);
+  const head = offset === undefined ? 4 : 12;
+  const b = Buffer.alloc(head + 4 + k.length + 8 + v.length);
+  b.writeUInt32LE(b.length - 4, 0);
+  if (offset !== undefined) b.writeDoubleLE(offset, 4);
+  b.writeUInt32LE(k.length, head);
+  k.copy(b, head + 4);
+  b.writeDoubleLE(1_700_000_000_000, head + 4 + k.length);
+  v.copy(b, head + 4 + k.length + 8);
+  return b;
+}
+
+describe('SortedRuns with a key prefix, and journal frames', () => {
+  let dir: string;
+  beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'kcrawl-runs-'))));
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it.each(['inline', 'thread'] as const)('records and frames added in turn: the last of each key wins, keys as the prefix and their UTF-8 bytes, in byte order (%s)', async (mode) => {
+    const rnd = rng(13);
+    const runs = new SortedRuns(join(dir, 'r'), 'utf8', mode, KEY_ROW);
+    const want = new Map<string, string | null>();
+    let offset = 0;
+    for (let round = 0; round < 60; round++) {
+      const asFrames = round % 3;
+      const batch: Buffer[] = [];
+      for (let i = 0; i < 200; i++) {
+        // Characters beyond U+FFFF sort after U+FFFD in UTF-8 byte order, before it in UTF-16 code units.
+        const key = `k${Math.floor(rnd() * 900)}${rnd() < 0.2 ? (rnd() < 0.5 ? '\u{1F600}' : '\uFFFD') : ''}`;
+        const value = rnd() < 0.1 ? null : Buffer.from(`v${round}.${i}`);
+        want.set(key, value === null ? null : value.toString());
+        if (asFrames === 0) runs.add({ key, value });
+        else batch.push(frame(key, value, asFrames === 2 ? offset : undefined));
+        offset++;
+      }
+      if (batch.length) runs.addFrames(Buffer.concat(batch), asFrames === 2, batch.length);
+      if (round % 7 === 6) await runs.spill();
+    }
+    expect(runs.added).toBe(60 * 200);
+    const got: Array<[string, string | null]> = [];
+    await runs.merge((c) => {
+      for (let i = 0; i < c.length; i++) {
+        expect(c.keyBytes[i][0]).toBe(KEY_ROW);
+        expect(c.keyBytes[i].toString('latin1')).toBe(c.keys[i]);
+        got.push([c.keyBytes[i].toString('utf8', 1), c.values[i] === null ? null : c.values[i]!.toString()]);
+      }
+    }, 101);
+    const bytes = (k: string): Buffer => Buffer.from(k);
+    expect(got).toEqual([...want.entries()].sort((a, b) => Buffer.compare(bytes(a[0]), bytes(b[0]))));
+    runs.destroy();
+  });
+});
+
 describe('KvStore.flushMemtable', () => {
   let dir: string;
   beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'kcrawl-flush-'))));
@@ -200,6 +259,38 @@ describe('rebuild by sorting = the two-pass rebuild', () => {
   it('same store from batches of all partitions interleaved (Kafka)', () => compare((log) => interleaved(log), false));
   it('same store with runs kept as objects and sorted inline', () => compare((log) => interleaved(log), false, false));
   it('with the hash index: the same entries less the hashes of URLs deleted', () => compare((log) => interleaved(log), true));
+
+  it.each([true, false])('from the embedded journal (segments, a cleaned one, frames read whole): the same store as the two-pass rebuild (sort thread %s)', async (sortThread) => {
+    const journal = new FileLog({ dir: join(dir, 'journal'), partitions: 3, segmentBytes: 64 * 1024 });
+    const t0 = Date.now();
+    const log = changelog(9, 12_000, (url, host, r) => journal.append([{ topic: 'urls', key: url, host, value: r }], t0));
+    journal.flush();
+    expect(await journal.compact(t0)).toBeGreaterThan(0);
+    // More records after the cleaning: the active segment and closed ones past the cleaned file.
+    const more = changelog(10, 3000, (url, host, r) => journal.append([{ topic: 'urls', key: url, host, value: r }], t0));
+    for (const [p, recs] of more.parts) for (const r of recs) log.parts.get(p)!.push({ ...r, offset: log.parts.get(p)!.length });
+    journal.flush();
+    const src = journal.changelog('urls');
+    const framed: number[] = [];
+    const source: ChangelogSource = { ...src, readFrames: (from, to, onFrames, onBatch) => src.readFrames!(from, to, (p, f) => (framed.push(f.count), onFrames(p, f)), onBatch) };
+    const parts = [0, 1, 2];
+    const a = await restoreStores(parts, log, opts('two-pass', { rebuild: 'two-pass' }));
+    const b = await restoreStores(parts, source, opts('sort', { rebuild: 'sort', runBytes: 60_000, indexRunBytes: 20_000, sortThread }));
+    expect(framed.length).toBeGreaterThan(10);
+    for (const p of parts) {
+      expect(b[p].rebuilt).toBe(true);
+      expect(b[p].store.counts).toEqual(a[p].store.counts);
+      expect(b[p].store.size).toBe(a[p].store.size);
+      await a[p].store.close();
+      await b[p].store.close();
+      const [da, db] = [await dump(join(dir, 'two-pass', `urls-${p}`)), await dump(join(dir, 'sort', `urls-${p}`))];
+      expect(da.size).toBeGreaterThan(1000);
+      expect([...db.entries()]).toEqual([...da.entries()]);
+    }
+    // Records the cleaner removed were never read: fewer than were written.
+    expect(b.reduce((n, r) => n + r.rows, 0)).toBeLessThan(15_000);
+    expect(b.reduce((n, r) => n + r.rows, 0)).toBe(framed.reduce((n, c) => n + c, 0));
+  });
 
   it('a crashed rebuild\'s runs are removed and the rebuild starts again', async () => {
     const log = changelog(3, 3000);

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import type { UrlStateMsg, UrlStatus } from '../../lib/messages';
-import { dueKey, hostQueueRange, indexEntry, prefixRange, queueKey, queuedAtFront, urlOfQueueKey } from '../../processors/frontier-keys';
+import { dueKey, hostQueueRange, indexEntry, prefixRange, queueKey, queuedAtFront, rowKey, urlOfQueueKey } from '../../processors/frontier-keys';
 import { KvStore } from '../../connectors/kv-store';
 import { checkpointPath, readCheckpoint, restoreStores } from '../../processors/frontier-restore';
 import { priorityLevel, queueLayout, queueSlotOf } from '../../processors/frontier-schedule';
@@ -371,6 +371,8 @@ describe('store layout (STORE_LAYOUT)', () => {
     const key = queueKey(host, 3, true, 1_700_000_000_123, url);
     expect(urlOfQueueKey(key)).toBe(url);
     expect(key.subarray(0, 1 + Buffer.byteLength(host) + 1).equals(Buffer.from(`q${host}\u0000`))).toBe(true);
+    // Made from the row key's bytes (a sorted rebuild): the same bytes.
+    expect(queueKey(host, 3, true, 1_700_000_000_123, url, rowKey(url)).toString('hex')).toBe(key.toString('hex'));
   });
 
   it('a queue key holds the URL without its scheme://host', () => {
