@@ -229,7 +229,9 @@ export async function restoreStores(partitions: readonly number[], source: Chang
     pl.merged = slots.run(async () => {
       if (failed) throw new Error(`partition ${pl.partition}: not merged, another partition's merge failed`, { cause: failed });
       try {
-        spilled += await writeSorted(pl.store, sorter, rebuildTempDir(pl.dir), o, pl.partition);
+        // Not `spilled += await ...`: merges run at once, and that would add to the value read before the await.
+        const n = await writeSorted(pl.store, sorter, rebuildTempDir(pl.dir), o, pl.partition);
+        spilled += n;
       } catch (err) {
         failed ??= err as Error;
         throw err;
