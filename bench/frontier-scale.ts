@@ -317,11 +317,15 @@ async function rebuildStep(dir: string, rows: Array<[string, string]>, partition
   const records = { rows: restored.reduce((n, r) => n + r.rows, 0), urls: restored.reduce((n, r) => n + r.urls, 0) };
   rows.push(['store deleted: rebuild from the changelog', `${Math.round(Number(rebuilt?.rowsPerSec ?? NaN)).toLocaleString('en')} rows/s (${secs.toFixed(1)} s, ${records.rows.toLocaleString('en')} records, ${records.urls.toLocaleString('en')} URLs${rebuilt?.spilledBytes !== undefined ? `; ${mib(Number(rebuilt.spilledBytes))} of sorted runs written beside the stores` : ''}); first lease ${lease3 ? `${((lease3.at - t2) / 1000).toFixed(1)} s after start` : 'none'}`]);
   // Where the CPU went until the store was current: the main thread, then the busiest others.
-  const cpu = (third.events.find((e) => e.event === 'restored')?.threadCpuMs as number[] | undefined) ?? [];
+  const restoredEvent = third.events.find((e) => e.event === 'restored');
+  const cpu = (restoredEvent?.threadCpuMs as number[] | undefined) ?? [];
   if (cpu.length) {
     const others = cpu.slice(1).sort((a, b) => b - a);
     const s = (ms: number): string => (ms / 1000).toFixed(1);
-    rows.push(['rebuild CPU by thread (s)', `main ${s(cpu[0])}; others of 0.1 s or more, largest first: ${others.filter((ms) => ms >= 100).map(s).join(', ') || 'none'}; all ${s(cpu.reduce((x, y) => x + y, 0))}`]);
+    const live = cpu.reduce((x, y) => x + y, 0);
+    // The sort threads have ended by then: their CPU is only in the process's total.
+    const proc = Number(restoredEvent?.processCpuMs ?? NaN);
+    rows.push(['rebuild CPU by thread (s)', `main ${s(cpu[0])}; others of 0.1 s or more, largest first: ${others.filter((ms) => ms >= 100).map(s).join(', ') || 'none'}; all live ${s(live)}; process (ended threads too: the sort threads) ${s(proc)}`]);
   }
   // The rebuild's progress line with the largest RSS: what held it (this thread's heap, Buffers, the sort thread's heap).
   const memLines = third.logs.filter((l) => typeof l.rssMiB === 'number');
@@ -334,7 +338,7 @@ async function rebuildStep(dir: string, rows: Array<[string, string]>, partition
   const when = ps && restoredAt !== undefined ? (ps.at <= restoredAt ? `${((restoredAt - ps.at) / 1000).toFixed(1)} s before the store was current` : `${((ps.at - restoredAt) / 1000).toFixed(1)} s after the store was current`) : '';
   rows.push(['peak RSS, rebuild', `${mib(third.peakRss)}${ps ? ` (largest poll: ${mib(ps.rss)}, file-backed ${mib(ps.file)}, anonymous ${mib(ps.anon)}, ${when}; largest parts: file-backed ${mib(third.peakParts.file)}, anonymous ${mib(third.peakParts.anon)})` : ''}`]);
   if (top) {
-    rows.push(['rebuild memory at its largest logged RSS (MiB)', `RSS ${top.rssMiB} (${String(top.msg)}): main thread's V8 heap ${top.heapMiB}, Buffers ${top.arrayBuffersMiB} (external ${top.externalMiB}), the sort thread's heap ${top.sortThreadHeapMiB}`]);
+    rows.push(['rebuild memory at its largest logged RSS (MiB)', `RSS ${top.rssMiB} (${String(top.msg)}): main thread's V8 heap ${top.heapMiB}, Buffers ${top.arrayBuffersMiB} (external ${top.externalMiB}), the sort threads' heaps ${top.sortThreadHeapMiB}`]);
   }
 }
 
