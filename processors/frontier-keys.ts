@@ -119,13 +119,7 @@ export function queueKey(host: string, level: number, front: boolean, queuedAt: 
     const b = Buffer.allocUnsafe(1 + h + 12 + rowKeyBytes.length - he);
     b[0] = KEY_QUEUE;
     rowKeyBytes.copy(b, 1, hs, he);
-    let at = 1 + h;
-    b[at++] = 0;
-    b[at++] = Math.max(0, Math.min(255, level));
-    b[at++] = front ? 0 : 1;
-    writeTime(b, at, queuedAt);
-    b[at + 8] = form;
-    rowKeyBytes.copy(b, at + 9, he);
+    rowKeyBytes.copy(b, writeQueueFields(b, 1 + h, level, front, queuedAt, form), he);
     return b;
   }
   const rest = form === QUEUE_URL_WHOLE ? url : url.slice(QUEUE_URL_PREFIX[form].length + host.length);
@@ -134,14 +128,18 @@ export function queueKey(host: string, level: number, front: boolean, queuedAt: 
   const b = Buffer.allocUnsafe(1 + h + 1 + 2 + 8 + 1 + u);
   b[0] = KEY_QUEUE;
   b.write(host, 1, 'utf8');
-  let at = 1 + h;
+  b.write(rest, writeQueueFields(b, 1 + h, level, front, queuedAt, form), 'utf8');
+  return b;
+}
+
+/** A queue key's fields after its host, written at `at`: a 0 byte, the level, front (0) or back (1), the time queued, the URL's form. Returns where the URL's rest goes. */
+function writeQueueFields(b: Buffer, at: number, level: number, front: boolean, queuedAt: number, form: number): number {
   b[at++] = 0;
   b[at++] = Math.max(0, Math.min(255, level));
   b[at++] = front ? 0 : 1;
   writeTime(b, at, queuedAt);
   b[at + 8] = form;
-  b.write(rest, at + 9, 'utf8');
-  return b;
+  return at + 9;
 }
 
 /** A URL with its host, and the index key it was found under. */
