@@ -38,6 +38,33 @@ export function integrationPoint(name: string, ns: Ns | undefined, attrs: readon
   return encoding === 'text/html' || encoding === 'application/xhtml+xml';
 }
 
+/** Tokenizer callbacks that do nothing, for the decoders below to override the ones they read. */
+const IGNORE = {
+  ontext() {}, ontextentity() {}, onattribdata() {}, onattribentity() {}, onattribend() {}, onattribname() {}, oncdata() {}, onclosetag() {},
+  oncomment() {}, ondeclaration() {}, onend() {}, onopentagend() {}, onopentagname() {}, onprocessinginstruction() {}, onselfclosingtag() {},
+};
+
+/**
+ * Character references of an attribute value decoded as htmlparser2's tokenizer decodes them in
+ * one (its attribute mode: `&amp=` and `&ampx` stay as written), by that tokenizer reading `raw`
+ * as a double-quoted value. A `"` in it (the value was single-quoted or unquoted) ends no reference
+ * differently from any other character that is neither `=` nor alphanumeric, so the pieces
+ * between are decoded apart.
+ */
+export function decodeAttribute(raw: string): string {
+  if (!raw.includes('&')) return raw;
+  if (raw.includes('"')) return raw.split('"').map(decodeAttribute).join('"');
+  let out = '';
+  const t = new Tokenizer({ decodeEntities: true }, {
+    ...IGNORE,
+    onattribdata: (a, b) => { out += raw.slice(a - 6, b - 6); },
+    onattribentity: (cp) => { out += String.fromCodePoint(cp); },
+  });
+  t.write(`<a v="${raw}">`);
+  t.end();
+  return out;
+}
+
 /** Character references decoded as in RCDATA, by htmlparser2's tokenizer reading `raw` as a title's text. */
 export function decodeRcdata(raw: string): string {
   if (!raw.includes('&')) return raw;
@@ -45,10 +72,9 @@ export function decodeRcdata(raw: string): string {
   if (raw.includes('<')) return raw.split('<').map(decodeRcdata).join('<');
   let out = '';
   const t = new Tokenizer({ decodeEntities: true }, {
+    ...IGNORE,
     ontext: (a, b) => { out += raw.slice(a - 7, b - 7); },
     ontextentity: (cp) => { out += String.fromCodePoint(cp); },
-    onattribdata() {}, onattribentity() {}, onattribend() {}, onattribname() {}, oncdata() {}, onclosetag() {},
-    oncomment() {}, ondeclaration() {}, onend() {}, onopentagend() {}, onopentagname() {}, onprocessinginstruction() {}, onselfclosingtag() {},
   });
   t.write(`<title>${raw}`);
   t.end();

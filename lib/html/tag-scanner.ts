@@ -32,7 +32,7 @@
  * ("HTML tokenizer") with a test each.
  */
 import { Tokenizer, type TokenizerCallbacks } from 'htmlparser2';
-import { EXITS_FOREIGN, NS_ATTR_TAGS, Ns, RAWTEXT, RCDATA, SPECIAL, decodeRcdata, integrationPoint, rawTextEnd, scriptEnd } from './html-rules';
+import { EXITS_FOREIGN, NS_ATTR_TAGS, Ns, RAWTEXT, RCDATA, SPECIAL, decodeAttribute, decodeRcdata, integrationPoint, rawTextEnd, scriptEnd } from './html-rules';
 
 import type { Attr } from './html-rules';
 
@@ -103,7 +103,11 @@ class Scanner implements TokenizerCallbacks {
     for (;;) {
       this.base = from;
       this.restartAt = -1;
-      this.tokenizer = new Tokenizer({ decodeEntities: true }, this);
+      // Character references are decoded here, not by the tokenizer: without them to look for it
+      // skips text and attribute values to their end with a string search instead of reading
+      // each character through its state machine (a bare pass over the corpus pages 1.0 -> 0.58 ms).
+      // Only text and values holding `&` are decoded, by the same tokenizer's decoder (html-rules.ts).
+      this.tokenizer = new Tokenizer({ decodeEntities: false }, this);
       this.tokenizer.write(from === 0 ? this.html : this.html.slice(from));
       this.tokenizer.end(); // does nothing once paused
       if (this.stopped || this.restartAt < 0) return;
@@ -123,7 +127,9 @@ class Scanner implements TokenizerCallbacks {
 
   private take(): void {
     if (this.runStart < 0) return;
-    this.pending += this.html.slice(this.base + this.runStart, this.base + this.runEnd);
+    // One run of text as written (no tag, comment or CDATA in it): its references decoded as the
+    // tokenizer decodes text (decodeRcdata's mode is the text's: legacy references decoded).
+    this.pending += decodeRcdata(this.html.slice(this.base + this.runStart, this.base + this.runEnd));
     this.runStart = this.runEnd = -1;
   }
 
@@ -183,6 +189,7 @@ class Scanner implements TokenizerCallbacks {
     this.runStart = start; this.runEnd = end;
   }
 
+  // Called only by a tokenizer that decodes references itself (this one does not: take(), onattribend()).
   ontextentity(cp: number): void {
     this.take();
     this.pending += String.fromCodePoint(cp);
@@ -213,7 +220,7 @@ class Scanner implements TokenizerCallbacks {
     if (attrs === null) return;
     const name = this.attrName;
     for (const a of attrs) if (a.name === name) return;
-    attrs.push({ name, value: attrValue(this.attrVal) });
+    attrs.push({ name, value: attrValue(decodeAttribute(this.attrVal)) });
   }
 
   onopentagend(end: number): void { this.openTag(false, end); }

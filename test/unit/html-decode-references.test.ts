@@ -1,0 +1,70 @@
+import { Tokenizer } from 'htmlparser2';
+import { decodeAttribute, decodeRcdata } from '../../lib/html/html-rules';
+import { extract } from '../../lib/html/extract';
+
+/** What htmlparser2's tokenizer, decoding references itself, makes of one attribute value written with `quote`. */
+function tokenizerAttribute(raw: string, quote: '"' | "'" | ''): string {
+  let out = '';
+  let src = '';
+  const noop = (): void => undefined;
+  const t = new Tokenizer({ decodeEntities: true }, {
+    ontext: noop, ontextentity: noop, onattribend: noop, onattribname: noop, oncdata: noop, onclosetag: noop, oncomment: noop,
+    ondeclaration: noop, onend: noop, onopentagend: noop, onopentagname: noop, onprocessinginstruction: noop, onselfclosingtag: noop,
+    onattribdata: (a, b) => { out += src.slice(a, b); },
+    onattribentity: (cp) => { out += String.fromCodePoint(cp); },
+  });
+  src = `<a v=${quote}${raw}${quote}>`;
+  t.write(src);
+  t.end();
+  return out;
+}
+
+/** The same for text between tags. */
+function tokenizerText(raw: string): string {
+  let out = '';
+  const src = `<p>${raw}</p>`;
+  const noop = (): void => undefined;
+  const t = new Tokenizer({ decodeEntities: true }, {
+    onattribdata: noop, onattribentity: noop, onattribend: noop, onattribname: noop, oncdata: noop, onclosetag: noop, oncomment: noop,
+    ondeclaration: noop, onend: noop, onopentagend: noop, onopentagname: noop, onprocessinginstruction: noop, onselfclosingtag: noop,
+    ontext: (a, b) => { out += src.slice(a, b); },
+    ontextentity: (cp) => { out += String.fromCodePoint(cp); },
+  });
+  t.write(src);
+  t.end();
+  return out;
+}
+
+const VALUES = [
+  'a&amp;b', '?x=1&amp;y=2', '?x=1&y=2', '&amp', '&amp=', '&ampx', '&amp;x', '&notin;', '&notit;', '&not', '&noti', '&#34;', '&#x22;', '&#0;',
+  '&#x80;', '&#128;', '&#xD800;', '&#1114112;', '&#', '&#x', '&#x;', '&;', '&', '&&amp;&', '&copy2', '&copy ', '&lt;&gt;', '&LT', '&AMP;',
+  '&Aacute', '&aacute;é', 'x&#10;y', '&#13;', 'a"&amp"b', "&amp'", '&amp"&lt', '&quot;"&quot', '&#x1F600;', '&zwj;&nbsp;',
+];
+
+describe('character references decoded outside the tokenizer', () => {
+  it.each(VALUES)('attribute value %j: as the decoding tokenizer reads it, in every quoting it can be written in', (raw) => {
+    if (!raw.includes('"')) expect(decodeAttribute(raw)).toBe(tokenizerAttribute(raw, '"'));
+    if (!raw.includes("'")) expect(decodeAttribute(raw)).toBe(tokenizerAttribute(raw, "'"));
+  });
+
+  it.each(VALUES.filter((v) => !v.includes('<')))('text %j: as the decoding tokenizer reads it', (raw) => {
+    expect(decodeRcdata(raw)).toBe(tokenizerText(raw));
+  });
+
+  it('attribute mode keeps `&amp=` and `&ampx` as written, text mode decodes them', () => {
+    expect(decodeAttribute('&amp=1&ampx&amp;')).toBe('&amp=1&ampx&');
+    expect(decodeRcdata('&amp=1&ampx&amp;')).toBe('&=1&x&');
+  });
+
+  it('extract() decodes references in text, titles and link targets, and not in CDATA of SVG', () => {
+    const ex = extract(
+      '<title>A &amp; B</title><p>caf&eacute; &lt;b&gt; &copy2024</p><a href="/q?a=1&amp;b=2&copy=3">x</a>' +
+        '<svg><![CDATA[&amp; raw]]></svg>',
+      'https://example.com/',
+    );
+    expect(ex.title).toBe('A & B');
+    expect(ex.text).toContain('café <b> ©2024');
+    expect(ex.text).toContain('&amp; raw');
+    expect(ex.links.map((l) => l.url)).toEqual(['https://example.com/q?a=1&b=2&copy=3']);
+  });
+});
