@@ -229,9 +229,7 @@ export async function restoreStores(partitions: readonly number[], source: Chang
     pl.merged = slots.run(async () => {
       if (failed) throw new Error(`partition ${pl.partition}: not merged, another partition's merge failed`, { cause: failed });
       try {
-        // Not `spilled += await ...`: merges run at once, and that would add to the value read before the await.
-        const n = await writeSorted(pl.store, sorter, rebuildTempDir(pl.dir), o, pl.partition);
-        spilled += n;
+        spilled += await writeSorted(pl.store, sorter, rebuildTempDir(pl.dir), o, pl.partition);
       } catch (err) {
         failed ??= err as Error;
         throw err;
