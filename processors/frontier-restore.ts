@@ -40,33 +40,6 @@ export const REBUILD_RUN_BYTES = 32 * 1024 * 1024;
 /** Index entries a partition's rebuild holds in memory before it sorts and spills them. */
 const INDEX_RUN_BYTES = 16 * 1024 * 1024;
 
-/**
- * Partitions a `sort` rebuild merges and writes at once (each to its own store). One left the
- * main thread idle while LevelDB took a batch (docs/frontier-store.md, "The rebuild's waits").
- */
-export const MERGE_CONCURRENCY = 2;
-
-/** At most `limit` tasks running at once; the others start in the order they came. */
-class Semaphore {
-  private active = 0;
-  private readonly queue: Array<() => void> = [];
-  constructor(private readonly limit: number) {}
-  async run<T>(task: () => Promise<T>): Promise<T> {
-    if (this.active < this.limit) this.active++;
-    else await new Promise<void>((resolve) => this.queue.push(resolve)); // the slot is handed on
-    try {
-      return await task();
-    } finally {
-      const next = this.queue.shift();
-      if (next) next();
-      else this.active--;
-    }
-  }
-}
-
-/** The sort thread (processors/sorted-runs-worker.ts lane) of index entries' runs; changelog runs use lane 0. */
-const INDEX_SORT_LANE = 1;
-
 /** Where a partition's rebuild spills its sorted runs: beside the store, removed when done. */
 export function rebuildTempDir(dir: string): string {
   return `${dir}.rebuild`;
@@ -143,8 +116,6 @@ export interface RestoreOptions {
   indexRunBytes?: number;
   /** `sort`: runs sorted and written on a worker thread (default) or on the calling one. */
   sortThread?: boolean;
-  /** `sort`: partitions merged and written at once (MERGE_CONCURRENCY). */
-  mergeConcurrency?: number;
 }
 
 export interface Restored {
@@ -217,22 +188,15 @@ export async function restoreStores(partitions: readonly number[], source: Chang
   const sorters = [...plans.values()].flatMap((pl) => (pl.sorter ? [pl.sorter] : []));
   const runBytes = o.runBytes ?? REBUILD_RUN_BYTES;
   let spilled = 0;
-  // A partition read to its end is merged and written while the others are read, up to
-  // `mergeConcurrency` merges at once, each writing its own store: while one waits for LevelDB
-  // (its index entries are written faster than LevelDB takes them), another's rows keep this
-  // thread busy; meanwhile the sort thread sorts the next partitions' runs.
-  let failed: Error | null = null;
-  const slots = new Semaphore(Math.max(1, o.mergeConcurrency ?? MERGE_CONCURRENCY));
+  // A partition read to its end is merged and written while the others are read (one merge at a
+  // time): its merge keeps this thread busy while the sort thread sorts the next partition's runs.
+  let merging: Promise<void> = Promise.resolve();
   const merge = (pl: Plan): void => {
     const sorter = pl.sorter!;
     sorters.splice(sorters.indexOf(sorter), 1);
-    pl.merged = slots.run(async () => {
-      if (failed) throw new Error(`partition ${pl.partition}: not merged, another partition's merge failed`, { cause: failed });
+    pl.merged = merging = merging.then(async () => {
       try {
         spilled += await writeSorted(pl.store, sorter, rebuildTempDir(pl.dir), o, pl.partition);
-      } catch (err) {
-        failed ??= err as Error;
-        throw err;
       } finally {
         sorter.destroy();
         rmSync(rebuildTempDir(pl.dir), { recursive: true, force: true });
@@ -385,8 +349,7 @@ export async function applyChangelog(store: UrlStore, recs: readonly ChangelogRe
 async function writeSorted(store: UrlStore, rows: SortedRuns, tmp: string, o: RestoreOptions, partition: number): Promise<number> {
   const started = Date.now();
   let lastLog = started;
-  // Index runs on a sort thread of their own: not queued behind the row runs of partitions still read.
-  const index = new SortedRuns(join(tmp, 'index'), 'latin1', o.sortThread === false ? 'inline' : 'thread', null, INDEX_SORT_LANE);
+  const index = new SortedRuns(join(tmp, 'index'), 'latin1', o.sortThread === false ? 'inline' : 'thread');
   const indexRunBytes = o.indexRunBytes ?? INDEX_RUN_BYTES;
   const queued = new Map<string, number>();
   const counts: StateCounts = {};

@@ -30,73 +30,59 @@ interface Task {
 }
 type Answer = { id: number; bytes: number; heapBytes: number } | { id: number; error: string };
 
-/**
- * Sort threads by lane: a rebuild's changelog runs go to lane 0, its index entries' runs to lane
- * 1, so a merge waiting for its index runs does not wait behind the row runs of partitions read
- * ahead (docs/frontier-store.md, "The rebuild's waits").
- */
-interface Lane {
-  worker: Worker;
-  waiting: Map<number, { resolve: (n: number) => void; reject: (e: Error) => void }>;
-  heapBytes: number;
-}
-const lanes = new Map<number, Lane>();
+let worker: Worker | null = null;
 let nextId = 0;
+let heapBytes = 0;
 
-/** The sort threads' V8 heaps (total) after their last runs, for progress logs (0 before the first). */
+/** The sort thread's V8 heap (total) after its last run, for progress logs (0 before the first). */
 export function sortThreadHeapBytes(): number {
-  let n = 0;
-  for (const l of lanes.values()) n += l.heapBytes;
-  return n;
+  return heapBytes;
 }
+const waiting = new Map<number, { resolve: (n: number) => void; reject: (e: Error) => void }>();
 
-function theWorker(lane: number): Lane {
-  const have = lanes.get(lane);
-  if (have) return have;
+function theWorker(): Worker {
+  if (worker) return worker;
   const w = new Worker(WORKER_FILE);
-  const l: Lane = { worker: w, waiting: new Map(), heapBytes: 0 };
   w.on('message', (a: Answer) => {
-    const cb = l.waiting.get(a.id);
-    l.waiting.delete(a.id);
-    if (l.waiting.size === 0) w.unref();
+    const cb = waiting.get(a.id);
+    waiting.delete(a.id);
+    if (waiting.size === 0) w.unref();
     if (!cb) return;
     if ('error' in a) cb.reject(new Error(`sort thread: ${a.error}`));
     else {
-      l.heapBytes = a.heapBytes;
+      heapBytes = a.heapBytes;
       cb.resolve(a.bytes);
     }
   });
   const fail = (err: Error): void => {
-    if (lanes.get(lane) !== l) return; // stopped by stopSortThread: it had nothing to do
-    lanes.delete(lane);
-    for (const cb of l.waiting.values()) cb.reject(err);
-    l.waiting.clear();
+    if (worker !== w) return; // stopped by stopSortThread: it had nothing to do
+    worker = null;
+    for (const cb of waiting.values()) cb.reject(err);
+    waiting.clear();
   };
   w.on('error', fail);
   w.on('exit', (code) => fail(new Error(`sort thread exited (${code})`)));
   w.unref();
-  lanes.set(lane, l);
-  return l;
+  worker = w;
+  return w;
 }
 
 /**
- * End the sort threads that have nothing to do (a rebuild done: a thread's heap, tens of MiB, is
- * not kept for the rest of the process's life). A later sort starts another.
+ * End the sort thread if it has nothing to do (a rebuild done: its heap, tens of MiB, is not
+ * kept for the rest of the process's life). A later sort starts another.
  */
 export async function stopSortThread(): Promise<void> {
-  for (const [lane, l] of [...lanes]) {
-    if (l.waiting.size > 0) continue;
-    lanes.delete(lane);
-    await l.worker.terminate();
-  }
+  const w = worker;
+  if (w === null || waiting.size > 0) return;
+  worker = null;
+  await w.terminate();
 }
 
 /**
  * Sort the serialised records of `bufs` (each a view from the start of an ArrayBuffer of its
- * own, transferred) and write them to `path`, on the sort thread of `lane` (runs of one lane
- * are sorted one after another). Resolves with the bytes written.
+ * own, transferred) and write them to `path`. Resolves with the bytes written.
  */
-export function sortRunOffThread(bufs: Buffer[], path: string, encoding: BufferEncoding, formats: number[], prefix: number | null, workerFile = WORKER_FILE, lane = 0): Promise<number> {
+export function sortRunOffThread(bufs: Buffer[], path: string, encoding: BufferEncoding, formats: number[], prefix: number | null, workerFile = WORKER_FILE): Promise<number> {
   if (workerFile !== WORKER_FILE || !existsSync(WORKER_FILE)) {
     try {
       return Promise.resolve(sortRunBuffer(bufs, path, encoding, formats, prefix));
@@ -104,12 +90,12 @@ export function sortRunOffThread(bufs: Buffer[], path: string, encoding: BufferE
       return Promise.reject(err as Error);
     }
   }
-  const l = theWorker(lane);
+  const w = theWorker();
   const id = nextId++;
   return new Promise<number>((resolve, reject) => {
-    l.waiting.set(id, { resolve, reject });
-    l.worker.ref();
-    l.worker.postMessage({ task: TASK, id, bufs, path, encoding, formats, prefix } satisfies Task, bufs.map((b) => b.buffer as ArrayBuffer));
+    waiting.set(id, { resolve, reject });
+    w.ref();
+    w.postMessage({ task: TASK, id, bufs, path, encoding, formats, prefix } satisfies Task, bufs.map((b) => b.buffer as ArrayBuffer));
   });
 }
 

@@ -341,8 +341,6 @@ export class SortedRuns {
      * the key in `encoding` (a rebuild's row key: KEY_ROW and the URL), read back as latin1.
      */
     private readonly keyPrefix: number | null = null,
-    /** `thread`: the sort thread the runs go to (processors/sorted-runs-worker.ts: lanes). */
-    private readonly lane = 0,
   ) {
     this.readEncoding = keyPrefix === null ? encoding : 'latin1';
   }
@@ -461,7 +459,7 @@ export class SortedRuns {
       this.runAt = 0;
       this.chunked = 0;
       this.bufferedBytes = 0;
-      const done = sortRunOffThread(bufs, path, this.readEncoding, formats, this.keyPrefix, undefined, this.lane).then((n) => {
+      const done = sortRunOffThread(bufs, path, this.readEncoding, formats, this.keyPrefix).then((n) => {
         this.spilledBytes += n;
       });
       done.catch(() => undefined); // awaited below or by merge

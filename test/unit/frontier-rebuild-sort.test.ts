@@ -223,12 +223,12 @@ describe('rebuild by sorting = the two-pass rebuild', () => {
 
   const opts = (name: string, o: Partial<RestoreOptions>): RestoreOptions => ({ dirOf: (p) => join(dir, name, `urls-${p}`), levelOf, levels: LEVELS, log: silent, ...o });
 
-  async function compare(source: (log: MemoryChangelog) => ChangelogSource, hashIndex: boolean, sortThread = true, mergeConcurrency?: number): Promise<void> {
+  async function compare(source: (log: MemoryChangelog) => ChangelogSource, hashIndex: boolean, sortThread = true): Promise<void> {
     const log = changelog(hashIndex ? 11 : 5, 12_000);
     const parts = [0, 1, 2];
     const a = await restoreStores(parts, log, opts('two-pass', { rebuild: 'two-pass', hashIndex }));
     // Runs of about 60 KiB: each partition's records spilled in many runs, its index entries in several.
-    const b = await restoreStores(parts, source(log), opts('sort', { rebuild: 'sort', hashIndex, runBytes: 60_000, indexRunBytes: 20_000, sortThread, mergeConcurrency }));
+    const b = await restoreStores(parts, source(log), opts('sort', { rebuild: 'sort', hashIndex, runBytes: 60_000, indexRunBytes: 20_000, sortThread }));
     let statuses = new Set<string>();
     for (const p of parts) {
       const [ra, rb] = [a[p], b[p]];
@@ -258,7 +258,6 @@ describe('rebuild by sorting = the two-pass rebuild', () => {
   it('same store from the embedded journal order (one partition after another)', () => compare((log) => log, false));
   it('same store from batches of all partitions interleaved (Kafka)', () => compare((log) => interleaved(log), false));
   it('same store with runs kept as objects and sorted inline', () => compare((log) => interleaved(log), false, false));
-  it.each([1, 3])('same store with up to %i merges at once', (n) => compare((log) => log, false, true, n));
   it('with the hash index: the same entries less the hashes of URLs deleted', () => compare((log) => interleaved(log), true));
 
   it.each([true, false])('from the embedded journal (segments, a cleaned one, frames read whole): the same store as the two-pass rebuild (sort thread %s)', async (sortThread) => {
