@@ -338,7 +338,7 @@ async function rebuildStep(dir: string, rows: Array<[string, string]>, partition
   const when = ps && restoredAt !== undefined ? (ps.at <= restoredAt ? `${((restoredAt - ps.at) / 1000).toFixed(1)} s before the store was current` : `${((ps.at - restoredAt) / 1000).toFixed(1)} s after the store was current`) : '';
   rows.push(['peak RSS, rebuild', `${mib(third.peakRss)}${ps ? ` (largest poll: ${mib(ps.rss)}, file-backed ${mib(ps.file)}, anonymous ${mib(ps.anon)}, ${when}; largest parts: file-backed ${mib(third.peakParts.file)}, anonymous ${mib(third.peakParts.anon)})` : ''}`]);
   if (top) {
-    rows.push(['rebuild memory at its largest logged RSS (MiB)', `RSS ${top.rssMiB} (${String(top.msg)}): main thread's V8 heap ${top.heapMiB}, Buffers ${top.arrayBuffersMiB} (external ${top.externalMiB}), the sort threads' heaps ${top.sortThreadHeapMiB}`]);
+    rows.push(['rebuild memory at its largest logged RSS (MiB)', `RSS ${top.rssMiB} (${String(top.msg)}): main thread's V8 heap ${top.heapMiB}, Buffers ${top.arrayBuffersMiB} (external ${top.externalMiB}), the sort thread's heap ${top.sortThreadHeapMiB}`]);
   }
 }
 
