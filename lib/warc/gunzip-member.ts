@@ -13,7 +13,7 @@
  */
 import { types } from 'node:util';
 import * as zlib from 'node:zlib';
-import { LIBDEFLATE_INSUFFICIENT_SPACE, LIBDEFLATE_SUCCESS, libdeflate, type LibDeflate } from './libdeflate';
+import { LIBDEFLATE_BAD_DATA, LIBDEFLATE_INSUFFICIENT_SPACE, LIBDEFLATE_SHORT_OUTPUT, LIBDEFLATE_SUCCESS, libdeflate, type LibDeflate } from './libdeflate';
 import { RawZlib } from './zlib-raw';
 
 const { Z_FINISH } = zlib.constants;
@@ -83,7 +83,9 @@ class LibDeflateGunzip {
     const out = reuseOutput && this.output !== null && this.output.length >= want ? this.output : Buffer.allocUnsafe(want);
     const r = this.lib.gzipDecompressEx(this.d, gz, gz.length, out, out.length, this.inUsed, this.outUsed);
     if (r !== LIBDEFLATE_SUCCESS || Number(this.inUsed[0]) !== gz.length) {
-      if (r !== LIBDEFLATE_INSUFFICIENT_SPACE && r !== LIBDEFLATE_SUCCESS && r !== 1 && r !== 2) throw new Error(`libdeflate_gzip_decompress_ex: ${r}`);
+      // A result libdeflate does not document is a failure of the binding: the engine is dropped (gunzipMember).
+      const known = [LIBDEFLATE_SUCCESS, LIBDEFLATE_BAD_DATA, LIBDEFLATE_SHORT_OUTPUT, LIBDEFLATE_INSUFFICIENT_SPACE];
+      if (!known.includes(r)) throw new Error(`libdeflate_gzip_decompress_ex: ${r}`);
       return null;
     }
     if (reuseOutput && out !== this.output && out.length <= KEEP_OUTPUT) this.output = out;

@@ -21,6 +21,8 @@ type CompressFn = (c: unknown, input: Uint8Array, inLen: number, out: Uint8Array
 type DecompressFn = (d: unknown, input: Uint8Array, inLen: number, out: Uint8Array, outLen: number, inUsed: [number], outUsed: [number]) => number;
 
 export const LIBDEFLATE_SUCCESS = 0;
+export const LIBDEFLATE_BAD_DATA = 1;
+export const LIBDEFLATE_SHORT_OUTPUT = 2;
 export const LIBDEFLATE_INSUFFICIENT_SPACE = 3;
 
 /**
