@@ -252,9 +252,7 @@ export async function runFrontierScale(a: FrontierScaleArgs): Promise<string> {
     // 3: restart after kill -9.
     const t1 = Date.now();
     const second = startChild(dir, 0, 10, parts);
-    const lease2 = await second.wait((e) => e.event === 'first-lease', 120_000);
-    const restored2 = second.events.find((e) => e.event === 'restored');
-    rows.push(['restart after kill -9: first lease', lease2 ? `${((lease2.at - t1) / 1000).toFixed(1)} s after start (store current after ${(Number(restored2?.ms ?? NaN) / 1000).toFixed(1)} s)` : 'none within 120 s']);
+    await measureRestart('restart after kill -9', second, t1, rows);
     await kill9(second);
     rows.push(['peak RSS, restart', mib(second.peakRss)]);
 
