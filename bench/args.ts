@@ -94,6 +94,12 @@ const wholeNumber = (flag: string, v: string | undefined, min: number): number =
   return n;
 };
 
+/** A standalone benchmark's numeric flag `--name N` (the politeness and memory scripts), or `dflt` when it is not given. */
+export function numberFlag(name: string, dflt: number, argv: readonly string[] = process.argv): number {
+  const i = argv.indexOf(`--${name}`);
+  return i < 0 ? dflt : Number(argv[i + 1]);
+}
+
 export function parseBenchArgs(argv: readonly string[]): BenchArgs {
   const a: BenchArgs = { only: [...DEFAULT_PARTS], urls: 1_000_000, leaseSecs: 30, partitions: 8, seeds: 1_000_000, hosts: 5000, latencies: [0, 200], secs: 20, warmupSecs: 15, concurrency: 256, kafkaProcs: parseKafkaProcs(DEFAULT_KAFKA_PROCS), nodeFlags: [], web: 'real', stageHosts: 64 };
   for (let i = 0; i < argv.length; i++) {

@@ -19,7 +19,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { launcherEnv, launcherNodeFlags } from './args';
+import { launcherEnv, launcherNodeFlags, numberFlag } from './args';
 import { exited, seedsFile, startWeb } from './web-process';
 
 const ROOT = join(__dirname, '..', '..');
@@ -31,18 +31,13 @@ interface Sample {
 }
 interface Progress { t: number; fetched: number; stored: number; parsed: number }
 
-function flag(name: string, dflt: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  return i < 0 ? dflt : Number(process.argv[i + 1]);
-}
-
 async function main(): Promise<void> {
   const given = process.argv.indexOf('--samples');
-  if (given >= 0) return report(readFileSync(process.argv[given + 1], 'utf8'), [], null, flag('every', 2) * 1000, '');
-  const hosts = flag('hosts', 2000);
-  const latency = flag('latency', 0);
-  const secs = flag('secs', 40);
-  const every = flag('every', 2) * 1000;
+  if (given >= 0) return report(readFileSync(process.argv[given + 1], 'utf8'), [], null, numberFlag('every', 2) * 1000, '');
+  const hosts = numberFlag('hosts', 2000);
+  const latency = numberFlag('latency', 0);
+  const secs = numberFlag('secs', 40);
+  const every = numberFlag('every', 2) * 1000;
   const dir = mkdtempSync(join(tmpdir(), 'crawl-memory-'));
   const samples = join(dir, 'samples.jsonl');
   const web = await startWeb(hosts, latency);

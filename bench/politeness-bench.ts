@@ -16,11 +16,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pagesServed, PolitenessWeb, type PoliteHostSpec } from '../test/fixtures/politeness-web';
-
-function arg(name: string, def: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : def;
-}
+import { numberFlag } from './args';
 
 function hosts(plain: number, delayed: number, pages: number): PoliteHostSpec[] {
   const out: PoliteHostSpec[] = [];
@@ -32,7 +28,7 @@ function hosts(plain: number, delayed: number, pages: number): PoliteHostSpec[] 
 }
 
 async function main(): Promise<void> {
-  const web = await PolitenessWeb.start(hosts(arg('plain', 12), arg('delayed', 4), arg('pages', 25)));
+  const web = await PolitenessWeb.start(hosts(numberFlag('plain', 12), numberFlag('delayed', 4), numberFlag('pages', 25)));
   const out = mkdtempSync(join(tmpdir(), 'politeness-bench-'));
   const cli = join(__dirname, '..', '..', 'bin', 'crawl.js');
   const args = ['run', ...web.seeds().flatMap((s) => ['--seed', s]), '--out', out, '--allow-private-network', '--scope', 'any', '--max-secs', '300'];

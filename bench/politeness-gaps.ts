@@ -17,11 +17,7 @@ import { join } from 'node:path';
 import { pagesServed, PolitenessWeb, type PoliteHostSpec, type PoliteLogEntry } from '../test/fixtures/politeness-web';
 import { CLI, sleep, waitFor } from '../test/support/cli';
 import { cliSync, CrawlProcess, stackEnv, uniquePrefix } from '../test/support/kafka-stack';
-
-function arg(name: string, def: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : def;
-}
+import { numberFlag } from './args';
 
 function hosts(delayed: number, plain: number, pages: number): PoliteHostSpec[] {
   const out: PoliteHostSpec[] = [];
@@ -71,8 +67,8 @@ async function crawlEmbedded(web: PolitenessWeb): Promise<void> {
 
 async function main(): Promise<void> {
   const mode = process.argv.includes('--mode') ? process.argv[process.argv.indexOf('--mode') + 1] : 'kafka';
-  const pages = arg('pages', 15);
-  const web = await PolitenessWeb.start(hosts(arg('delayed', 5), arg('plain', 5), pages));
+  const pages = numberFlag('pages', 15);
+  const web = await PolitenessWeb.start(hosts(numberFlag('delayed', 5), numberFlag('plain', 5), pages));
   const expected = web.specs().length * (pages + 1);
   const started = Date.now();
   try {

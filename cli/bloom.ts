@@ -114,16 +114,21 @@ export async function rebuild(o: RebuildOptions): Promise<RebuildReport> {
   }
 }
 
-function bloomFromEnv(env: NodeJS.ProcessEnv): RedisBloom {
-  return new RedisBloom(connectRedis(redisUrl(env)), redisPrefix(env, env.CRAWL_TOPIC_PREFIX ?? ''));
+/** `fn` with the filter the environment names, connected, and disconnected after it either way. */
+async function withBloom(env: NodeJS.ProcessEnv, fn: (bloom: RedisBloom) => Promise<void>): Promise<void> {
+  const bloom = new RedisBloom(connectRedis(redisUrl(env)), redisPrefix(env, env.CRAWL_TOPIC_PREFIX ?? ''));
+  await bloom.redis.connect();
+  try {
+    await fn(bloom);
+  } finally {
+    bloom.redis.disconnect();
+  }
 }
 
 export async function rebuildCommand(env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const brokers = (env.CRAWL_KAFKA_BROKERS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
   const kafka = connectKafka({ brokers });
-  const bloom = bloomFromEnv(env);
-  await bloom.redis.connect();
-  try {
+  await withBloom(env, async (bloom) => {
     const at = { rows: 0, total: 0, doing: 'waiting for every seen-test to add to the new generation' };
     const progress = new ProgressReporter(process.stderr, () => ({
       count: at.rows,
@@ -138,15 +143,11 @@ export async function rebuildCommand(env: NodeJS.ProcessEnv = process.env): Prom
       `generation ${r.generation} in force (replaced ${r.replaced ?? 'none'}): ${r.urls} URLs from ${r.rows} rows, ${r.tombstoned} tombstoned left out, ` +
         `${r.seconds.toFixed(1)} s, peak RSS ${(r.peakRssBytes / 1048576).toFixed(0)} MiB, bits set ${(r.bitFill * 100).toFixed(1)}%, est. false positives ${(r.estimatedFpRate * 100).toFixed(2)}%\n`,
     );
-  } finally {
-    bloom.redis.disconnect();
-  }
+  });
 }
 
 export async function statsCommand(env: NodeJS.ProcessEnv = process.env): Promise<void> {
-  const bloom = bloomFromEnv(env);
-  await bloom.redis.connect();
-  try {
+  await withBloom(env, async (bloom) => {
     const p = await bloom.pointer();
     process.stdout.write(`pointer: current=${p.current ?? '-'} previous=${p.previous ?? '-'} building=${p.building ?? '-'}\n`);
     for (const id of [p.current, p.previous, p.building]) {
@@ -157,23 +158,17 @@ export async function statsCommand(env: NodeJS.ProcessEnv = process.env): Promis
           `fill ${(fillRatio(g, g.added) * 100).toFixed(1)}% of capacity, est. false positives ${(estimatedFpRate(g, g.added) * 100).toFixed(3)}%\n`,
       );
     }
-  } finally {
-    bloom.redis.disconnect();
-  }
+  });
 }
 
 /** Drop a generation left `building` by a rebuild that died. */
 export async function abortCommand(env: NodeJS.ProcessEnv = process.env): Promise<void> {
-  const bloom = bloomFromEnv(env);
-  await bloom.redis.connect();
-  try {
+  await withBloom(env, async (bloom) => {
     const p = await bloom.pointer();
     if (!p.building) process.stdout.write('no generation is being built\n');
     else {
       await bloom.drop(p.building);
       process.stdout.write(`dropped generation ${p.building}\n`);
     }
-  } finally {
-    bloom.redis.disconnect();
-  }
+  });
 }

@@ -171,7 +171,14 @@ export class KvStore {
     return this.db.get(key);
   }
 
-  /** A value read on this thread (parse's duplicate table: a decision reads a few keys at once). */
+  /**
+   * A value read on this thread, blocking it (abstract-level's getSync). Its one caller is parse's
+   * duplicate table (processors/dedup-store.ts DedupStore.get, behind lib/dedup.ts's synchronous
+   * DedupTable): every page's decision and a restore's replay, not start-up only. A decision reads
+   * its keys and writes in one turn, so decisions made back to back never miss each other
+   * (docs/dedup-store.md); removing it means an asynchronous DedupTable with decisions serialised.
+   * Elsewhere use `get`.
+   */
   getSync(key: Buffer): Buffer | undefined {
     return this.db.getSync(key);
   }

@@ -44,41 +44,59 @@ const IGNORE = {
   oncomment() {}, ondeclaration() {}, onend() {}, onopentagend() {}, onopentagname() {}, onprocessinginstruction() {}, onselfclosingtag() {},
 };
 
+/** What the decoders below are reading (`raw`, the offset of its first character in what the tokenizer was given) and have decoded. */
+let raw = '';
+let rawAt = 0;
+let out = '';
+
+/**
+ * One tokenizer for each decoder, reset before each use (a decode runs to its end before the next
+ * starts: the decoders call no code that could decode meanwhile). Every use writes a whole tag
+ * before the value, so no state a use left (a special element's, an entity's) reaches the next.
+ */
+const attributeTokenizer = new Tokenizer({ decodeEntities: true }, {
+  ...IGNORE,
+  onattribdata: (a, b) => { out += raw.slice(a - rawAt, b - rawAt); },
+  onattribentity: (cp) => { out += String.fromCodePoint(cp); },
+});
+const rcdataTokenizer = new Tokenizer({ decodeEntities: true }, {
+  ...IGNORE,
+  ontext: (a, b) => { out += raw.slice(a - rawAt, b - rawAt); },
+  ontextentity: (cp) => { out += String.fromCodePoint(cp); },
+});
+
+/** `t` reading `value` written after `before`: what its callbacks decoded of `value`. */
+function decodeWith(t: Tokenizer, before: string, value: string, after: string): string {
+  raw = value;
+  rawAt = before.length;
+  out = '';
+  t.reset();
+  t.write(before + value + after);
+  t.end();
+  const decoded = out;
+  raw = out = '';
+  return decoded;
+}
+
 /**
  * Character references of an attribute value decoded as htmlparser2's tokenizer decodes them in
- * one (its attribute mode: `&amp=` and `&ampx` stay as written), by that tokenizer reading `raw`
+ * one (its attribute mode: `&amp=` and `&ampx` stay as written), by that tokenizer reading `value`
  * as a double-quoted value. A `"` in it (the value was single-quoted or unquoted) ends no reference
  * differently from any other character that is neither `=` nor alphanumeric, so the pieces
  * between are decoded apart.
  */
-export function decodeAttribute(raw: string): string {
-  if (!raw.includes('&')) return raw;
-  if (raw.includes('"')) return raw.split('"').map(decodeAttribute).join('"');
-  let out = '';
-  const t = new Tokenizer({ decodeEntities: true }, {
-    ...IGNORE,
-    onattribdata: (a, b) => { out += raw.slice(a - 6, b - 6); },
-    onattribentity: (cp) => { out += String.fromCodePoint(cp); },
-  });
-  t.write(`<a v="${raw}">`);
-  t.end();
-  return out;
+export function decodeAttribute(value: string): string {
+  if (!value.includes('&')) return value;
+  if (value.includes('"')) return value.split('"').map(decodeAttribute).join('"');
+  return decodeWith(attributeTokenizer, '<a v="', value, '">');
 }
 
-/** Character references decoded as in RCDATA, by htmlparser2's tokenizer reading `raw` as a title's text. */
-export function decodeRcdata(raw: string): string {
-  if (!raw.includes('&')) return raw;
+/** Character references decoded as in RCDATA, by htmlparser2's tokenizer reading `value` as a title's text. */
+export function decodeRcdata(value: string): string {
+  if (!value.includes('&')) return value;
   // A reference never spans a `<`; pieces without one cannot end the title early.
-  if (raw.includes('<')) return raw.split('<').map(decodeRcdata).join('<');
-  let out = '';
-  const t = new Tokenizer({ decodeEntities: true }, {
-    ...IGNORE,
-    ontext: (a, b) => { out += raw.slice(a - 7, b - 7); },
-    ontextentity: (cp) => { out += String.fromCodePoint(cp); },
-  });
-  t.write(`<title>${raw}`);
-  t.end();
-  return out;
+  if (value.includes('<')) return value.split('<').map(decodeRcdata).join('<');
+  return decodeWith(rcdataTokenizer, '<title>', value, '');
 }
 
 /** The index of the end tag that closes RAWTEXT/RCDATA element `name` whose text starts at `from` (or the page's length). */

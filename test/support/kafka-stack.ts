@@ -178,7 +178,12 @@ export class HandoffReader {
   }
 
   async stop(): Promise<void> {
-    await this.consumer.disconnect();
-    for (const s of this.sockets) s.destroy();
+    try {
+      await this.consumer.disconnect();
+    } finally {
+      // Also when disconnect() failed (kafka-faults calls stop() expecting that it may): a socket
+      // left open keeps jest (--runInBand) from exiting.
+      for (const s of this.sockets) s.destroy();
+    }
   }
 }

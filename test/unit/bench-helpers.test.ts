@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseBenchArgs, launcherEnv, launcherNodeFlags } from '../../bench/args';
+import { parseBenchArgs, launcherEnv, launcherNodeFlags, numberFlag } from '../../bench/args';
 import { cpuMsBetween, parsePeakRssBytes, parseStatChildrenCpuMs, parseStatCpuMs, parseStealMs, stealMsBetween } from '../../bench/proc-stat';
 import { barePass, median, parserFloorMs, processCpuMs } from '../../bench/parser-floor';
 import { cpuMsPerPage, floorMultiple, kcrawlHostPeriodMs, machineShare, markdownTable, shareOfOwnZeroLatency, sustainedTable, throughputLimit, webCpuMsPerPage, type RunResult } from '../../bench/report';
@@ -184,6 +184,12 @@ describe('proc parsing', () => {
 });
 
 describe('bench flags', () => {
+  it('numberFlag: a standalone script\'s `--name N`, or its default when not given', () => {
+    const argv = ['node', 'x.js', '--plain', '12', '--pages', '2.5'];
+    expect(numberFlag('plain', 3, argv)).toBe(12);
+    expect(numberFlag('pages', 1, argv)).toBe(2.5);
+    expect(numberFlag('delayed', 4, argv)).toBe(4);
+  });
   it('defaults to every part at 0 and 200 ms on 5,000 hosts', () => {
     expect(parseBenchArgs([])).toMatchObject({ only: ['embedded', 'kafka', 'peer'], hosts: 5000, latencies: [0, 200] });
   });

@@ -51,6 +51,22 @@ describe('character references decoded outside the tokenizer', () => {
     expect(decodeRcdata(raw)).toBe(tokenizerText(raw));
   });
 
+  it('one decode leaves nothing behind for the next (each decoder reuses its tokenizer): every value read after every other gives what it gives alone', () => {
+    const textValues = VALUES.filter((v) => !v.includes('<'));
+    for (const before of VALUES) {
+      for (const raw of VALUES) {
+        decodeAttribute(before);
+        expect([before, decodeAttribute(raw)]).toEqual([before, tokenizerAttribute(raw, raw.includes('"') ? "'" : '"')]);
+      }
+    }
+    for (const before of textValues) {
+      for (const raw of textValues) {
+        decodeRcdata(before);
+        expect([before, decodeRcdata(raw)]).toEqual([before, tokenizerText(raw)]);
+      }
+    }
+  });
+
   it('attribute mode keeps `&amp=` and `&ampx` as written, text mode decodes them', () => {
     expect(decodeAttribute('&amp=1&ampx&amp;')).toBe('&amp=1&ampx&');
     expect(decodeRcdata('&amp=1&ampx&amp;')).toBe('&=1&x&');
