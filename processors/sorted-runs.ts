@@ -20,6 +20,7 @@
 import { closeSync, mkdirSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { frames } from '../runtime/log-segments';
+import { sortByKeyBytes } from './sorted-runs-bytes';
 import { sortRunOffThread } from './sorted-runs-worker';
 
 export interface SortRecord {
@@ -217,11 +218,16 @@ export const CHUNK_FRAMES_EXPLICIT = 2;
  * records hold it, frames do not; all keys start with it).
  */
 export function sortRunBuffer(bufs: readonly Buffer[], path: string, encoding: BufferEncoding, formats?: readonly number[], prefix: number | null = null): number {
+  // latin1 keys compare as their bytes: sorted as bytes, no string made of them.
+  const byBytes = encoding === 'latin1';
   const keys: string[] = [];
   /** Per record: its chunk, and where its bytes start and end in it (a frame: its key's start, its value's end). */
   const src: number[] = [];
   const starts: number[] = [];
   const ends: number[] = [];
+  /** Per record: where its key (as compared: without the prefix) starts and ends in its chunk. */
+  const keyStarts: number[] = [];
+  const keyStops: number[] = [];
   /** Per record of a frame: where its key ends and its value starts (-1: a run record). */
   const keyEnds: number[] = [];
   const valueStarts: number[] = [];
@@ -236,7 +242,10 @@ export function sortRunBuffer(bufs: readonly Buffer[], path: string, encoding: B
         const k0 = at + 4;
         const vl = buf.readInt32LE(k0 + kl);
         const end = k0 + kl + 4 + Math.max(vl, 0);
-        keys.push(buf.toString(encoding, k0 + skip, k0 + kl));
+        if (byBytes) {
+          keyStarts.push(k0 + skip);
+          keyStops.push(k0 + kl);
+        } else keys.push(buf.toString(encoding, k0 + skip, k0 + kl));
         src.push(b);
         starts.push(at);
         ends.push(end);
@@ -252,7 +261,10 @@ export function sortRunBuffer(bufs: readonly Buffer[], path: string, encoding: B
       const k0 = at + head + 4;
       const k1 = k0 + buf.readUInt32LE(at + head);
       if (end > buf.length || k1 + 8 > end) throw new Error('sorted run: torn journal frame');
-      keys.push(buf.toString(encoding, k0, k1));
+      if (byBytes) {
+        keyStarts.push(k0);
+        keyStops.push(k1);
+      } else keys.push(buf.toString(encoding, k0, k1));
       src.push(b);
       starts.push(k0);
       ends.push(end);
@@ -261,19 +273,31 @@ export function sortRunBuffer(bufs: readonly Buffer[], path: string, encoding: B
       at = end;
     }
   }
-  const n = keys.length;
-  const order = new Array<number>(n);
-  for (let i = 0; i < n; i++) order[i] = i;
-  // Equal keys in the order added: the last of them is the one kept.
-  order.sort((a, b) => {
-    const ka = keys[a];
-    const kb = keys[b];
-    return ka < kb ? -1 : ka > kb ? 1 : a - b;
-  });
+  const n = src.length;
+  let order: ArrayLike<number>;
+  /** Per position in `order`: whether its record is the last of its key (kept). */
+  let keep: (j: number) => boolean;
+  if (byBytes) {
+    const sorted = sortByKeyBytes(bufs, src, keyStarts, keyStops);
+    order = sorted.order;
+    const last = sorted.last;
+    keep = (j) => last[sorted.order[j]] === 1;
+  } else {
+    const o = new Array<number>(n);
+    for (let i = 0; i < n; i++) o[i] = i;
+    // Equal keys in the order added: the last of them is the one kept.
+    o.sort((a, b) => {
+      const ka = keys[a];
+      const kb = keys[b];
+      return ka < kb ? -1 : ka > kb ? 1 : a - b;
+    });
+    order = o;
+    keep = (j) => !(j + 1 < n && keys[o[j + 1]] === keys[o[j]]);
+  }
   return writeRunFile(path, (out) => {
     for (let j = 0; j < n; j++) {
+      if (!keep(j)) continue;
       const i = order[j];
-      if (j + 1 < n && keys[order[j + 1]] === keys[i]) continue;
       const from = bufs[src[i]];
       if (keyEnds[i] < 0) {
         const len = ends[i] - starts[i];
