@@ -520,60 +520,66 @@ export class SortedRuns {
     this.buffered = [];
     this.bufferedBytes = 0;
     try {
-      // A binary heap of run indexes, ordered by (key, run index): equal keys leave it oldest run first.
-      const heap: number[] = [];
+      // A tree of losers over the runs, ordered by (key, run index): equal keys come out oldest
+      // run first. A record taken costs one comparison a level (log2 of the runs), against about
+      // two a level for a binary heap; at 50M a partition merges about 28 runs.
+      const k = runs.length;
+      /** Per run: read to its end (greater than every key). */
+      const done = new Uint8Array(k);
       const less = (a: number, b: number): boolean => {
+        if (done[a] === 1) return false;
+        if (done[b] === 1) return true;
         const ka = runs[a].key;
         const kb = runs[b].key;
         return ka < kb || (ka === kb && a < b);
       };
-      const down = (i: number): void => {
-        const n = heap.length;
-        for (;;) {
-          const l = 2 * i + 1;
-          if (l >= n) return;
-          const r = l + 1;
-          const m = r < n && less(heap[r], heap[l]) ? r : l;
-          if (!less(heap[m], heap[i])) return;
-          [heap[m], heap[i]] = [heap[i], heap[m]];
-          i = m;
-        }
-      };
-      const up = (i: number): void => {
-        while (i > 0) {
-          const p = (i - 1) >> 1;
-          if (!less(heap[i], heap[p])) return;
-          [heap[p], heap[i]] = [heap[i], heap[p]];
-          i = p;
-        }
-      };
-      for (let i = 0; i < runs.length; i++) {
-        if (runs[i].next()) {
-          heap.push(i);
-          up(heap.length - 1);
-        }
-      }
-      const out: MergedChunk = { keys: [], keyBytes: [], values: [], length: 0 };
-      /** The top run moved on: to its next record, or out of the heap. */
-      const advanceTop = (): void => {
-        if (runs[heap[0]].next()) down(0);
-        else {
-          const last = heap.pop()!;
-          if (heap.length) {
-            heap[0] = last;
-            down(0);
+      for (let i = 0; i < k; i++) if (!runs[i].next()) done[i] = 1;
+      /** tree[0]: the run whose record is next; tree[n], n >= 1: the loser at node n (run i is leaf k + i). */
+      const tree = new Int32Array(Math.max(k, 1));
+      if (k > 0) {
+        const winners = new Int32Array(2 * k);
+        for (let i = 0; i < k; i++) winners[k + i] = i;
+        for (let n = k - 1; n >= 1; n--) {
+          const l = winners[2 * n];
+          const r = winners[2 * n + 1];
+          if (less(r, l)) {
+            winners[n] = r;
+            tree[n] = l;
+          } else {
+            winners[n] = l;
+            tree[n] = r;
           }
         }
+        tree[0] = k === 1 ? 0 : winners[1];
+      }
+      let live = 0;
+      for (let i = 0; i < k; i++) live += done[i] === 1 ? 0 : 1;
+      const out: MergedChunk = { keys: [], keyBytes: [], values: [], length: 0 };
+      /** The winning run moved on (to its next record, or to its end): replay its path to the root. */
+      const advanceTop = (): void => {
+        let cur = tree[0];
+        if (!runs[cur].next()) {
+          done[cur] = 1;
+          live--;
+        }
+        for (let n = (cur + k) >> 1; n >= 1; n >>= 1) {
+          const t = tree[n];
+          if (less(t, cur)) {
+            tree[n] = cur;
+            cur = t;
+          }
+        }
+        tree[0] = cur;
       };
-      while (heap.length) {
-        const top = runs[heap[0]];
+      while (live > 0) {
+        const top = runs[tree[0]];
         let key = top.key;
         let keyBytes = top.keyBytes;
         let value = top.value;
         advanceTop();
         // Later runs' records of the same key come next (ties leave oldest first): the last one wins.
-        while (heap.length && runs[heap[0]].key === key) {
-          const r = runs[heap[0]];
+        while (live > 0 && runs[tree[0]].key === key) {
+          const r = runs[tree[0]];
           key = r.key;
           keyBytes = r.keyBytes;
           value = r.value;
