@@ -221,17 +221,36 @@ export function sortRunBuffer(bufs: readonly Buffer[], path: string, encoding: B
   // latin1 keys compare as their bytes: sorted as bytes, no string made of them.
   const byBytes = encoding === 'latin1';
   const keys: string[] = [];
+  // Records counted first: the per-record arrays are typed arrays of their final size.
+  let n = 0;
+  for (let b = 0; b < bufs.length; b++) {
+    const buf = bufs[b];
+    let at = 0;
+    if ((formats?.[b] ?? CHUNK_RUN) === CHUNK_RUN) {
+      while (at < buf.length) {
+        const kl = buf.readUInt32LE(at);
+        at += 8 + kl + Math.max(buf.readInt32LE(at + 4 + kl), 0);
+        n++;
+      }
+    } else {
+      while (at + 4 <= buf.length) {
+        at += 4 + buf.readUInt32LE(at);
+        n++;
+      }
+    }
+  }
   /** Per record: its chunk, and where its bytes start and end in it (a frame: its key's start, its value's end). */
-  const src: number[] = [];
-  const starts: number[] = [];
-  const ends: number[] = [];
+  const src = new Int32Array(n);
+  const starts = new Int32Array(n);
+  const ends = new Int32Array(n);
   /** Per record: where its key (as compared: without the prefix) starts and ends in its chunk. */
-  const keyStarts: number[] = [];
-  const keyStops: number[] = [];
+  const keyStarts = new Int32Array(n);
+  const keyStops = new Int32Array(n);
   /** Per record of a frame: where its key ends and its value starts (-1: a run record). */
-  const keyEnds: number[] = [];
-  const valueStarts: number[] = [];
+  const keyEnds = new Int32Array(n);
+  const valueStarts = new Int32Array(n);
   const skip = prefix === null ? 0 : 1;
+  let i = 0;
   for (let b = 0; b < bufs.length; b++) {
     const buf = bufs[b];
     const format = formats?.[b] ?? CHUNK_RUN;
@@ -243,14 +262,15 @@ export function sortRunBuffer(bufs: readonly Buffer[], path: string, encoding: B
         const vl = buf.readInt32LE(k0 + kl);
         const end = k0 + kl + 4 + Math.max(vl, 0);
         if (byBytes) {
-          keyStarts.push(k0 + skip);
-          keyStops.push(k0 + kl);
+          keyStarts[i] = k0 + skip;
+          keyStops[i] = k0 + kl;
         } else keys.push(buf.toString(encoding, k0 + skip, k0 + kl));
-        src.push(b);
-        starts.push(at);
-        ends.push(end);
-        keyEnds.push(-1);
-        valueStarts.push(-1);
+        src[i] = b;
+        starts[i] = at;
+        ends[i] = end;
+        keyEnds[i] = -1;
+        valueStarts[i] = -1;
+        i++;
         at = end;
       }
       continue;
@@ -262,18 +282,18 @@ export function sortRunBuffer(bufs: readonly Buffer[], path: string, encoding: B
       const k1 = k0 + buf.readUInt32LE(at + head);
       if (end > buf.length || k1 + 8 > end) throw new Error('sorted run: torn journal frame');
       if (byBytes) {
-        keyStarts.push(k0);
-        keyStops.push(k1);
+        keyStarts[i] = k0;
+        keyStops[i] = k1;
       } else keys.push(buf.toString(encoding, k0, k1));
-      src.push(b);
-      starts.push(k0);
-      ends.push(end);
-      keyEnds.push(k1);
-      valueStarts.push(k1 + 8);
+      src[i] = b;
+      starts[i] = k0;
+      ends[i] = end;
+      keyEnds[i] = k1;
+      valueStarts[i] = k1 + 8;
+      i++;
       at = end;
     }
   }
-  const n = src.length;
   let order: ArrayLike<number>;
   /** Per position in `order`: whether its record is the last of its key (kept). */
   let keep: (j: number) => boolean;
