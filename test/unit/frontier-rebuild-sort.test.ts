@@ -141,6 +141,36 @@ describe('sortLastWins and SortedRuns', () => {
   });
 });
 
+describe('SortedRuns merge over any number of runs', () => {
+  let dir: string;
+  beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'kcrawl-runs-'))));
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  // The merge's tree of losers: every run count (powers of two and not), runs of one record,
+  // runs ending early, the same key in many runs (the last added wins).
+  it.each([1, 2, 3, 4, 5, 7, 8, 9, 13, 30])('%i runs: each key once, the last added, in key order', async (k) => {
+    const rnd = rng(100 + k);
+    const runs = new SortedRuns(join(dir, `r${k}`), 'latin1', 'inline');
+    const want = new Map<string, string | null>();
+    for (let r = 0; r < k; r++) {
+      const size = r % 4 === 1 ? 1 : 1 + Math.floor(rnd() * 400);
+      for (let i = 0; i < size; i++) {
+        const key = `k${Math.floor(rnd() * (r % 3 === 0 ? 50 : 2000))}`;
+        const value = rnd() < 0.1 ? null : Buffer.from(`v${r}.${i}`);
+        runs.add({ key, value });
+        want.set(key, value === null ? null : value.toString());
+      }
+      if (r < k - 1 || k % 2 === 0) await runs.spill(); // an odd count's last run stays in memory
+    }
+    const got: Array<[string, string | null]> = [];
+    await runs.merge((c) => {
+      for (let i = 0; i < c.length; i++) got.push([c.keys[i], c.values[i] === null ? null : c.values[i]!.toString()]);
+    }, 97);
+    expect(got).toEqual([...want.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)));
+    runs.destroy();
+  });
+});
+
 /** A journal frame as runtime/log-segments.ts writes it (plain, or with its offset: explicit); a null value is a tombstone. */
 function frame(key: string, value: Buffer | null, offset?: number): Buffer {
   const k = Buffer.from(key);
