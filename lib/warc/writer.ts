@@ -13,6 +13,7 @@ import { WarcFileBuilder, type RecordSpan } from './file-builder';
 import {
   conversionRecord,
   exchangeRecords,
+  exchangeRecordsOffThread,
   metadataRecord,
   revisitRecord,
   type RecordContext,
@@ -161,7 +162,9 @@ export class WarcWriter {
   private async add(entry: WarcEntry, onBuilt?: () => void): Promise<Added> {
     if (this.closed) throw new Error('WarcWriter is closed');
     const file = this.current ?? (this.current = this.openFile());
-    const { records, main } = entryRecords(entry, { warcinfoId: file.builder.warcinfoId, gzipLevel: this.opts.gzipLevel });
+    const ctx = { warcinfoId: file.builder.warcinfoId, gzipLevel: this.opts.gzipLevel };
+    // Only appends touch `current` (exclusive()): the file stays open across this wait.
+    const { records, main } = offThread(entry) ? await exchangeRecordsOffThread(entry.capture, { ...ctx, payloadSha256: entry.payloadSha256 }).then(asExchange) : entryRecords(entry, ctx);
     let span: RecordSpan = { offset: 0, length: 0 };
     for (const record of records) {
       const s = file.builder.add(record);
@@ -287,6 +290,20 @@ function entryBytes(e: WarcEntry): number {
     default:
       return 0;
   }
+}
+
+/**
+ * A page's body at least this big is compressed off the event loop (lib/warc/gzip-member.ts
+ * gzipMemberOffThread); smaller records are not worth the hand-over to another thread and back.
+ */
+export const OFF_THREAD_MIN_BYTES = 32 * 1024;
+
+function offThread(e: WarcEntry): e is Extract<WarcEntry, { type: 'exchange' }> {
+  return e.type === 'exchange' && bodyLength(e.capture) >= OFF_THREAD_MIN_BYTES;
+}
+
+function asExchange([request, response]: [WarcRecord, WarcRecord]): { records: WarcRecord[]; main: WarcRecord } {
+  return { records: [request, response], main: response };
 }
 
 function entryRecords(e: WarcEntry, ctx: RecordContext): { records: WarcRecord[]; main: WarcRecord } {

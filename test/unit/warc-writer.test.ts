@@ -8,7 +8,7 @@ import { gunzipSync } from 'node:zlib';
 import { WARCParser } from 'warcio';
 import { LocalPageStore } from '../../connectors/page-store-local';
 import type { PageStore } from '../../connectors/types';
-import { WarcWriter, type WarcWriterOptions } from '../../lib/warc/writer';
+import { OFF_THREAD_MIN_BYTES, WarcWriter, type WarcWriterOptions } from '../../lib/warc/writer';
 import { capture } from './warc-fixtures';
 import { until } from '../support/until';
 
@@ -259,5 +259,30 @@ describe('WarcWriter', () => {
       sizes.push(p.length);
     }
     expect(sizes[1]!).toBeLessThan(sizes[0]!);
+  });
+
+  test('big pages, compressed off the event loop, and small entries go into the file in the order appended, digests valid', async () => {
+    const big = (n: number): Buffer => Buffer.from(Array.from({ length: 3000 }, (_, i) => `<p>page ${n} paragraph ${i % 53} text ${i % 7}</p>`).join('\n'));
+    const w = writer();
+    const entries = [0, 1, 2, 3, 4, 5].map((n) => n % 2 === 0
+      ? { type: 'exchange' as const, capture: capture(`http://example.com/big${n}`, { body: big(n) }) }
+      : page(n));
+    expect(big(0).length).toBeGreaterThan(OFF_THREAD_MIN_BYTES);
+    const built: number[] = [];
+    const pointers = entries.map((e, i) => w.append(e, () => built.push(i)));
+    await w.flush();
+    const ptrs = await Promise.all(pointers);
+    expect(built).toEqual([0, 1, 2, 3, 4, 5]);
+    for (let i = 1; i < ptrs.length; i++) expect(ptrs[i].offset).toBeGreaterThan(ptrs[i - 1].offset);
+    for (const [i, p] of ptrs.entries()) {
+      const raw = gunzipSync(await store.read(p.uri, p.offset, p.length));
+      const record = await WARCParser.parse([raw]);
+      expect(record?.warcTargetURI).toBe(entries[i].capture.url);
+      // The block: after the record's head, before the two CRLFs that end it.
+      const block = raw.subarray(raw.indexOf('\r\n\r\n') + 4, raw.length - 4);
+      expect(block.length).toBe(Number(record?.warcHeaders.headers.get('Content-Length')));
+      expect(record?.warcHeaders.headers.get('WARC-Block-Digest')).toBe(`sha256:${createHash('sha256').update(block).digest('hex')}`);
+      expect(block.subarray(block.length - entries[i].capture.body.length).equals(entries[i].capture.body)).toBe(true);
+    }
   });
 });
