@@ -158,24 +158,35 @@ class OffThreadGzip {
   }
 }
 
-const offThreadEngines = new Map<number, OffThreadGzip | null>();
+/**
+ * Engines a level, each with its compressor: members of several pages are made at once. With
+ * one, every member waited for the event loop to take the last one back before it started, and
+ * a busy loop made one or two a turn (pages waited whole, uncompressed: 1 GiB peak RSS).
+ */
+const OFF_THREAD_ENGINES = 4;
+const offThreadEngines = new Map<number, OffThreadGzip[] | null>();
+const offThreadPending = new Map<OffThreadGzip, number>();
 
 function offThreadEngineFor(level: number): OffThreadGzip | null {
-  let e = offThreadEngines.get(level);
-  if (e === undefined) {
-    e = null;
+  let engines = offThreadEngines.get(level);
+  if (engines === undefined) {
+    engines = null;
     const lib = libdeflate();
     const ldLevel = LIBDEFLATE_LEVEL_FOR[level];
     if (lib && ldLevel !== undefined && ldLevel > 0) {
       try {
-        e = new OffThreadGzip(lib, lib.compressor(ldLevel, true));
+        engines = Array.from({ length: OFF_THREAD_ENGINES }, () => new OffThreadGzip(lib, lib.compressor(ldLevel, true)));
       } catch {
-        e = null;
+        engines = null;
       }
     }
-    offThreadEngines.set(level, e);
+    offThreadEngines.set(level, engines);
   }
-  return e;
+  if (!engines) return null;
+  // The one with the fewest members waiting.
+  let best = engines[0];
+  for (const e of engines) if ((offThreadPending.get(e) ?? 0) < (offThreadPending.get(best) ?? 0)) best = e;
+  return best;
 }
 
 /**
@@ -187,10 +198,13 @@ export async function gzipMemberOffThread(parts: readonly Uint8Array[], level: n
   if (parts.length === 0) parts = [Buffer.alloc(0)];
   const engine = Number.isInteger(level) && level >= 1 && level <= 9 && parts.every((p) => types.isUint8Array(p)) ? offThreadEngineFor(level) : null;
   if (engine) {
+    offThreadPending.set(engine, (offThreadPending.get(engine) ?? 0) + 1);
     try {
       return await engine.member(parts);
     } catch {
       offThreadEngines.set(level, null);
+    } finally {
+      offThreadPending.set(engine, (offThreadPending.get(engine) ?? 1) - 1);
     }
   }
   return gzipMember(parts, level);

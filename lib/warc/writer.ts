@@ -88,6 +88,12 @@ interface Added {
   gz: Buffer;
 }
 
+/** An entry's records being built for the file whose warcinfo record is `warcinfoId`. */
+interface Early {
+  warcinfoId: string;
+  records: Promise<{ records: WarcRecord[]; main: WarcRecord }>;
+}
+
 async function pointerOnceStored(a: Added): Promise<WarcPointer> {
   return { uri: await a.stored, ...a.span, recordId: a.recordId, recordGz: a.gz };
 }
@@ -153,18 +159,33 @@ export class WarcWriter {
     // every page body of the open file alive until it is stored.
     const bytes = entryBytes(entry);
     this.queuedBytes += bytes;
+    const early = this.buildEarly(entry);
     return this.exclusive(() => {
       this.queuedBytes -= bytes;
-      return this.add(entry, onBuilt);
+      return this.add(entry, onBuilt, early);
     }).then(pointerOnceStored);
   }
 
-  private async add(entry: WarcEntry, onBuilt?: () => void): Promise<Added> {
+  /**
+   * A page's records, started now off the event loop (lib/warc/gzip-member.ts
+   * gzipMemberOffThread) for the file open now: pages appended together are compressed together,
+   * rather than one after another, each waiting for its turn in the queue. add() uses them if
+   * the page goes into that file, else builds them again for the file it goes into.
+   */
+  private buildEarly(entry: WarcEntry): Early | null {
+    if (this.closed || !offThread(entry)) return null;
+    const file = this.current ?? (this.current = this.openFile());
+    const warcinfoId = file.builder.warcinfoId;
+    const records = exchangeRecordsOffThread(entry.capture, { warcinfoId, gzipLevel: this.opts.gzipLevel, payloadSha256: entry.payloadSha256 }).then(asExchange);
+    records.catch(() => undefined); // add() awaits it; a failure is its
+    return { warcinfoId, records };
+  }
+
+  private async add(entry: WarcEntry, onBuilt?: () => void, early: Early | null = null): Promise<Added> {
     if (this.closed) throw new Error('WarcWriter is closed');
     const file = this.current ?? (this.current = this.openFile());
     const ctx = { warcinfoId: file.builder.warcinfoId, gzipLevel: this.opts.gzipLevel };
-    // Only appends touch `current` (exclusive()): the file stays open across this wait.
-    const { records, main } = offThread(entry) ? await exchangeRecordsOffThread(entry.capture, { ...ctx, payloadSha256: entry.payloadSha256 }).then(asExchange) : entryRecords(entry, ctx);
+    const { records, main } = early?.warcinfoId === ctx.warcinfoId ? await early.records : entryRecords(entry, ctx);
     let span: RecordSpan = { offset: 0, length: 0 };
     for (const record of records) {
       const s = file.builder.add(record);

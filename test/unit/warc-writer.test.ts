@@ -285,4 +285,23 @@ describe('WarcWriter', () => {
       expect(block.subarray(block.length - entries[i].capture.body.length).equals(entries[i].capture.body)).toBe(true);
     }
   });
+
+  test('big pages appended together across rotations name the warcinfo record of the file they are in', async () => {
+    const body = Buffer.from(Array.from({ length: 3000 }, (_, i) => `<p>paragraph ${i % 53} text ${i % 7}</p>`).join('\n'));
+    // Two records a page: a file holds one page's records, so every page but the first was begun for a file it is not in.
+    const w = writer({ maxRecords: 2 });
+    const pointers = [0, 1, 2, 3, 4].map((n) => w.append({ type: 'exchange', capture: capture(`http://example.com/r${n}`, { body }) }));
+    await w.flush();
+    const ptrs = await Promise.all(pointers);
+    expect(new Set(ptrs.map((p) => p.uri)).size).toBe(5);
+    for (const p of ptrs) {
+      const records: Array<{ warcType: string | undefined; id: string | null | undefined; warcinfo: string | null | undefined }> = [];
+      for await (const r of new WARCParser([await store.readAll(p.uri)])) {
+        records.push({ warcType: r.warcType, id: r.warcHeaders.headers.get('WARC-Record-ID'), warcinfo: r.warcHeaders.headers.get('WARC-Warcinfo-ID') });
+      }
+      expect(records[0].warcType).toBe('warcinfo');
+      expect(records.length).toBe(3);
+      for (const r of records.slice(1)) expect(r.warcinfo).toBe(records[0].id);
+    }
+  });
 });
