@@ -17,8 +17,6 @@
 
 /** One gzip member's bytes written to `out`, or 0 when `out` is too small. */
 type CompressFn = (c: unknown, input: Uint8Array, inLen: number, out: Uint8Array, outLen: number) => number | bigint;
-/** The same call run on one of koffi's worker threads: `done` gets the byte count (or an error) on the event loop. */
-type CompressAsyncFn = (c: unknown, input: Uint8Array, inLen: number, out: Uint8Array, outLen: number, done: (err: unknown, n: number | bigint) => void) => void;
 /** libdeflate_result: 0 success, 1 bad data, 2 short output, 3 insufficient space. */
 type DecompressFn = (d: unknown, input: Uint8Array, inLen: number, out: Uint8Array, outLen: number, inUsed: [number], outUsed: [number]) => number;
 
@@ -38,19 +36,11 @@ export const LIBDEFLATE_INSUFFICIENT_SPACE = 3;
 export const LIBDEFLATE_LEVEL_FOR: readonly number[] = [0, 1, 1, 1, 3, 5, 6, 7, 7, 8];
 
 export interface LibDeflate {
-  /**
-   * A compressor for a libdeflate level (1-12), made once and kept; `own`: a new one of its own
-   * (for calls off the event loop, which must not share one with calls on it).
-   */
-  compressor(level: number, own?: boolean): unknown;
+  /** A compressor for a libdeflate level (1-12), made once and kept. */
+  compressor(level: number): unknown;
   /** libdeflate_gzip_compress_bound. */
   bound(c: unknown, inLen: number): number;
   gzipCompress: CompressFn;
-  /**
-   * gzipCompress off the event loop (koffi's `.async`). A compressor is not to be shared by two
-   * calls at once, nor may the buffers change before `done` is called.
-   */
-  gzipCompressAsync: CompressAsyncFn;
   decompressor(): unknown;
   gzipDecompressEx: DecompressFn;
 }
@@ -69,20 +59,13 @@ function load(): LibDeflate | null {
     const lib = koffi.load('libdeflate.so.0');
     const alloc = lib.func('void *libdeflate_alloc_compressor(int)');
     const bound = lib.func('size_t libdeflate_gzip_compress_bound(void *, size_t)');
-    const compressFn = lib.func('size_t libdeflate_gzip_compress(void *, const uint8_t *, size_t, _Out_ uint8_t *, size_t)');
-    const gzipCompress = compressFn as CompressFn;
-    const gzipCompressAsync = compressFn.async as CompressAsyncFn;
+    const gzipCompress = lib.func('size_t libdeflate_gzip_compress(void *, const uint8_t *, size_t, _Out_ uint8_t *, size_t)') as CompressFn;
     const allocD = lib.func('void *libdeflate_alloc_decompressor()');
     const gzipDecompressEx = lib.func('int libdeflate_gzip_decompress_ex(void *, const uint8_t *, size_t, _Out_ uint8_t *, size_t, _Out_ size_t *, _Out_ size_t *)') as DecompressFn;
     const compressors = new Map<number, unknown>();
     let decompressor: unknown = null;
     return {
-      compressor(level, own = false) {
-        if (own) {
-          const mine = alloc(level);
-          if (!mine) throw new Error(`libdeflate_alloc_compressor(${level}) failed`);
-          return mine;
-        }
+      compressor(level) {
         let c = compressors.get(level);
         if (c === undefined) {
           c = alloc(level);
@@ -93,7 +76,6 @@ function load(): LibDeflate | null {
       },
       bound: (c, n) => Number(bound(c, n)),
       gzipCompress,
-      gzipCompressAsync,
       decompressor() {
         if (decompressor === null) {
           decompressor = allocD();

@@ -9,7 +9,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { HttpCapture } from '../../connectors/types';
 import { bodyLength, bodyParts, bodySha256 } from '../net/capture-body';
-import { gzipMember, gzipMemberOffThread } from './gzip-member';
+import { gzipMember } from './gzip-member';
 
 export type WarcRecordType = 'warcinfo' | 'request' | 'response' | 'revisit' | 'metadata' | 'conversion';
 export type WarcTruncated = 'length' | 'time' | 'disconnect' | 'unspecified';
@@ -93,8 +93,7 @@ interface RecordSpec {
   gzipLevel?: number;
 }
 
-/** A record's fields and the parts of its gzip member (head, block, end), before compressing. */
-function recordParts(spec: RecordSpec): { rec: Omit<WarcRecord, 'gz'>; parts: Buffer[]; level: number } {
+function buildRecord(spec: RecordSpec): WarcRecord {
   const id = spec.id ?? newRecordId();
   const parts = Buffer.isBuffer(spec.block) ? [spec.block] : spec.block;
   let blockLength = 0;
@@ -119,22 +118,14 @@ function recordParts(spec: RecordSpec): { rec: Omit<WarcRecord, 'gz'>; parts: Bu
     if (value !== null && value !== undefined) head += `${name}: ${oneLine(value)}${CRLF}`;
   }
   return {
-    rec: { id, type: spec.type, date: spec.date, targetUri: spec.targetUri ?? null, index: spec.index ?? null },
-    // Head, block and end go to the compressor as they are, without first being joined into one buffer.
-    parts: [Buffer.from(head + CRLF, 'utf8'), ...parts, RECORD_END],
-    level: spec.gzipLevel ?? DEFAULT_GZIP_LEVEL,
+    id,
+    type: spec.type,
+    date: spec.date,
+    targetUri: spec.targetUri ?? null,
+    // Head, block and end go to zlib as they are, without first being joined into one buffer.
+    gz: gzipMember([Buffer.from(head + CRLF, 'utf8'), ...parts, RECORD_END], spec.gzipLevel ?? DEFAULT_GZIP_LEVEL),
+    index: spec.index ?? null,
   };
-}
-
-function buildRecord(spec: RecordSpec): WarcRecord {
-  const { rec, parts, level } = recordParts(spec);
-  return { ...rec, gz: gzipMember(parts, level) };
-}
-
-/** buildRecord with its gzip member made off the event loop (gzipMemberOffThread): the same bytes. */
-async function buildRecordOffThread(spec: RecordSpec): Promise<WarcRecord> {
-  const { rec, parts, level } = recordParts(spec);
-  return { ...rec, gz: await gzipMemberOffThread(parts, level) };
 }
 
 function stripAlgo(digest: string | null): string | null {
@@ -213,14 +204,14 @@ export interface ExchangeOptions extends RecordContext {
   payloadSha256?: string | null;
 }
 
-/** The request record and the response record's spec of one exchange, each naming the other as concurrent. */
-function exchangeSpecs(c: HttpCapture, o: ExchangeOptions): [RecordSpec, RecordSpec] {
+/** The request and response records of one exchange, each naming the other as concurrent. */
+export function exchangeRecords(c: HttpCapture, o: ExchangeOptions): [WarcRecord, WarcRecord] {
   const requestId = newRecordId();
   const responseId = newRecordId();
   const date = o.date ?? new Date(c.startedAt);
   const requestBlock = latin1(c.requestHead);
   const headEnd = requestBlock.indexOf('\r\n\r\n');
-  const request: RecordSpec = {
+  const request = buildRecord({
     type: 'request',
     gzipLevel: o.gzipLevel,
     id: requestId,
@@ -230,9 +221,9 @@ function exchangeSpecs(c: HttpCapture, o: ExchangeOptions): [RecordSpec, RecordS
     contentType: 'application/http;msgtype=request',
     block: requestBlock,
     payloadDigest: warcDigest(headEnd < 0 ? Buffer.alloc(0) : requestBlock.subarray(headEnd + 4)),
-  };
+  });
   const payloadDigest = `sha256:${o.payloadSha256 || bodySha256(c)}`;
-  const response: RecordSpec = {
+  const response = buildRecord({
     type: 'response',
     gzipLevel: o.gzipLevel,
     id: responseId,
@@ -248,24 +239,8 @@ function exchangeSpecs(c: HttpCapture, o: ExchangeOptions): [RecordSpec, RecordS
     block: [httpResponseHead(c), ...bodyParts(c)],
     payloadDigest,
     index: { mime: responseMime(c), status: c.status, digest: stripAlgo(payloadDigest) },
-  };
+  });
   return [request, response];
-}
-
-/** The request and response records of one exchange, each naming the other as concurrent. */
-export function exchangeRecords(c: HttpCapture, o: ExchangeOptions): [WarcRecord, WarcRecord] {
-  const [request, response] = exchangeSpecs(c, o);
-  return [buildRecord(request), buildRecord(response)];
-}
-
-/**
- * exchangeRecords with the response's gzip member (the page: 1.1 ms of libdeflate for a real
- * page of 287 KiB) made off the event loop; the same records.
- */
-export async function exchangeRecordsOffThread(c: HttpCapture, o: ExchangeOptions): Promise<[WarcRecord, WarcRecord]> {
-  const [request, response] = exchangeSpecs(c, o);
-  const req = buildRecord(request);
-  return [req, await buildRecordOffThread(response)];
 }
 
 export interface RevisitOptions extends RecordContext {

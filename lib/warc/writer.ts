@@ -13,7 +13,6 @@ import { WarcFileBuilder, type RecordSpan } from './file-builder';
 import {
   conversionRecord,
   exchangeRecords,
-  exchangeRecordsOffThread,
   metadataRecord,
   revisitRecord,
   type RecordContext,
@@ -88,12 +87,6 @@ interface Added {
   gz: Buffer;
 }
 
-/** An entry's records being built for the file whose warcinfo record is `warcinfoId`. */
-interface Early {
-  warcinfoId: string;
-  records: Promise<{ records: WarcRecord[]; main: WarcRecord }>;
-}
-
 async function pointerOnceStored(a: Added): Promise<WarcPointer> {
   return { uri: await a.stored, ...a.span, recordId: a.recordId, recordGz: a.gz };
 }
@@ -159,33 +152,16 @@ export class WarcWriter {
     // every page body of the open file alive until it is stored.
     const bytes = entryBytes(entry);
     this.queuedBytes += bytes;
-    const early = this.buildEarly(entry);
     return this.exclusive(() => {
       this.queuedBytes -= bytes;
-      return this.add(entry, onBuilt, early);
+      return this.add(entry, onBuilt);
     }).then(pointerOnceStored);
   }
 
-  /**
-   * A page's records, started now off the event loop (lib/warc/gzip-member.ts
-   * gzipMemberOffThread) for the file open now: pages appended together are compressed together,
-   * rather than one after another, each waiting for its turn in the queue. add() uses them if
-   * the page goes into that file, else builds them again for the file it goes into.
-   */
-  private buildEarly(entry: WarcEntry): Early | null {
-    if (this.closed || !offThread(entry)) return null;
-    const file = this.current ?? (this.current = this.openFile());
-    const warcinfoId = file.builder.warcinfoId;
-    const records = exchangeRecordsOffThread(entry.capture, { warcinfoId, gzipLevel: this.opts.gzipLevel, payloadSha256: entry.payloadSha256 }).then(asExchange);
-    records.catch(() => undefined); // add() awaits it; a failure is its
-    return { warcinfoId, records };
-  }
-
-  private async add(entry: WarcEntry, onBuilt?: () => void, early: Early | null = null): Promise<Added> {
+  private async add(entry: WarcEntry, onBuilt?: () => void): Promise<Added> {
     if (this.closed) throw new Error('WarcWriter is closed');
     const file = this.current ?? (this.current = this.openFile());
-    const ctx = { warcinfoId: file.builder.warcinfoId, gzipLevel: this.opts.gzipLevel };
-    const { records, main } = early?.warcinfoId === ctx.warcinfoId ? await early.records : entryRecords(entry, ctx);
+    const { records, main } = entryRecords(entry, { warcinfoId: file.builder.warcinfoId, gzipLevel: this.opts.gzipLevel });
     let span: RecordSpan = { offset: 0, length: 0 };
     for (const record of records) {
       const s = file.builder.add(record);
@@ -311,20 +287,6 @@ function entryBytes(e: WarcEntry): number {
     default:
       return 0;
   }
-}
-
-/**
- * A page's body at least this big is compressed off the event loop (lib/warc/gzip-member.ts
- * gzipMemberOffThread); smaller records are not worth the hand-over to another thread and back.
- */
-export const OFF_THREAD_MIN_BYTES = 32 * 1024;
-
-function offThread(e: WarcEntry): e is Extract<WarcEntry, { type: 'exchange' }> {
-  return e.type === 'exchange' && bodyLength(e.capture) >= OFF_THREAD_MIN_BYTES;
-}
-
-function asExchange([request, response]: [WarcRecord, WarcRecord]): { records: WarcRecord[]; main: WarcRecord } {
-  return { records: [request, response], main: response };
 }
 
 function entryRecords(e: WarcEntry, ctx: RecordContext): { records: WarcRecord[]; main: WarcRecord } {

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
-import { GZIP_MEM_LEVEL, gzipEngine, gzipMember, gzipMemberOffThread, gzipMemberZlib, reusedGzipInUse } from '../../lib/warc/gzip-member';
+import { GZIP_MEM_LEVEL, gzipEngine, gzipMember, gzipMemberZlib, reusedGzipInUse } from '../../lib/warc/gzip-member';
 
 /** Deterministic pseudo-random splits (no Math.random: a failure must replay). */
 function splits(buf: Buffer, seed: number): Buffer[] {
@@ -109,19 +109,4 @@ test('no parts is an empty member; a bad level fails as gzipSync does', () => {
   expect(gunzipSync(gzipMember([], 3)).length).toBe(0);
   expect(gzipMemberZlib([], 3).equals(gzipSync(Buffer.alloc(0), { level: 3, memLevel: GZIP_MEM_LEVEL }))).toBe(true);
   expect(() => gzipMember([html], 42)).toThrow(/out of range/);
-});
-
-test('off the event loop: the same member as gzipMember, for calls at once in order, and while the event loop makes its own', async () => {
-  const inputs = [html, noise, Buffer.concat([html, noise, html]), Buffer.alloc(0), html.subarray(0, 100)];
-  // All started together: they queue on one compressor, each its own buffer.
-  const pending = inputs.map((b, i) => gzipMemberOffThread(splits(b, i + 1), 3));
-  // Members made on the event loop meanwhile use a compressor of their own.
-  const onLoop = inputs.map((b) => gzipMember([b], 3));
-  const made = await Promise.all(pending);
-  for (let i = 0; i < inputs.length; i++) {
-    expect(made[i].equals(onLoop[i])).toBe(true);
-    expect(gunzipSync(made[i]).equals(inputs[i])).toBe(true);
-  }
-  // A bad level fails as gzipMember does.
-  await expect(gzipMemberOffThread([html], 42)).rejects.toThrow(/out of range/);
 });

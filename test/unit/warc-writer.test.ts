@@ -8,7 +8,7 @@ import { gunzipSync } from 'node:zlib';
 import { WARCParser } from 'warcio';
 import { LocalPageStore } from '../../connectors/page-store-local';
 import type { PageStore } from '../../connectors/types';
-import { OFF_THREAD_MIN_BYTES, WarcWriter, type WarcWriterOptions } from '../../lib/warc/writer';
+import { WarcWriter, type WarcWriterOptions } from '../../lib/warc/writer';
 import { capture } from './warc-fixtures';
 import { until } from '../support/until';
 
@@ -259,49 +259,5 @@ describe('WarcWriter', () => {
       sizes.push(p.length);
     }
     expect(sizes[1]!).toBeLessThan(sizes[0]!);
-  });
-
-  test('big pages, compressed off the event loop, and small entries go into the file in the order appended, digests valid', async () => {
-    const big = (n: number): Buffer => Buffer.from(Array.from({ length: 3000 }, (_, i) => `<p>page ${n} paragraph ${i % 53} text ${i % 7}</p>`).join('\n'));
-    const w = writer();
-    const entries = [0, 1, 2, 3, 4, 5].map((n) => n % 2 === 0
-      ? { type: 'exchange' as const, capture: capture(`http://example.com/big${n}`, { body: big(n) }) }
-      : page(n));
-    expect(big(0).length).toBeGreaterThan(OFF_THREAD_MIN_BYTES);
-    const built: number[] = [];
-    const pointers = entries.map((e, i) => w.append(e, () => built.push(i)));
-    await w.flush();
-    const ptrs = await Promise.all(pointers);
-    expect(built).toEqual([0, 1, 2, 3, 4, 5]);
-    for (let i = 1; i < ptrs.length; i++) expect(ptrs[i].offset).toBeGreaterThan(ptrs[i - 1].offset);
-    for (const [i, p] of ptrs.entries()) {
-      const raw = gunzipSync(await store.read(p.uri, p.offset, p.length));
-      const record = await WARCParser.parse([raw]);
-      expect(record?.warcTargetURI).toBe(entries[i].capture.url);
-      // The block: after the record's head, before the two CRLFs that end it.
-      const block = raw.subarray(raw.indexOf('\r\n\r\n') + 4, raw.length - 4);
-      expect(block.length).toBe(Number(record?.warcHeaders.headers.get('Content-Length')));
-      expect(record?.warcHeaders.headers.get('WARC-Block-Digest')).toBe(`sha256:${createHash('sha256').update(block).digest('hex')}`);
-      expect(block.subarray(block.length - entries[i].capture.body.length).equals(entries[i].capture.body)).toBe(true);
-    }
-  });
-
-  test('big pages appended together across rotations name the warcinfo record of the file they are in', async () => {
-    const body = Buffer.from(Array.from({ length: 3000 }, (_, i) => `<p>paragraph ${i % 53} text ${i % 7}</p>`).join('\n'));
-    // Two records a page: a file holds one page's records, so every page but the first was begun for a file it is not in.
-    const w = writer({ maxRecords: 2 });
-    const pointers = [0, 1, 2, 3, 4].map((n) => w.append({ type: 'exchange', capture: capture(`http://example.com/r${n}`, { body }) }));
-    await w.flush();
-    const ptrs = await Promise.all(pointers);
-    expect(new Set(ptrs.map((p) => p.uri)).size).toBe(5);
-    for (const p of ptrs) {
-      const records: Array<{ warcType: string | undefined; id: string | null | undefined; warcinfo: string | null | undefined }> = [];
-      for await (const r of new WARCParser([await store.readAll(p.uri)])) {
-        records.push({ warcType: r.warcType, id: r.warcHeaders.headers.get('WARC-Record-ID'), warcinfo: r.warcHeaders.headers.get('WARC-Warcinfo-ID') });
-      }
-      expect(records[0].warcType).toBe('warcinfo');
-      expect(records.length).toBe(3);
-      for (const r of records.slice(1)) expect(r.warcinfo).toBe(records[0].id);
-    }
   });
 });
