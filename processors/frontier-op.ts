@@ -11,49 +11,6 @@ import type { HostState } from './frontier-hosts';
 import type { FrontierEmits } from './frontier-state';
 import type { UrlStore } from './frontier-store';
 
-/**
- * Rows and host summaries read from the stores before the operation that uses them decides (the
- * intake's read-ahead, FrontierState.onCandidates): as the stores held them when read.
- */
-export interface EarlyReads {
-  rows: Map<string, UrlStateMsg | null>;
-  summaries: Map<string, HostSummary>;
-  /** Hosts whose summaries were read (a host with none has no entry in `summaries`). */
-  hosts: ReadonlySet<string>;
-}
-
-/** Items grouped by the store that holds their host (items of hosts no owned store holds left out). */
-function byStore<T>(storeFor: (host: string) => UrlStore | undefined, items: Iterable<T>, hostOf: (t: T) => string): Map<UrlStore, T[]> {
-  const out = new Map<UrlStore, T[]>();
-  for (const item of items) {
-    const store = storeFor(hostOf(item));
-    if (!store) continue;
-    let list = out.get(store);
-    if (!list) out.set(store, (list = []));
-    list.push(item);
-  }
-  return out;
-}
-
-/** Read the rows of these URLs and the summaries of these hosts from their stores. */
-export async function readEarly(
-  storeFor: (host: string) => UrlStore | undefined, items: ReadonlyArray<{ url: string; host: string }>, hosts: ReadonlySet<string>,
-): Promise<EarlyReads> {
-  const rows = new Map<string, UrlStateMsg | null>();
-  const summaries = new Map<string, HostSummary>();
-  await Promise.all([
-    ...[...byStore(storeFor, items, (i) => i.host)].map(async ([store, list]) => {
-      const got = await store.rows(list.map((i) => i.url));
-      list.forEach((item, i) => rows.set(item.url, got[i] ?? null));
-    }),
-    ...[...byStore(storeFor, hosts, (h) => h)].map(async ([store, list]) => {
-      const got = await store.hostSummaries(list);
-      list.forEach((h, i) => got[i] && summaries.set(h, got[i]!));
-    }),
-  ]);
-  return { rows, summaries, hosts };
-}
-
 export class FrontierOp {
   readonly out: FrontierEmits = { rows: [], fetches: [] };
   readonly touched = new Set<HostState>();
@@ -76,19 +33,14 @@ export class FrontierOp {
     return b;
   }
 
-  /**
-   * Read the rows of these URLs (those not read yet) from their hosts' stores. A row in
-   * `pending` comes from there; else from `early` when it holds the URL (read before this
-   * operation decided: the caller vouches that nothing but `pending` can have changed it since).
-   */
-  async load(items: ReadonlyArray<{ url: string; host: string }>, early?: ReadonlyMap<string, UrlStateMsg | null>): Promise<void> {
+  /** Read the rows of these URLs (those not read yet) from their hosts' stores. */
+  async load(items: ReadonlyArray<{ url: string; host: string }>): Promise<void> {
     const unread: Array<{ url: string; host: string }> = [];
     for (const item of items) {
       if (this.cur.has(item.url)) continue;
       const p = this.pending?.get(item.url);
-      const e = p ? undefined : early?.get(item.url);
-      this.cur.set(item.url, p ? p.row : (e ?? null));
-      if (!p && e === undefined) unread.push(item);
+      this.cur.set(item.url, p ? p.row : null);
+      if (!p) unread.push(item);
     }
     await Promise.all(
       [...this.byStore(unread, (i) => i.host)].map(async ([store, list]) => {
@@ -98,17 +50,24 @@ export class FrontierOp {
     );
   }
 
+  /** Items grouped by the store that holds their host (items of hosts no owned store holds left out). */
   private byStore<T>(items: Iterable<T>, hostOf: (t: T) => string): Map<UrlStore, T[]> {
-    return byStore(this.storeFor, items, hostOf);
+    const out = new Map<UrlStore, T[]>();
+    for (const item of items) {
+      const store = this.storeFor(hostOf(item));
+      if (!store) continue;
+      let list = out.get(store);
+      if (!list) out.set(store, (list = []));
+      list.push(item);
+    }
+    return out;
   }
 
-  /** Summaries of hosts not in memory, from their stores (or from `early` for the hosts it read). */
-  async summaries(hosts: readonly string[], early?: EarlyReads): Promise<Map<string, HostSummary>> {
+  /** Summaries of hosts not in memory, from their stores. */
+  async summaries(hosts: readonly string[]): Promise<Map<string, HostSummary>> {
     const out = new Map<string, HostSummary>();
-    const unread = early ? hosts.filter((h) => !early.hosts.has(h)) : hosts;
-    if (early) for (const h of hosts) if (early.hosts.has(h) && early.summaries.has(h)) out.set(h, early.summaries.get(h)!);
     await Promise.all(
-      [...this.byStore(unread, (h) => h)].map(async ([store, list]) => {
+      [...this.byStore(hosts, (h) => h)].map(async ([store, list]) => {
         const got = await store.hostSummaries(list);
         list.forEach((h, i) => got[i] && out.set(h, got[i]!));
       }),

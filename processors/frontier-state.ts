@@ -47,7 +47,7 @@ import { ClassBudget, type BudgetPolicy, type ClassBudgetView } from './frontier
 import { FeedTable, type FeedPolicy } from './frontier-feeds';
 import { heldUntil } from './frontier-holds';
 import { LayerGroups } from './frontier-layers';
-import { FrontierOp, readEarly, type EarlyReads } from './frontier-op';
+import { FrontierOp } from './frontier-op';
 import { queueSlotOf, recrawlIntervalMs, type RecrawlPolicy } from './frontier-schedule';
 import { FEED_DUE, indexEntry, queueKey, queuedAtFront } from './frontier-keys';
 import type { QueuedRef, UrlStore } from './frontier-store';
@@ -96,8 +96,6 @@ const SWEEP_ROWS = 2000;
 const SWEEP_EVERY_MS = 1000;
 /** A known, never-tried URL found again is written to the changelog again when its row was written this long before its partition was restored (mayBeUnjournaled). */
 const REASSERT_BEFORE_RESTORE_MS = 5 * 60_000;
-/** Intake batches whose reads may run ahead of their operations at once (libuv's pool has four threads). */
-const MAX_READS_AHEAD = 4;
 /** Hosts looked at per tick for eviction (nothing queued, nothing in flight, free to go). */
 const EVICT_PER_TICK = 2000;
 /**
@@ -185,18 +183,8 @@ export class FrontierState {
   private opsWritten = 0;
   /** Rows decided by operations whose writes a store read started since may not have seen. */
   private readonly pending = new Map<string, { row: UrlStateMsg | null; seq: number }>();
-  /**
-   * Reads in progress (an operation deciding, or an intake batch's read-ahead until its operation
-   * has decided): the number of writes done when each began, and the serial generation then (a
-   * read-ahead a serial operation has overtaken is not used, and holds nothing in `pending`).
-   */
-  private readonly reading = new Map<object, { snapshot: number; gen: number }>();
-  /** Bumped as each serial operation starts and as it ends: odd while one runs. */
-  private serialGen = 0;
-  /** Serial operations called and not finished. */
-  private serialOpen = 0;
-  /** Intake read-aheads started and not yet taken by their operations. */
-  private readsAhead = 0;
+  /** Operations reading now, by the number of writes done when they began. */
+  private readonly reading = new Set<number>();
   /** This cycle (a frontier process's life): fetches counted against hostBudgetPerCycle. */
   readonly cycle: number;
   /** [budget] The fetch budget by class; hosts waiting for it. */
@@ -262,18 +250,7 @@ export class FrontierState {
 
   /** Run one operation after every operation before it has decided and written. */
   serial<T>(fn: () => Promise<T>): Promise<T> {
-    this.serialOpen++;
-    const run = Promise.all([this.decided, this.written]).then(async () => {
-      // Every operation before this one has written: what `pending` holds, the stores hold too.
-      this.serialGen++;
-      this.forgetPending();
-      try {
-        return await fn();
-      } finally {
-        this.serialGen++;
-        this.serialOpen--;
-      }
-    });
+    const run = Promise.all([this.decided, this.written]).then(fn);
     this.decided = this.written = run.catch(() => undefined);
     return run;
   }
@@ -283,11 +260,12 @@ export class FrontierState {
    * it reads and decides once the one before has decided, while that one may still be writing,
    * and writes after it.
    */
-  private pipelined(decide: (op: FrontierOp) => Promise<void>, readAhead?: object): Promise<FrontierEmits> {
+  private pipelined(decide: (op: FrontierOp) => Promise<void>): Promise<FrontierEmits> {
     const seq = ++this.opSeq;
-    const reader = {};
+    let snapshot = 0;
     const decided = this.decided.then(async () => {
-      this.reading.set(reader, { snapshot: this.opsWritten, gen: this.serialGen });
+      snapshot = this.opsWritten;
+      this.reading.add(snapshot);
       const op = this.newOp();
       try {
         await decide(op);
@@ -297,8 +275,7 @@ export class FrontierState {
         await op.discard().catch(() => undefined);
         throw err;
       } finally {
-        this.reading.delete(reader);
-        if (readAhead) this.reading.delete(readAhead);
+        this.reading.delete(snapshot);
       }
     });
     const written = Promise.all([decided, this.written]).then(async ([op]) => {
@@ -315,7 +292,7 @@ export class FrontierState {
   /** Drop pending rows every reader now sees in the store: written before the oldest read began. */
   private forgetPending(): void {
     let oldest = this.opsWritten;
-    for (const r of this.reading.values()) if (r.gen === this.serialGen) oldest = Math.min(oldest, r.snapshot);
+    for (const r of this.reading) oldest = Math.min(oldest, r);
     for (const [url, p] of this.pending) if (p.seq <= oldest) this.pending.delete(url);
   }
 
@@ -656,17 +633,11 @@ export class FrontierState {
    * (its input replayed after a failed produce) emits the row again.
    */
   onCandidates(cands: readonly CandidateMsg[], now: number, unjournaled?: (url: string) => boolean): Promise<FrontierEmits> {
-    const ahead = this.readAhead(cands);
     return this.pipelined(async (op) => {
-      const early = ahead ? await ahead.reads : null;
-      if (ahead) this.readsAhead--;
-      // Used only if no serial operation ran since it began: rows changed since by intake
-      // operations are in `pending` (kept for it, as for a deciding operation's reads).
-      const valid = early && ahead!.gen === this.serialGen ? early : undefined;
       const fresh = cands.filter((c) => this.storeFor(c.host));
-      await op.load(fresh, valid?.rows);
+      await op.load(fresh);
       const absent = [...new Set(fresh.filter((c) => !this.hosts.has(c.host)).map((c) => c.host))];
-      const summaries = await op.summaries(absent, valid);
+      const summaries = await op.summaries(absent);
       for (const c of fresh) {
         if (op.known(c.url)) {
           const known = op.current(c.url)!;
@@ -686,29 +657,7 @@ export class FrontierState {
         this.enqueue(h, row);
         op.out.rows.push(row);
       }
-    }, ahead?.reader);
-  }
-
-  /**
-   * Start reading a candidate batch's rows, and the summaries of its hosts not in memory, before
-   * its operation may decide (the operations before it still deciding or writing), so the stores'
-   * reads overlap the main thread's work instead of following it. Not while a serial operation is
-   * waiting or running (its writes would be missed: the reads would go unused), nor more than
-   * MAX_READS_AHEAD at once. `reader` holds, in `pending`, the rows of operations not yet written
-   * when the reads began, until the batch's operation has decided.
-   */
-  private readAhead(cands: readonly CandidateMsg[]): { reads: Promise<EarlyReads | null>; gen: number; reader: object } | null {
-    if (this.serialOpen > 0 || this.readsAhead >= MAX_READS_AHEAD) return null;
-    const reader = {};
-    const gen = this.serialGen;
-    this.reading.set(reader, { snapshot: this.opsWritten, gen });
-    this.readsAhead++;
-    const storeFor = (host: string): UrlStore | undefined => this.storeFor(host);
-    const hosts = new Set<string>();
-    for (const c of cands) if (!this.hosts.has(c.host)) hosts.add(c.host);
-    // A failed read-ahead is not an error: the operation reads for itself.
-    const reads = readEarly(storeFor, cands, hosts).catch(() => null);
-    return { reads, gen, reader };
+    });
   }
 
   /**

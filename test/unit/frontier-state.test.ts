@@ -544,40 +544,6 @@ describe('FrontierState: pipelined intake', () => {
   });
 });
 
-describe('FrontierState: intake reads ahead', () => {
-  it('batches whose rows were read before the batches ahead of them decided or wrote queue every URL exactly once', async () => {
-    const fs = await testFrontier(POLICY, leaseIds());
-    const rnd = rng(11);
-    const urls = Array.from({ length: 300 }, (_, i) => `http://h${i % 17}.test/p${i}`);
-    // Up to six batches in flight (their reads started as they arrive), drawn with repeats from
-    // the same 300 URLs, so a batch often holds a URL a batch still deciding or writing queued.
-    const inFlight: Array<Promise<{ rows: UrlStateMsg[] }>> = [];
-    const rows: UrlStateMsg[] = [];
-    for (let b = 0; b < 80; b++) {
-      inFlight.push(fs.onCandidates(Array.from({ length: 30 }, () => cand(urls[Math.floor(rnd() * urls.length)])), b));
-      if (inFlight.length >= 6) rows.push(...(await inFlight.shift()!).rows);
-    }
-    for (const p of inFlight) rows.push(...(await p).rows);
-    const firsts = new Set(rows.map((r) => r.url));
-    expect(rows).toHaveLength(firsts.size); // no URL queued twice
-    expect(fs.stats().urls).toBe(firsts.size);
-    for (const u of firsts) expect((await fs.row(u))?.state).toBe('QUEUED');
-  });
-
-  it('a batch read ahead of a lease sees the leased row, and does not emit it again', async () => {
-    const fs = await testFrontier(POLICY, leaseIds());
-    await fs.onCandidates([cand('http://a.test/1')], 0);
-    const leased = await fs.tick(0);
-    expect(leased.fetches.map((f) => f.url)).toEqual(['http://a.test/1']);
-    // A batch in flight (being written) while the next ones read ahead: /1 is known and leased.
-    const a = fs.onCandidates([cand('http://a.test/2'), cand('http://a.test/1')], 1);
-    const b = fs.onCandidates([cand('http://a.test/2'), cand('http://a.test/1'), cand('http://a.test/3')], 2);
-    expect((await a).rows.map((r) => r.url)).toEqual(['http://a.test/2']);
-    expect((await b).rows.map((r) => r.url)).toEqual(['http://a.test/3']);
-    expect((await fs.row('http://a.test/1'))?.state).toBe('LEASED');
-  });
-});
-
 describe('FrontierState: rows the store has and the changelog may not', () => {
   it('a candidate found again writes the row again when it was queued just before a restore, or is still unwritten by the runtime', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'reassert-'));
