@@ -76,6 +76,8 @@ const FEED_TYPES = new Set(['application/rss+xml', 'application/atom+xml']);
 
 /** The elements whose attributes Collector reads; the scanner builds no attributes for others. */
 const ATTR_TAGS: ReadonlySet<string> = new Set(['html', 'base', 'a', 'area', 'link', 'meta']);
+/** The attributes of those it reads (attr() calls below); the scanner drops the others (class, style, data-*, ...). */
+const ATTR_NAMES: ReadonlySet<string> = new Set(['lang', 'href', 'rel', 'type', 'name', 'content', 'charset', 'http-equiv']);
 
 function attr(t: StartTag, name: string): string | null {
   for (const a of t.attrs) if (a.name === name) return a.value;
@@ -174,6 +176,11 @@ class Collector implements TagSink {
     }
     if (this.skipDepth > 0) return; // blocks inside <template> etc. must not break the visible text
     if (BLOCK.has(name)) this.newline = true; else if (CELL.has(name)) this.space = true;
+  }
+
+  /** text() keeps nothing now (see its first lines): the scanner need not build the text. */
+  get wantsText(): boolean {
+    return this.inTitle || !(this.skipDepth > 0 || this.inHead || this.textFull);
   }
 
   /** Nothing later in the page can change links or text once both caps are hit; stop paying for it. */
@@ -279,7 +286,7 @@ class Collector implements TagSink {
 }
 
 /** A tokenizer pass that reports `html`'s tags and text to `sink` (tag-scanner.ts's is the crawler's). */
-export type TagScan = (html: string, sink: TagSink, wantAttrs: ReadonlySet<string>) => void;
+export type TagScan = (html: string, sink: TagSink, wantAttrs: ReadonlySet<string>, attrNames?: ReadonlySet<string>) => void;
 
 export function extract(html: string, pageUrl: string, opts: ExtractOptions = {}): Extracted {
   return extractWith(scanTags, html, pageUrl, opts);
@@ -289,7 +296,7 @@ export function extract(html: string, pageUrl: string, opts: ExtractOptions = {}
 export function extractWith(scan: TagScan, html: string, pageUrl: string, opts: ExtractOptions = {}): Extracted {
   const token = (opts.productToken ?? 'kcrawl').toLowerCase();
   const c = new Collector(token, opts.maxLinks ?? 5000, opts.maxTextBytes ?? 1024 * 1024);
-  scan(html, c, ATTR_TAGS);
+  scan(html, c, ATTR_TAGS, ATTR_NAMES);
 
   const robots = { ...c.robots };
   if (opts.xRobotsTag) parseXRobotsTag(opts.xRobotsTag, token, robots);

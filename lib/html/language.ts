@@ -33,6 +33,52 @@ for (const [lang, words] of Object.entries(STOP)) {
   for (const w of words) WORD_LANGS.set(w, [...(WORD_LANGS.get(w) ?? []), lang]);
 }
 
+/** The longest function word: a longer word is never looked up. */
+const MAX_STOP_LENGTH = Math.max(...[...WORD_LANGS.keys()].map((w) => w.length));
+
+const LETTER = /^[\p{L}\p{M}]$/u;
+/** 1 for each BMP code unit that is a letter or mark (\p{L}\p{M}); surrogates 0 (pairs are looked at as code points). Built on first use. */
+let bmpLetters: Uint8Array | null = null;
+
+function letterTable(): Uint8Array {
+  const t = new Uint8Array(0x10000);
+  for (let c = 0x80; c < 0x10000; c++) if ((c < 0xd800 || c > 0xdfff) && LETTER.test(String.fromCharCode(c))) t[c] = 1;
+  for (let c = 0x41; c <= 0x5a; c++) t[c] = t[c + 0x20] = 1;
+  return t;
+}
+
+/**
+ * What `s.match(/[\p{L}\p{M}]+/gu)` gives, without building every word: how many runs of letters
+ * and marks there are, and those of at most `maxLength` UTF-16 units, in order. A regular
+ * expression making an array of every word was 0.18 of detectLanguage's 0.32 ms on a page of
+ * 20,000 characters.
+ */
+export function letterRuns(s: string, maxLength: number): { count: number; short: string[] } {
+  const t = (bmpLetters ??= letterTable());
+  const short: string[] = [];
+  let count = 0;
+  let start = -1;
+  for (let i = 0; i <= s.length; i++) {
+    let letter = false;
+    let units = 1;
+    if (i < s.length) {
+      const c = s.charCodeAt(i);
+      if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+        const d = s.charCodeAt(i + 1);
+        if (d >= 0xdc00 && d <= 0xdfff) { units = 2; letter = LETTER.test(s.slice(i, i + 2)); }
+      } else letter = t[c] === 1;
+    }
+    if (letter) { if (start < 0) start = i; }
+    else if (start >= 0) {
+      count++;
+      if (i - start <= maxLength) short.push(s.slice(start, i));
+      start = -1;
+    }
+    i += units - 1;
+  }
+  return { count, short };
+}
+
 /** Primary subtag of a BCP 47 tag, or null if it is not a usable language code. */
 export function primarySubtag(tag: string | null | undefined): string | null {
   if (!tag) return null;
@@ -100,14 +146,15 @@ export function detectLanguage(text: string, htmlLang?: string | null): string |
     return kana > cjk * 0.05 ? 'ja' : 'zh';
   }
   // The runs of letters and marks: what splitting on the rest and dropping empty strings gave, faster.
-  const words = s.toLowerCase().match(/[\p{L}\p{M}]+/gu) ?? [];
-  if (words.length < MIN_WORDS) return null;
+  // Only words as short as a function word can be hits; the others are only counted.
+  const words = letterRuns(s.toLowerCase(), MAX_STOP_LENGTH);
+  if (words.count < MIN_WORDS) return null;
   if (top === cyr) return /[іїєґўђћџљњ]/i.test(s) ? null : 'ru';
   if (top === arabic) return /[پچژگکی]/.test(s) ? null : 'ar';
 
   const scores: Record<string, number> = {};
   let hits = 0;
-  for (const w of words) {
+  for (const w of words.short) {
     const langs = WORD_LANGS.get(w);
     if (!langs) continue;
     hits++;
@@ -119,6 +166,6 @@ export function detectLanguage(text: string, htmlLang?: string | null): string |
   const second = ranked[1]?.[1] ?? 0;
   // Real prose in these languages is ~30-50% function words; below 10% we are likely looking at
   // another language or a list of names. Demand a clear lead over the runner-up as well.
-  if (hits < words.length * 0.1 || bestScore < second * 1.25) return null;
+  if (hits < words.count * 0.1 || bestScore < second * 1.25) return null;
   return best;
 }

@@ -46,6 +46,12 @@ export interface TagSink {
   /** The text between two tags (comments dropped), entities decoded, in one call. */
   text(text: string): void;
   readonly done: boolean;
+  /**
+   * False while a text would be dropped (extract(): inside script, style, <head>, ...): the
+   * scanner then does not build it (no slice, no reference decoding, no NUL scan of a script).
+   * Read between tags only, so it may change only in start() and end(). Absent: always true.
+   */
+  readonly wantsText?: boolean;
 }
 
 const NO_ATTRS: Attr[] = [];
@@ -95,8 +101,20 @@ class Scanner implements TokenizerCallbacks {
   private attrs: Attr[] | null = null;
   private attrName = '';
   private attrVal = '';
+  /** The attribute being read is left out (not in attrNames). */
+  private attrSkipped = false;
 
-  constructor(private readonly html: string, private readonly sink: TagSink, private readonly wantAttrs: ReadonlySet<string>) {}
+  constructor(
+    private readonly html: string,
+    private readonly sink: TagSink,
+    private readonly wantAttrs: ReadonlySet<string>,
+    private readonly attrNames: ReadonlySet<string> | null,
+  ) {}
+
+  /** Will the sink keep a text reported now? Without a pending first-line-feed drop, which a text must see. */
+  private textDropped(): boolean {
+    return this.sink.wantsText === false && !this.skipNewline;
+  }
 
   run(): void {
     let from = 0;
@@ -134,6 +152,11 @@ class Scanner implements TokenizerCallbacks {
   }
 
   private flushText(): void {
+    if (this.textDropped()) {
+      this.pending = '';
+      this.runStart = this.runEnd = -1;
+      return;
+    }
     this.take();
     if (this.pending === '') return;
     if (this.skipNewline) {
@@ -205,19 +228,21 @@ class Scanner implements TokenizerCallbacks {
     if (this.attrs === null) return;
     this.attrName = asciiLower(this.html.slice(this.base + start, this.base + end));
     this.attrVal = '';
+    // Foreign elements keep every attribute: their namespace rules read some (xlink:href, font color).
+    this.attrSkipped = this.attrNames !== null && !this.foreign && !this.attrNames.has(this.attrName);
   }
 
   onattribdata(start: number, end: number): void {
-    if (this.attrs !== null) this.attrVal += this.html.slice(this.base + start, this.base + end);
+    if (this.attrs !== null && !this.attrSkipped) this.attrVal += this.html.slice(this.base + start, this.base + end);
   }
 
   onattribentity(cp: number): void {
-    if (this.attrs !== null) this.attrVal += String.fromCodePoint(cp);
+    if (this.attrs !== null && !this.attrSkipped) this.attrVal += String.fromCodePoint(cp);
   }
 
   onattribend(): void {
     const attrs = this.attrs;
-    if (attrs === null) return;
+    if (attrs === null || this.attrSkipped) return;
     const name = this.attrName;
     for (const a of attrs) if (a.name === name) return;
     attrs.push({ name, value: attrValue(decodeAttribute(this.attrVal)) });
@@ -258,8 +283,8 @@ class Scanner implements TokenizerCallbacks {
     else if (RAWTEXT.has(name) || RCDATA.has(name)) rawEnd = rawTextEnd(this.html, from, name);
     else if (name === 'plaintext') rawEnd = this.html.length;
     if (rawEnd < 0) return;
-    // Raw text: report it, and read on from its end tag with a fresh tokenizer.
-    if (rawEnd > from) {
+    // Raw text: report it (unless the sink drops it: a script's or style's), and read on from its end tag with a fresh tokenizer.
+    if (rawEnd > from && !this.textDropped()) {
       this.inRaw = true;
       const raw = this.html.slice(from, rawEnd);
       this.pending = RCDATA.has(name) ? decodeRcdata(raw) : raw;
@@ -291,7 +316,8 @@ class Scanner implements TokenizerCallbacks {
     const ns = this.ns;
     const top = ns[ns.length - 1];
     if (top === Ns.Html) {
-      if (integrationPoint(name, ns[ns.length - 2], NO_ATTRS)) ns.pop();
+      // Outside SVG and MathML there is no parent namespace: `ns[-1]` would be a slow property lookup on every end tag.
+      if (ns.length > 1 && integrationPoint(name, ns[ns.length - 2], NO_ATTRS)) ns.pop();
     } else if ((name === 'svg' && top === Ns.Svg) || (name === 'math' && top === Ns.MathMl)) ns.pop();
     this.foreign = ns[ns.length - 1] !== Ns.Html;
     this.sink.end(name);
@@ -344,8 +370,9 @@ class Scanner implements TokenizerCallbacks {
 
 /**
  * Reports `html`'s tags and text to `sink` in one synchronous pass. Start tags named in
- * `wantAttrs` carry their attributes; every other start tag an empty list.
+ * `wantAttrs` carry their attributes (only those named in `attrNames`, when given, on HTML
+ * elements; SVG and MathML elements keep all); every other start tag an empty list.
  */
-export function scanTags(html: string, sink: TagSink, wantAttrs: ReadonlySet<string>): void {
-  new Scanner(html, sink, wantAttrs).run();
+export function scanTags(html: string, sink: TagSink, wantAttrs: ReadonlySet<string>, attrNames?: ReadonlySet<string>): void {
+  new Scanner(html, sink, wantAttrs, attrNames ?? null).run();
 }

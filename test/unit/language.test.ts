@@ -1,4 +1,4 @@
-import { detectLanguage, primarySubtag, scriptCounts } from '../../lib/html/language';
+import { detectLanguage, letterRuns, primarySubtag, scriptCounts } from '../../lib/html/language';
 
 const PARAGRAPHS: Array<[string, string]> = [
   ['en', 'The history of the city is long and complicated. It was founded by traders who came from the north, and for many years it was a small market town with a church and a harbour. In the nineteenth century the railway arrived, which changed everything: factories were built on the river, and the population grew faster than anyone had expected.'],
@@ -76,6 +76,34 @@ describe('scriptCounts', () => {
         s += String.fromCharCode(x % 2 ? (edges[(x >>> 8) % edges.length] + ((x >>> 4) % 3) - 1) & 0xffff : x >>> 16);
       }
       expect(scriptCounts(s)).toEqual(byRegex(s));
+    }
+  });
+});
+
+describe('letterRuns', () => {
+  const byRegex = (s: string, max: number) => {
+    const words = s.match(/[\p{L}\p{M}]+/gu) ?? [];
+    return { count: words.length, short: words.filter((w) => w.length <= max) };
+  };
+
+  test('counts and keeps the short runs that /[\\p{L}\\p{M}]+/gu matches: every BMP unit, surrogate pairs, lone surrogates, random text', () => {
+    // Each BMP code unit alone and between two letters (a mark or letter joins them, anything else splits).
+    const differ: number[] = [];
+    const same = (s: string) => JSON.stringify(letterRuns(s, 7)) === JSON.stringify(byRegex(s, 7));
+    for (let c = 0; c < 0x10000; c++) {
+      const ch = String.fromCharCode(c);
+      if (!same(ch) || !same(`ab${ch}cd`)) differ.push(c);
+    }
+    expect(differ).toEqual([]);
+    const specials = ['\u{1d400}', '\u{20000}', '\u{1f600}', '\ud800', '\udc00', '\udc00\ud800', 'e\u0301', '\u0130', 'ß', ' ', '.', 'x', 'Ab'];
+    let x = 777;
+    for (let n = 0; n < 300; n++) {
+      let s = '';
+      for (let i = 0; i < 200; i++) {
+        x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+        s += x % 3 === 0 ? specials[(x >>> 8) % specials.length] : x % 3 === 1 ? String.fromCharCode(x >>> 16) : 'abc de fgh '.slice((x >>> 4) % 11);
+      }
+      for (const max of [0, 3, 7, 100]) expect(letterRuns(s, max)).toEqual(byRegex(s, max));
     }
   });
 });
