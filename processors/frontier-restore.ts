@@ -21,6 +21,7 @@ import { existsSync, readFileSync, renameSync, rmSync, writeFileSync, openSync, 
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { KvStore, type KvBatch, type KvStoreOptions } from '../connectors/kv-store';
+import { avroFieldsReader } from '../lib/avro';
 import type { ChangelogRecord, ChangelogSource } from '../runtime/changelog';
 import type { UrlStateMsg, UrlStatus } from '../lib/messages';
 import { hashKey, indexEntry, KEY_ROW, rowKey, urlOfRowKey } from './frontier-keys';
@@ -39,6 +40,14 @@ function memory(): Record<string, number> {
 export const REBUILD_RUN_BYTES = 32 * 1024 * 1024;
 /** Index entries a partition's rebuild holds in memory before it sorts and spills them. */
 const INDEX_RUN_BYTES = 16 * 1024 * 1024;
+
+/**
+ * The row fields a `sort` rebuild reads: indexEntry's (state, host, url, updated_at, reason,
+ * next_due_at), levelOf's (queueSlotOf: fetched_at, priority, depth, priority_class). Decoding
+ * only these skips the others' strings and the whole row's object (docs/frontier-store.md).
+ */
+export const INDEX_FIELDS = ['url', 'host', 'state', 'depth', 'updated_at', 'next_due_at', 'fetched_at', 'reason', 'priority', 'priority_class'] as const;
+const readIndexFields = avroFieldsReader('crawl.UrlState.v1', INDEX_FIELDS) as (b: Buffer) => UrlStateMsg;
 
 /** Where a partition's rebuild spills its sorted runs: beside the store, removed when done. */
 export function rebuildTempDir(dir: string): string {
@@ -93,6 +102,10 @@ export async function checkpoint(dir: string, store: UrlStore, offset: number, l
 export interface RestoreOptions {
   /** Store folder per partition. */
   dirOf: (partition: number) => string;
+  /**
+   * A row's priority level. The `sort` rebuild gives it only INDEX_FIELDS of the row (what
+   * queueSlotOf reads); the others are undefined.
+   */
   levelOf: (row: UrlStateMsg) => number;
   levels: number;
   log: Logger;
@@ -363,7 +376,7 @@ async function writeSorted(store: UrlStore, rows: SortedRuns, tmp: string, o: Re
         if (v === null) continue; // a tombstone: the store started empty
         const key = c.keyBytes[i];
         store.stageRawKeyed(b, key, v);
-        const row = decodeRow(v);
+        const row = readIndexFields(v);
         counts[row.state as UrlStatus] = (counts[row.state as UrlStatus] ?? 0) + 1;
         const e = indexEntry(row, o.levelOf, key);
         if (e) index.addBytes(e[0], e[1]);
