@@ -88,19 +88,33 @@ export function avroReader(name: string): (buf: Buffer) => unknown {
   let read = readerCache.get(name);
   if (read) return read;
   const current = avroType(name);
-  const schema = loadSchema(name) as RecordSchema;
+  read = firstThatReads([
+    (buf) => current.fromBuffer(buf),
+    ...earlierWriters(loadSchema(name) as RecordSchema).map((writer) => {
+      const resolver = current.createResolver(writer);
+      return (buf: Buffer): unknown => current.fromBuffer(buf, resolver);
+    }),
+  ]);
+  readerCache.set(name, read);
+  return read;
+}
+
+/** Writer types of the schema's earlier versions (before each `kcrawl.since`), newest first. */
+function earlierWriters(schema: RecordSchema): avro.Type[] {
   const versions = [...new Set(schema.fields.map((f) => f['kcrawl.since']).filter((v): v is number => v !== undefined))].sort((a, b) => b - a);
-  const older = versions.map((v) => {
-    const writer = avro.Type.forSchema(schemaBefore(schema, v) as avro.Schema);
-    return { writer, resolver: current.createResolver(writer) };
-  });
-  read = (buf: Buffer): unknown => {
+  return versions.map((v) => avro.Type.forSchema(schemaBefore(schema, v) as avro.Schema));
+}
+
+/** A decoder trying `decoders` in order: the first that reads the bytes; the first one's error if none does. */
+function firstThatReads(decoders: ReadonlyArray<(buf: Buffer) => unknown>): (buf: Buffer) => unknown {
+  const [first, ...older] = decoders;
+  return (buf: Buffer): unknown => {
     try {
-      return current.fromBuffer(buf);
+      return first(buf);
     } catch (err) {
-      for (const o of older) {
+      for (const decode of older) {
         try {
-          return current.fromBuffer(buf, o.resolver);
+          return decode(buf);
         } catch {
           // not this version either
         }
@@ -108,8 +122,6 @@ export function avroReader(name: string): (buf: Buffer) => unknown {
       throw err;
     }
   };
-  readerCache.set(name, read);
-  return read;
 }
 
 /**
@@ -127,23 +139,10 @@ export function avroFieldsReader(name: string, fields: readonly string[]): (buf:
   const missing = fields.filter((f) => !schema.fields.some((sf) => sf.name === f));
   if (missing.length) throw new Error(`avroFieldsReader: ${name} has no field ${missing.join(', ')}`);
   const reader = avro.Type.forSchema({ ...schema, fields: schema.fields.filter((f) => wanted.has(f.name)) } as avro.Schema);
-  const current = reader.createResolver(avroType(name));
-  const versions = [...new Set(schema.fields.map((f) => f['kcrawl.since']).filter((v): v is number => v !== undefined))].sort((a, b) => b - a);
-  const older = versions.map((v) => reader.createResolver(avro.Type.forSchema(schemaBefore(schema, v) as avro.Schema)));
-  read = (buf: Buffer): unknown => {
-    try {
-      return reader.fromBuffer(buf, current);
-    } catch (err) {
-      for (const r of older) {
-        try {
-          return reader.fromBuffer(buf, r);
-        } catch {
-          // not this version either
-        }
-      }
-      throw err;
-    }
-  };
+  read = firstThatReads([avroType(name), ...earlierWriters(schema)].map((writer) => {
+    const resolver = reader.createResolver(writer);
+    return (buf: Buffer): unknown => reader.fromBuffer(buf, resolver);
+  }));
   readerCache.set(id, read);
   return read;
 }

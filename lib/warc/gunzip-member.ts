@@ -17,6 +17,8 @@ import { LIBDEFLATE_BAD_DATA, LIBDEFLATE_INSUFFICIENT_SPACE, LIBDEFLATE_SHORT_OU
 import { RawZlib } from './zlib-raw';
 
 const { Z_FINISH } = zlib.constants;
+/** The results libdeflate documents for a decompression. */
+const LIBDEFLATE_RESULTS: ReadonlySet<number> = new Set([LIBDEFLATE_SUCCESS, LIBDEFLATE_BAD_DATA, LIBDEFLATE_SHORT_OUTPUT, LIBDEFLATE_INSUFFICIENT_SPACE]);
 /** A reused output buffer grown past this by one huge member is not kept. */
 const KEEP_OUTPUT = 4 * 1024 * 1024;
 
@@ -84,8 +86,7 @@ class LibDeflateGunzip {
     const r = this.lib.gzipDecompressEx(this.d, gz, gz.length, out, out.length, this.inUsed, this.outUsed);
     if (r !== LIBDEFLATE_SUCCESS || Number(this.inUsed[0]) !== gz.length) {
       // A result libdeflate does not document is a failure of the binding: the engine is dropped (gunzipMember).
-      const known = [LIBDEFLATE_SUCCESS, LIBDEFLATE_BAD_DATA, LIBDEFLATE_SHORT_OUTPUT, LIBDEFLATE_INSUFFICIENT_SPACE];
-      if (!known.includes(r)) throw new Error(`libdeflate_gzip_decompress_ex: ${r}`);
+      if (!LIBDEFLATE_RESULTS.has(r)) throw new Error(`libdeflate_gzip_decompress_ex: ${r}`);
       return null;
     }
     if (reuseOutput && out !== this.output && out.length <= KEEP_OUTPUT) this.output = out;

@@ -131,11 +131,7 @@ describe('sortLastWins and SortedRuns', () => {
       if (rnd() < 0.001) await runs.spill();
     }
     expect(runs.runs).toBeGreaterThan(5);
-    const got: Array<[string, string | null]> = [];
-    await runs.merge((c) => {
-      for (let i = 0; i < c.length; i++) got.push([c.keys[i], c.values[i] === null ? null : c.values[i]!.toString()]);
-    }, 333);
-    expect(got).toEqual([...want.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)));
+    expect(await merged(runs, 333)).toEqual(inKeyOrder(want));
     runs.destroy();
     expect(readdirSync(dir)).toEqual([]);
   });
@@ -162,14 +158,24 @@ describe('SortedRuns merge over any number of runs', () => {
       }
       if (r < k - 1 || k % 2 === 0) await runs.spill(); // an odd count's last run stays in memory
     }
-    const got: Array<[string, string | null]> = [];
-    await runs.merge((c) => {
-      for (let i = 0; i < c.length; i++) got.push([c.keys[i], c.values[i] === null ? null : c.values[i]!.toString()]);
-    }, 97);
-    expect(got).toEqual([...want.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)));
+    expect(await merged(runs, 97)).toEqual(inKeyOrder(want));
     runs.destroy();
   });
 });
+
+/** Every record `runs` merges (in chunks of `chunk` records), as [key, value as text or null]. */
+async function merged(runs: SortedRuns, chunk: number): Promise<Array<[string, string | null]>> {
+  const got: Array<[string, string | null]> = [];
+  await runs.merge((c) => {
+    for (let i = 0; i < c.length; i++) got.push([c.keys[i], c.values[i] === null ? null : c.values[i]!.toString()]);
+  }, chunk);
+  return got;
+}
+
+/** `want`'s entries sorted by key. */
+function inKeyOrder(want: Map<string, string | null>): Array<[string, string | null]> {
+  return [...want.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+}
 
 /** A journal frame as runtime/log-segments.ts writes it (plain, or with its offset: explicit); a null value is a tombstone. */
 function frame(key: string, value: Buffer | null, offset?: number): Buffer {

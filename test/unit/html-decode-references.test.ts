@@ -2,18 +2,23 @@ import { Tokenizer } from 'htmlparser2';
 import { decodeAttribute, decodeRcdata } from '../../lib/html/html-rules';
 import { extract } from '../../lib/html/extract';
 
+type Callbacks = ConstructorParameters<typeof Tokenizer>[1];
+const noop = (): void => undefined;
+/** Every callback a no-op but those given. */
+const callbacks = (some: Partial<Callbacks>): Callbacks => ({
+  ontext: noop, ontextentity: noop, onattribdata: noop, onattribentity: noop, onattribend: noop, onattribname: noop, oncdata: noop,
+  onclosetag: noop, oncomment: noop, ondeclaration: noop, onend: noop, onopentagend: noop, onopentagname: noop,
+  onprocessinginstruction: noop, onselfclosingtag: noop, ...some,
+});
+
 /** What htmlparser2's tokenizer, decoding references itself, makes of one attribute value written with `quote`. */
 function tokenizerAttribute(raw: string, quote: '"' | "'" | ''): string {
   let out = '';
-  let src = '';
-  const noop = (): void => undefined;
-  const t = new Tokenizer({ decodeEntities: true }, {
-    ontext: noop, ontextentity: noop, onattribend: noop, onattribname: noop, oncdata: noop, onclosetag: noop, oncomment: noop,
-    ondeclaration: noop, onend: noop, onopentagend: noop, onopentagname: noop, onprocessinginstruction: noop, onselfclosingtag: noop,
+  const src = `<a v=${quote}${raw}${quote}>`;
+  const t = new Tokenizer({ decodeEntities: true }, callbacks({
     onattribdata: (a, b) => { out += src.slice(a, b); },
     onattribentity: (cp) => { out += String.fromCodePoint(cp); },
-  });
-  src = `<a v=${quote}${raw}${quote}>`;
+  }));
   t.write(src);
   t.end();
   return out;
@@ -23,13 +28,10 @@ function tokenizerAttribute(raw: string, quote: '"' | "'" | ''): string {
 function tokenizerText(raw: string): string {
   let out = '';
   const src = `<p>${raw}</p>`;
-  const noop = (): void => undefined;
-  const t = new Tokenizer({ decodeEntities: true }, {
-    onattribdata: noop, onattribentity: noop, onattribend: noop, onattribname: noop, oncdata: noop, onclosetag: noop, oncomment: noop,
-    ondeclaration: noop, onend: noop, onopentagend: noop, onopentagname: noop, onprocessinginstruction: noop, onselfclosingtag: noop,
+  const t = new Tokenizer({ decodeEntities: true }, callbacks({
     ontext: (a, b) => { out += src.slice(a, b); },
     ontextentity: (cp) => { out += String.fromCodePoint(cp); },
-  });
+  }));
   t.write(src);
   t.end();
   return out;
