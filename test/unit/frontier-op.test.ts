@@ -48,3 +48,50 @@ describe('FrontierOp.discard', () => {
     }
   });
 });
+
+describe('FrontierOp.slots', () => {
+  it('gives a URL named twice one slot, reads rows into slots (pending first), and setSlot writes what set writes', async () => {
+    const dirs = [mkdtempSync(join(tmpdir(), 'frontier-op-s1-')), mkdtempSync(join(tmpdir(), 'frontier-op-s2-'))];
+    const stores = await Promise.all(dirs.map((d) => UrlStore.open(d, levelOf)));
+    try {
+      const stored = row('http://a.test/known', 'a.test');
+      const seed = new FrontierOp(() => stores[0]);
+      seed.set(stored);
+      await seed.write();
+      const pendingRow = { ...row('http://a.test/pending', 'a.test'), state: 'FETCHED' as const };
+      const pending = new Map([[pendingRow.url, { row: pendingRow }]]);
+      const op = new FrontierOp(() => stores[0], pending);
+      const items = [
+        { url: 'http://a.test/new', host: 'a.test' }, { url: stored.url, host: 'a.test' }, { url: 'http://a.test/new', host: 'a.test' },
+        { url: pendingRow.url, host: 'a.test' },
+      ];
+      const slots = await op.slots(items);
+      expect(slots[0]).toBe(slots[2]);
+      expect(slots.map((s) => s.row?.url ?? null)).toEqual([null, stored.url, null, pendingRow.url]);
+      expect(slots[3].row).toBe(pendingRow);
+      expect(op.known(stored.url)).toBe(true);
+      expect(op.known('http://a.test/new')).toBe(false);
+      // A second read of the same URLs reads nothing again: the same slots.
+      expect(await op.slots(items.slice(0, 2))).toEqual([slots[0], slots[1]]);
+
+      const fresh = row('http://a.test/new', 'a.test');
+      op.setSlot(slots[0], fresh);
+      op.setSlot(slots[0], { ...fresh, updated_at: fresh.updated_at + 1 }); // staged twice: one row, one queue entry
+      expect([...op.staged()].map(([u, r]) => [u, r?.updated_at])).toEqual([[fresh.url, fresh.updated_at + 1]]);
+      await op.write();
+
+      // The same changes through set() into a second store: the same keys and values.
+      const ref = new FrontierOp(() => stores[1]);
+      ref.set(stored);
+      ref.set(fresh);
+      ref.set({ ...fresh, updated_at: fresh.updated_at + 1 });
+      await ref.write();
+      const dump = async (s: UrlStore): Promise<unknown> => ({ rows: await s.rows([stored.url, fresh.url]), queue: await s.queue('a.test'), counts: s.counts });
+      expect(await dump(stores[0])).toEqual(await dump(stores[1]));
+      expect(await stores[0].queue('a.test')).toEqual([stored.url, fresh.url]);
+    } finally {
+      await Promise.all(stores.map((s) => s.close()));
+      for (const d of dirs) rmSync(d, { recursive: true, force: true });
+    }
+  });
+});
