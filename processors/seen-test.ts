@@ -10,6 +10,7 @@
  * In: crawl.links (+ crawl.host-policy for learned trap rules). Out: crawl.frontier. Both
  * carry groups of URLs of one host (lib/link-groups): each link is screened alone.
  */
+import type { UrlHash } from '../lib/bloom/hash';
 import type { SeenSet } from '../lib/bloom/types';
 import { HostPolicyTable } from '../lib/host-policy';
 import type { CandidateMsg, HostPolicyMsg, LinkMsg } from '../lib/messages';
@@ -108,7 +109,12 @@ interface Screened {
   hosts: string[];
   from: LinkMsg[];
   seeds: boolean[];
+  /** Each URL's hash, when the set takes hashes (SeenSet.hash): made once for its check and its add. */
+  hashes?: UrlHash[];
 }
+
+/** The hashes of a frontier record's URLs (its `url`, then its `more_urls`), for the set's add once it is produced. */
+export type KeptHashes = WeakMap<CandidateMsg, UrlHash[]>;
 
 /** Screen a batch, dropping (as 'seen') repeats of a URL within the batch itself. */
 function screenBatch(links: readonly LinkMsg[], opts: SeenTestOptions): Screened {
@@ -145,10 +151,11 @@ function screenBatch(links: readonly LinkMsg[], opts: SeenTestOptions): Screened
  * The new candidates, one crawl.frontier record per host and shared fields (lib/link-groups):
  * the groups groupCandidates makes of the candidates one at a time, built without them.
  */
-function emit(s: Screened, known: readonly boolean[], opts: SeenTestOptions): OutRecord[] {
+function emit(s: Screened, known: readonly boolean[], opts: SeenTestOptions, kept?: KeptHashes): OutRecord[] {
   const out: OutRecord[] = [];
-  // The open group of each host, and the link record that opened it.
-  const open = new Map<string, { head: CandidateMsg; from: LinkMsg }>();
+  // The open group of each host, the link record that opened it, and its URLs' hashes.
+  const open = new Map<string, { head: CandidateMsg; from: LinkMsg; hashes: UrlHash[] | null }>();
+  const hashes = kept ? s.hashes : undefined;
   for (let i = 0; i < s.urls.length; i++) {
     const url = s.urls[i];
     if (known[i] && !s.seeds[i]) {
@@ -160,11 +167,14 @@ function emit(s: Screened, known: readonly boolean[], opts: SeenTestOptions): Ou
     const g = open.get(host);
     if (g && (g.from === link || sameCandidateFields(g.head, candidateOf(url, host, link)))) {
       g.head.more_urls!.push(url);
+      g.hashes?.push(hashes![i]);
       continue;
     }
     const head = candidateOf(url, host, link);
     head.more_urls = [];
-    open.set(host, { head, from: link });
+    const hs = hashes ? [hashes[i]] : null;
+    if (hs) kept!.set(head, hs);
+    open.set(host, { head, from: link, hashes: hs });
     out.push({ topic: 'frontier', key: host, host, value: head });
   }
   return out;
@@ -176,14 +186,26 @@ export function seenTest(links: readonly LinkMsg[], seen: Pick<ExactSeenSet, 'ch
   return emit(s, seen.checkAndAdd(s.urls), opts);
 }
 
-/** A batch against an async set: one check for the whole batch; nothing is added here. */
-export async function seenTestBatch(links: readonly LinkMsg[], seen: SeenSet, opts: SeenTestOptions): Promise<OutRecord[]> {
+/**
+ * A batch against an async set: one check for the whole batch; nothing is added here. With
+ * `kept`, a set that takes hashes (SeenSet.hash) is asked by hash, and each record's hashes are
+ * kept there for `producedAdd`.
+ */
+export async function seenTestBatch(links: readonly LinkMsg[], seen: SeenSet, opts: SeenTestOptions, kept?: KeptHashes): Promise<OutRecord[]> {
   const s = screenBatch(links, opts);
-  const ask = s.urls.filter((_, i) => !s.seeds[i]);
-  const answers = ask.length ? await seen.check(ask) : [];
+  const byHash = kept && seen.hash && seen.checkHashes && seen.addHashes ? seen : null;
+  let answers: boolean[] = [];
+  if (byHash) {
+    const hashes = (s.hashes = s.urls.map((u) => byHash.hash!(u)));
+    const ask = hashes.filter((_, i) => !s.seeds[i]);
+    if (ask.length) answers = await byHash.checkHashes!(ask);
+  } else {
+    const ask = s.urls.filter((_, i) => !s.seeds[i]);
+    if (ask.length) answers = await seen.check(ask);
+  }
   let j = 0;
   const known = s.seeds.map((seed) => (seed ? false : answers[j++]));
-  return emit(s, known, opts);
+  return emit(s, known, opts, byHash ? kept : undefined);
 }
 
 /** The URLs of a batch's frontier emits: what `produced` adds to the set. */
@@ -198,6 +220,21 @@ export function producedUrls(outs: readonly OutRecord[]): string[] {
   return urls;
 }
 
+/** Add a batch's produced URLs to the set: by the hashes kept for their records (seenTestBatch), the rest by URL. */
+export async function producedAdd(outs: readonly OutRecord[], seen: SeenSet, kept: KeptHashes): Promise<void> {
+  const hashes: UrlHash[] = [];
+  const rest: OutRecord[] = [];
+  for (const o of outs) {
+    if (o.topic !== 'frontier') continue;
+    const hs = kept.get(o.value as CandidateMsg);
+    if (hs) for (const h of hs) hashes.push(h);
+    else rest.push(o);
+  }
+  if (hashes.length) await seen.addHashes!(hashes);
+  const urls = producedUrls(rest);
+  if (urls.length) await seen.add(urls);
+}
+
 export interface SeenTestStageOptions extends SeenTestOptions {
   trapOptions?: TrapOptions;
   /** The host-policy view fed by crawl.host-policy; a fresh one when absent. */
@@ -207,6 +244,8 @@ export interface SeenTestStageOptions extends SeenTestOptions {
 export function seenTestStage(seen: SeenSet, opts: SeenTestStageOptions): Stage {
   const policy = opts.policy ?? new HostPolicyTable();
   const o: SeenTestOptions = { ...opts, traps: opts.traps ?? new TrapScreen(policy, opts.trapOptions) };
+  // Each record's URLs' hashes from its check to its add (a set that takes hashes), dropped with the record.
+  const kept: KeptHashes = new WeakMap();
   return {
     id: 'seen-test',
     inputs: ['links'],
@@ -217,14 +256,13 @@ export function seenTestStage(seen: SeenSet, opts: SeenTestStageOptions): Stage 
       if (topic === 'hostPolicy') policy.apply(rec.key, rec.value as HostPolicyMsg | null);
     },
     handle(rec, ctx) {
-      return seenTestBatch([rec.value as LinkMsg], seen, { ...o, now: ctx.now });
+      return seenTestBatch([rec.value as LinkMsg], seen, { ...o, now: ctx.now }, kept);
     },
     handleBatch(recs, ctx) {
-      return seenTestBatch(recs.map((r) => r.value as LinkMsg), seen, { ...o, now: ctx.now });
+      return seenTestBatch(recs.map((r) => r.value as LinkMsg), seen, { ...o, now: ctx.now }, kept);
     },
     async produced(outs) {
-      const urls = producedUrls(outs);
-      if (urls.length) await seen.add(urls);
+      await producedAdd(outs, seen, kept);
     },
   };
 }
