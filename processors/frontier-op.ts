@@ -145,9 +145,9 @@ export class FrontierOp {
     if (!this.cur.has(row.url)) this.cur.set(row.url, { url: row.url, row, key: undefined, staged: false });
   }
 
-  /** Rows this operation staged (null: removed), as they will be once written. */
-  *staged(): IterableIterator<[string, UrlStateMsg | null]> {
-    for (const s of this.changed) yield [s.url, s.row];
+  /** The slots of rows this operation staged (row null: removed), as they will be once written. */
+  staged(): readonly UrlSlot[] {
+    return this.changed;
   }
 
   /** Stage a row (new or changed) with its index entries. */

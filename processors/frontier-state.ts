@@ -269,7 +269,7 @@ export class FrontierState {
       const op = this.newOp();
       try {
         await decide(op);
-        for (const [url, row] of op.staged()) this.pending.set(url, { row, seq });
+        for (const s of op.staged()) this.pending.set(s.url, { row: s.row, seq });
         return op;
       } catch (err) {
         await op.discard().catch(() => undefined);

@@ -77,7 +77,7 @@ describe('FrontierOp.slots', () => {
       const fresh = row('http://a.test/new', 'a.test');
       op.setSlot(slots[0], fresh);
       op.setSlot(slots[0], { ...fresh, updated_at: fresh.updated_at + 1 }); // staged twice: one row, one queue entry
-      expect([...op.staged()].map(([u, r]) => [u, r?.updated_at])).toEqual([[fresh.url, fresh.updated_at + 1]]);
+      expect(op.staged().map((s) => [s.url, s.row?.updated_at])).toEqual([[fresh.url, fresh.updated_at + 1]]);
       await op.write();
 
       // The same changes through set() into a second store: the same keys and values.
