@@ -113,8 +113,25 @@ interface Screened {
   hashes?: UrlHash[];
 }
 
-/** The hashes of a frontier record's URLs (its `url`, then its `more_urls`), for the set's add once it is produced. */
-export type KeptHashes = WeakMap<CandidateMsg, UrlHash[]>;
+/**
+ * The hashes of a batch's produced URLs (producedUrls' order), by the array of records the batch
+ * returned (the runtime hands that array to `produced`), for the set's add. A Map of batches, not a
+ * WeakMap of records: a WeakMap entry a record cost more in V8's GC than the lookups it saved.
+ */
+export class KeptHashes {
+  private readonly byBatch = new Map<readonly OutRecord[], UrlHash[]>();
+  constructor(private readonly most = 256) {}
+  set(outs: readonly OutRecord[], hashes: UrlHash[]): void {
+    // A batch never produced (its handler retried) is dropped oldest first: its URLs are then added by URL, if ever.
+    if (this.byBatch.size >= this.most) this.byBatch.delete(this.byBatch.keys().next().value!);
+    this.byBatch.set(outs, hashes);
+  }
+  take(outs: readonly OutRecord[]): UrlHash[] | undefined {
+    const hs = this.byBatch.get(outs);
+    if (hs) this.byBatch.delete(outs);
+    return hs;
+  }
+}
 
 /** Screen a batch, dropping (as 'seen') repeats of a URL within the batch itself. */
 function screenBatch(links: readonly LinkMsg[], opts: SeenTestOptions): Screened {
@@ -156,6 +173,7 @@ function emit(s: Screened, known: readonly boolean[], opts: SeenTestOptions, kep
   // The open group of each host, the link record that opened it, and its URLs' hashes.
   const open = new Map<string, { head: CandidateMsg; from: LinkMsg; hashes: UrlHash[] | null }>();
   const hashes = kept ? s.hashes : undefined;
+  const groups: UrlHash[][] = [];
   for (let i = 0; i < s.urls.length; i++) {
     const url = s.urls[i];
     if (known[i] && !s.seeds[i]) {
@@ -173,10 +191,11 @@ function emit(s: Screened, known: readonly boolean[], opts: SeenTestOptions, kep
     const head = candidateOf(url, host, link);
     head.more_urls = [];
     const hs = hashes ? [hashes[i]] : null;
-    if (hs) kept!.set(head, hs);
+    if (hs) groups.push(hs);
     open.set(host, { head, from: link, hashes: hs });
     out.push({ topic: 'frontier', key: host, host, value: head });
   }
+  if (hashes && out.length) kept!.set(out, groups.flat());
   return out;
 }
 
@@ -188,8 +207,8 @@ export function seenTest(links: readonly LinkMsg[], seen: Pick<ExactSeenSet, 'ch
 
 /**
  * A batch against an async set: one check for the whole batch; nothing is added here. With
- * `kept`, a set that takes hashes (SeenSet.hash) is asked by hash, and each record's hashes are
- * kept there for `producedAdd`.
+ * `kept`, a set that takes hashes (SeenSet.hash) is asked by hash, and the hashes of the URLs
+ * forwarded are kept there for `producedAdd`.
  */
 export async function seenTestBatch(links: readonly LinkMsg[], seen: SeenSet, opts: SeenTestOptions, kept?: KeptHashes): Promise<OutRecord[]> {
   const s = screenBatch(links, opts);
@@ -220,18 +239,11 @@ export function producedUrls(outs: readonly OutRecord[]): string[] {
   return urls;
 }
 
-/** Add a batch's produced URLs to the set: by the hashes kept for their records (seenTestBatch), the rest by URL. */
+/** Add a batch's produced URLs to the set: by the hashes kept for the batch (seenTestBatch), else by URL. */
 export async function producedAdd(outs: readonly OutRecord[], seen: SeenSet, kept: KeptHashes): Promise<void> {
-  const hashes: UrlHash[] = [];
-  const rest: OutRecord[] = [];
-  for (const o of outs) {
-    if (o.topic !== 'frontier') continue;
-    const hs = kept.get(o.value as CandidateMsg);
-    if (hs) for (const h of hs) hashes.push(h);
-    else rest.push(o);
-  }
-  if (hashes.length) await seen.addHashes!(hashes);
-  const urls = producedUrls(rest);
+  const hashes = kept.take(outs);
+  if (hashes) return seen.addHashes!(hashes);
+  const urls = producedUrls(outs);
   if (urls.length) await seen.add(urls);
 }
 
@@ -244,8 +256,8 @@ export interface SeenTestStageOptions extends SeenTestOptions {
 export function seenTestStage(seen: SeenSet, opts: SeenTestStageOptions): Stage {
   const policy = opts.policy ?? new HostPolicyTable();
   const o: SeenTestOptions = { ...opts, traps: opts.traps ?? new TrapScreen(policy, opts.trapOptions) };
-  // Each record's URLs' hashes from its check to its add (a set that takes hashes), dropped with the record.
-  const kept: KeptHashes = new WeakMap();
+  // Each batch's URLs' hashes from its check to its add (a set that takes hashes).
+  const kept = new KeptHashes();
   return {
     id: 'seen-test',
     inputs: ['links'],
