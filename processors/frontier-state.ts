@@ -269,7 +269,7 @@ export class FrontierState {
       const op = this.newOp();
       try {
         await decide(op);
-        for (const s of op.staged()) this.pending.set(s.url, { row: s.row, seq });
+        for (const [url, row] of op.staged()) this.pending.set(url, { row, seq });
         return op;
       } catch (err) {
         await op.discard().catch(() => undefined);
@@ -635,23 +635,12 @@ export class FrontierState {
   onCandidates(cands: readonly CandidateMsg[], now: number, unjournaled?: (url: string) => boolean): Promise<FrontierEmits> {
     return this.pipelined(async (op) => {
       const fresh = cands.filter((c) => this.storeFor(c.host));
-      // Each URL's slot in the operation: its row read (or pending), and where its new row is staged.
-      const slots = await op.slots(fresh);
-      const absent = new Set<string>();
-      let last = '';
+      await op.load(fresh);
+      const absent = [...new Set(fresh.filter((c) => !this.hosts.has(c.host)).map((c) => c.host))];
+      const summaries = await op.summaries(absent);
       for (const c of fresh) {
-        // A batch's candidates come in runs of one host.
-        if (c.host !== last && !this.hosts.has(c.host)) absent.add(c.host);
-        last = c.host;
-      }
-      const summaries = await op.summaries([...absent]);
-      // The host of the run of candidates being decided (touched once a run).
-      let h: HostState | null = null;
-      for (let i = 0; i < fresh.length; i++) {
-        const c = fresh[i];
-        const slot = slots[i];
-        const known = slot.row;
-        if (known) {
+        if (op.known(c.url)) {
+          const known = op.current(c.url)!;
           if (unjournaled?.(c.url) || this.mayBeUnjournaled(known)) op.out.rows.push(known);
           continue;
         }
@@ -662,11 +651,9 @@ export class FrontierState {
           ...redirectField(c.redirects), ...priorityField(c.priority),
           priority_class: priorityClassOf(c, this.tuning), // [class]
         };
-        if (h?.host !== c.host) {
-          h = this.hostState(c.host, now, summaries.get(c.host));
-          op.touch(h);
-        }
-        op.setSlot(slot, row);
+        const h = this.hostState(c.host, now, summaries.get(c.host));
+        op.set(row);
+        op.touch(h);
         this.enqueue(h, row);
         op.out.rows.push(row);
       }

@@ -154,16 +154,13 @@ export class UrlStore {
     return this.kv.batch();
   }
 
-  /**
-   * Rows of these URLs (undefined where the table has none), read in key order (KvStore.getMany).
-   * `keys`, when given, are their row keys (rowKey(urls[i])), made by the caller.
-   */
-  async rows(urls: readonly string[], keys?: readonly Buffer[]): Promise<Array<UrlStateMsg | undefined>> {
+  /** Rows of these URLs (undefined where the table has none), read in key order (KvStore.getMany). */
+  async rows(urls: readonly string[]): Promise<Array<UrlStateMsg | undefined>> {
     const order = inKeyOrder(urls);
-    const sorted = order.map(keys ? (i) => keys[i] : (i) => rowKey(urls[i]));
-    const got = await this.kv.getMany(sorted);
+    const keys = order.map((i) => rowKey(urls[i]));
+    const got = await this.kv.getMany(keys);
     const out = new Array<UrlStateMsg | undefined>(urls.length);
-    order.forEach((i, k) => (out[i] = got[k] === undefined ? undefined : decodeStoredRow(sorted[k], got[k]!)));
+    order.forEach((i, k) => (out[i] = got[k] === undefined ? undefined : decodeStoredRow(keys[k], got[k]!)));
     return out;
   }
 
@@ -246,20 +243,17 @@ export class UrlStore {
 
   /**
    * Stage a row change in `batch`: the new row (or its removal, `next` null) and its index
-   * entry, given the row as the store holds it now (`prev`, undefined when absent). `key`, when
-   * given, is the row's key (rowKey of its URL): written as it is, and its bytes copied into the
-   * queue key (frontier-keys.ts queueKey) instead of the URL encoded again.
+   * entry, given the row as the store holds it now (`prev`, undefined when absent).
    */
-  stage(batch: KvBatch, prev: UrlStateMsg | undefined, next: UrlStateMsg | null, nextBytes?: Buffer, key?: Buffer): void {
+  stage(batch: KvBatch, prev: UrlStateMsg | undefined, next: UrlStateMsg | null, nextBytes?: Buffer): void {
     const url = next?.url ?? prev?.url;
     if (url === undefined) return;
-    const k = key ?? rowKey(url);
-    const before = prev ? indexEntry(prev, this.levelOf, k) : null;
-    const after = next ? indexEntry(next, this.levelOf, k) : null;
+    const before = prev ? indexEntry(prev, this.levelOf) : null;
+    const after = next ? indexEntry(next, this.levelOf) : null;
     if (before && !(after && after[0].equals(before[0]))) batch.del(before[0]);
     if (after) batch.put(after[0], after[1]);
-    if (next) batch.put(k, nextBytes ? storedRow(nextBytes) : encodeStoredRow(next));
-    else batch.del(k);
+    if (next) batch.put(rowKey(url), nextBytes ? storedRow(nextBytes) : encodeStoredRow(next));
+    else batch.del(rowKey(url));
     const delta = deltaOf(batch);
     if (prev) delta[prev.state] = (delta[prev.state] ?? 0) - 1;
     if (next) delta[next.state] = (delta[next.state] ?? 0) + 1;

@@ -10,7 +10,6 @@
  * In: crawl.links (+ crawl.host-policy for learned trap rules). Out: crawl.frontier. Both
  * carry groups of URLs of one host (lib/link-groups): each link is screened alone.
  */
-import type { UrlHash } from '../lib/bloom/hash';
 import type { SeenSet } from '../lib/bloom/types';
 import { HostPolicyTable } from '../lib/host-policy';
 import type { CandidateMsg, HostPolicyMsg, LinkMsg } from '../lib/messages';
@@ -109,28 +108,6 @@ interface Screened {
   hosts: string[];
   from: LinkMsg[];
   seeds: boolean[];
-  /** Each URL's hash, when the set takes hashes (SeenSet.hash): made once for its check and its add. */
-  hashes?: UrlHash[];
-}
-
-/**
- * The hashes of a batch's produced URLs (producedUrls' order), by the array of records the batch
- * returned (the runtime hands that array to `produced`), for the set's add. A Map of batches, not a
- * WeakMap of records: a WeakMap entry a record cost more in V8's GC than the lookups it saved.
- */
-export class KeptHashes {
-  private readonly byBatch = new Map<readonly OutRecord[], UrlHash[]>();
-  constructor(private readonly most = 256) {}
-  set(outs: readonly OutRecord[], hashes: UrlHash[]): void {
-    // A batch never produced (its handler retried) is dropped oldest first: its URLs are then added by URL, if ever.
-    if (this.byBatch.size >= this.most) this.byBatch.delete(this.byBatch.keys().next().value!);
-    this.byBatch.set(outs, hashes);
-  }
-  take(outs: readonly OutRecord[]): UrlHash[] | undefined {
-    const hs = this.byBatch.get(outs);
-    if (hs) this.byBatch.delete(outs);
-    return hs;
-  }
 }
 
 /** Screen a batch, dropping (as 'seen') repeats of a URL within the batch itself. */
@@ -168,12 +145,10 @@ function screenBatch(links: readonly LinkMsg[], opts: SeenTestOptions): Screened
  * The new candidates, one crawl.frontier record per host and shared fields (lib/link-groups):
  * the groups groupCandidates makes of the candidates one at a time, built without them.
  */
-function emit(s: Screened, known: readonly boolean[], opts: SeenTestOptions, kept?: KeptHashes): OutRecord[] {
+function emit(s: Screened, known: readonly boolean[], opts: SeenTestOptions): OutRecord[] {
   const out: OutRecord[] = [];
-  // The open group of each host, the link record that opened it, and its URLs' hashes.
-  const open = new Map<string, { head: CandidateMsg; from: LinkMsg; hashes: UrlHash[] | null }>();
-  const hashes = kept ? s.hashes : undefined;
-  const groups: UrlHash[][] = [];
+  // The open group of each host, and the link record that opened it.
+  const open = new Map<string, { head: CandidateMsg; from: LinkMsg }>();
   for (let i = 0; i < s.urls.length; i++) {
     const url = s.urls[i];
     if (known[i] && !s.seeds[i]) {
@@ -185,17 +160,13 @@ function emit(s: Screened, known: readonly boolean[], opts: SeenTestOptions, kep
     const g = open.get(host);
     if (g && (g.from === link || sameCandidateFields(g.head, candidateOf(url, host, link)))) {
       g.head.more_urls!.push(url);
-      g.hashes?.push(hashes![i]);
       continue;
     }
     const head = candidateOf(url, host, link);
     head.more_urls = [];
-    const hs = hashes ? [hashes[i]] : null;
-    if (hs) groups.push(hs);
-    open.set(host, { head, from: link, hashes: hs });
+    open.set(host, { head, from: link });
     out.push({ topic: 'frontier', key: host, host, value: head });
   }
-  if (hashes && out.length) kept!.set(out, groups.flat());
   return out;
 }
 
@@ -205,26 +176,14 @@ export function seenTest(links: readonly LinkMsg[], seen: Pick<ExactSeenSet, 'ch
   return emit(s, seen.checkAndAdd(s.urls), opts);
 }
 
-/**
- * A batch against an async set: one check for the whole batch; nothing is added here. With
- * `kept`, a set that takes hashes (SeenSet.hash) is asked by hash, and the hashes of the URLs
- * forwarded are kept there for `producedAdd`.
- */
-export async function seenTestBatch(links: readonly LinkMsg[], seen: SeenSet, opts: SeenTestOptions, kept?: KeptHashes): Promise<OutRecord[]> {
+/** A batch against an async set: one check for the whole batch; nothing is added here. */
+export async function seenTestBatch(links: readonly LinkMsg[], seen: SeenSet, opts: SeenTestOptions): Promise<OutRecord[]> {
   const s = screenBatch(links, opts);
-  const byHash = kept && seen.hash && seen.checkHashes && seen.addHashes ? seen : null;
-  let answers: boolean[] = [];
-  if (byHash) {
-    const hashes = (s.hashes = s.urls.map((u) => byHash.hash!(u)));
-    const ask = hashes.filter((_, i) => !s.seeds[i]);
-    if (ask.length) answers = await byHash.checkHashes!(ask);
-  } else {
-    const ask = s.urls.filter((_, i) => !s.seeds[i]);
-    if (ask.length) answers = await seen.check(ask);
-  }
+  const ask = s.urls.filter((_, i) => !s.seeds[i]);
+  const answers = ask.length ? await seen.check(ask) : [];
   let j = 0;
   const known = s.seeds.map((seed) => (seed ? false : answers[j++]));
-  return emit(s, known, opts, byHash ? kept : undefined);
+  return emit(s, known, opts);
 }
 
 /** The URLs of a batch's frontier emits: what `produced` adds to the set. */
@@ -239,14 +198,6 @@ export function producedUrls(outs: readonly OutRecord[]): string[] {
   return urls;
 }
 
-/** Add a batch's produced URLs to the set: by the hashes kept for the batch (seenTestBatch), else by URL. */
-export async function producedAdd(outs: readonly OutRecord[], seen: SeenSet, kept: KeptHashes): Promise<void> {
-  const hashes = kept.take(outs);
-  if (hashes) return seen.addHashes!(hashes);
-  const urls = producedUrls(outs);
-  if (urls.length) await seen.add(urls);
-}
-
 export interface SeenTestStageOptions extends SeenTestOptions {
   trapOptions?: TrapOptions;
   /** The host-policy view fed by crawl.host-policy; a fresh one when absent. */
@@ -256,8 +207,6 @@ export interface SeenTestStageOptions extends SeenTestOptions {
 export function seenTestStage(seen: SeenSet, opts: SeenTestStageOptions): Stage {
   const policy = opts.policy ?? new HostPolicyTable();
   const o: SeenTestOptions = { ...opts, traps: opts.traps ?? new TrapScreen(policy, opts.trapOptions) };
-  // Each batch's URLs' hashes from its check to its add (a set that takes hashes).
-  const kept = new KeptHashes();
   return {
     id: 'seen-test',
     inputs: ['links'],
@@ -268,13 +217,14 @@ export function seenTestStage(seen: SeenSet, opts: SeenTestStageOptions): Stage 
       if (topic === 'hostPolicy') policy.apply(rec.key, rec.value as HostPolicyMsg | null);
     },
     handle(rec, ctx) {
-      return seenTestBatch([rec.value as LinkMsg], seen, { ...o, now: ctx.now }, kept);
+      return seenTestBatch([rec.value as LinkMsg], seen, { ...o, now: ctx.now });
     },
     handleBatch(recs, ctx) {
-      return seenTestBatch(recs.map((r) => r.value as LinkMsg), seen, { ...o, now: ctx.now }, kept);
+      return seenTestBatch(recs.map((r) => r.value as LinkMsg), seen, { ...o, now: ctx.now });
     },
     async produced(outs) {
-      await producedAdd(outs, seen, kept);
+      const urls = producedUrls(outs);
+      if (urls.length) await seen.add(urls);
     },
   };
 }

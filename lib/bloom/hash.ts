@@ -34,19 +34,11 @@ const digest = new Uint32Array(4);
 export function hashUrl(url: string): UrlHash {
   const known = recent.get(url);
   if (known !== undefined) return known;
-  const h = urlHash(url);
+  md5Utf8(url, digest);
+  const h = { w0: digest[0], h1: digest[1], h2: digest[2] };
   if (recent.size >= RECENT_MAX) recent.clear();
   recent.set(url, h);
   return h;
-}
-
-/**
- * A URL's hash, not kept: for a caller that holds it from the check to the add itself
- * (seen-test with MemoryBloom: SeenSet.hash), which then needs no lookup by URL.
- */
-export function urlHash(url: string): UrlHash {
-  md5Utf8(url, digest);
-  return { w0: digest[0], h1: digest[1], h2: digest[2] };
 }
 
 export function shardOf(h: UrlHash, b: Pick<BloomParams, 'shards'>): number {

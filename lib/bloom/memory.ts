@@ -3,7 +3,7 @@
  * implementation (connectors/redis-bloom.ts) must agree with bit for bit (same hash, same
  * offsets, same shard choice).
  */
-import { bitOffsets, hashUrl, shardOf, urlHash, type UrlHash } from './hash';
+import { bitOffsets, hashUrl, shardOf } from './hash';
 import { estimatedFpRate, fillRatio, type BloomParams } from './sizing';
 import type { BloomStats, SeenSet } from './types';
 
@@ -18,10 +18,7 @@ export class MemoryBloom implements SeenSet {
   }
 
   has(url: string): boolean {
-    return this.hasHash(hashUrl(url));
-  }
-
-  private hasHash(h: UrlHash): boolean {
+    const h = hashUrl(url);
     const bits = this.shards[shardOf(h, this.params)];
     for (const o of bitOffsets(h, this.params, this.offsets)) {
       if ((bits[o >>> 3] & (1 << (o & 7))) === 0) return false;
@@ -31,10 +28,7 @@ export class MemoryBloom implements SeenSet {
 
   /** Set the URL's bits; true when at least one was clear (the URL was new). */
   put(url: string): boolean {
-    return this.putHash(hashUrl(url));
-  }
-
-  private putHash(h: UrlHash): boolean {
+    const h = hashUrl(url);
     const bits = this.shards[shardOf(h, this.params)];
     let fresh = false;
     for (const o of bitOffsets(h, this.params, this.offsets)) {
@@ -54,18 +48,6 @@ export class MemoryBloom implements SeenSet {
 
   async add(urls: readonly string[]): Promise<void> {
     for (const u of urls) this.put(u);
-  }
-
-  hash(url: string): UrlHash {
-    return urlHash(url);
-  }
-
-  async checkHashes(hashes: readonly UrlHash[]): Promise<boolean[]> {
-    return hashes.map((h) => this.hasHash(h));
-  }
-
-  async addHashes(hashes: readonly UrlHash[]): Promise<void> {
-    for (const h of hashes) this.putHash(h);
   }
 
   stats(): BloomStats {

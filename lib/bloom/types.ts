@@ -1,5 +1,3 @@
-import type { UrlHash } from './hash';
-
 /**
  * The seen set as seen-test uses it. Contract: `check` never answers "seen" for a URL that
  * was never added (save the designed false-positive rate); `add` is called only after the
@@ -11,14 +9,6 @@ export interface SeenSet {
   check(urls: readonly string[]): Promise<boolean[]>;
   add(urls: readonly string[]): Promise<void>;
   close?(): Promise<void>;
-  /**
-   * A set that hashes URLs may offer check and add by hash (all three or none): the caller hashes
-   * each URL once and carries the hash from its check to its add, so no cache of hashes by URL
-   * is looked up (lib/bloom/hash.ts hashUrl's) for either.
-   */
-  hash?(url: string): UrlHash;
-  checkHashes?(hashes: readonly UrlHash[]): Promise<boolean[]>;
-  addHashes?(hashes: readonly UrlHash[]): Promise<void>;
 }
 
 /** What a filter reports about its load, for metrics and `crawl bloom stats`. */

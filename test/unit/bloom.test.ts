@@ -117,20 +117,6 @@ describe('MemoryBloom', () => {
     expect(s.estimatedFpRate).toBeCloseTo(0.01, 2);
   });
 
-  it('answers and adds by hash (SeenSet.hash) as it does by URL', async () => {
-    const a = new MemoryBloom(bloomParams(5_000, 0.01, 2_000));
-    const b = new MemoryBloom(bloomParams(5_000, 0.01, 2_000));
-    const added = urls('in', 5_000);
-    await a.add(added);
-    await b.addHashes(added.map((u) => b.hash(u)));
-    const probe = [...added, ...urls('out', 20_000)];
-    const answers = await a.check(probe);
-    expect(answers.filter(Boolean).length).toBeGreaterThan(5_000);
-    expect(await b.checkHashes(probe.map((u) => b.hash(u)))).toEqual(answers);
-    expect(await b.check(probe)).toEqual(answers);
-    expect(b.stats().added).toBe(a.stats().added);
-  });
-
   it('counts a URL once however often it is added', () => {
     const b = new MemoryBloom(bloomParams(1000, 0.01));
     expect(b.put('https://a.example/')).toBe(true);
