@@ -200,7 +200,11 @@ function threadCpuRow(run: ChildRun, urls: number): string | null {
   const others = Object.keys(b).filter((t) => t !== pid).map((t) => b[t] - (a[t] ?? 0)).sort((x, y) => y - x);
   const all = Number(to.processCpuMs) - Number(from.processCpuMs);
   const ended = all - main - others.reduce((x, y) => x + y, 0);
-  return `${us(all)} µs: main thread ${us(main)}; others, largest first: ${others.filter((ms) => ms >= 10).map(us).join(', ')}; threads that ended ${us(Math.max(0, ended))} µs`;
+  // The kernel's share (system calls, page faults: a store larger than the page cache reads its tables from disk).
+  const sys = to.processSystemMs !== undefined && from.processSystemMs !== undefined ? Number(to.processSystemMs) - Number(from.processSystemMs) : NaN;
+  const faults = to.majorFaults !== undefined && from.majorFaults !== undefined ? Number(to.majorFaults) - Number(from.majorFaults) : NaN;
+  const kernel = Number.isNaN(sys) ? '' : `; of all, in the kernel ${us(sys)} µs; major page faults ${faults.toLocaleString('en')}`;
+  return `${us(all)} µs: main thread ${us(main)}; others, largest first: ${others.filter((ms) => ms >= 10).map(us).join(', ')}; threads that ended ${us(Math.max(0, ended))} µs${kernel}`;
 }
 
 /**
