@@ -25,6 +25,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { launcherEnv, launcherNodeFlags } from './args';
 import { parsePeakRssBytes, parseRssParts, type RssParts } from './proc-stat';
+import { addLevelDbLog, describeWrites, emptyWrites } from './leveldb-log';
 
 export interface FrontierScaleArgs {
   urls: number;
@@ -199,7 +200,28 @@ function threadCpuRow(run: ChildRun, urls: number): string | null {
   const others = Object.keys(b).filter((t) => t !== pid).map((t) => b[t] - (a[t] ?? 0)).sort((x, y) => y - x);
   const all = Number(to.processCpuMs) - Number(from.processCpuMs);
   const ended = all - main - others.reduce((x, y) => x + y, 0);
-  return `${us(all)} µs: main thread ${us(main)}; others, largest first: ${others.filter((ms) => ms >= 10).map(us).join(', ')}; threads that ended ${us(Math.max(0, ended))} µs`;
+  // The kernel's share (system calls, page faults: a store larger than the page cache reads its tables from disk).
+  const sys = to.processSystemMs !== undefined && from.processSystemMs !== undefined ? Number(to.processSystemMs) - Number(from.processSystemMs) : NaN;
+  const faults = to.majorFaults !== undefined && from.majorFaults !== undefined ? Number(to.majorFaults) - Number(from.majorFaults) : NaN;
+  const kernel = Number.isNaN(sys) ? '' : `; of all, in the kernel ${us(sys)} µs; major page faults ${faults.toLocaleString('en')}`;
+  return `${us(all)} µs: main thread ${us(main)}; others, largest first: ${others.filter((ms) => ms >= 10).map(us).join(', ')}; threads that ended ${us(Math.max(0, ended))} µs${kernel}`;
+}
+
+/**
+ * What the stores' LevelDB wrote so far (their LOGs, read at the intake's end: write amplification
+ * by level, seek compactions, writes that waited), or null when there is no store.
+ */
+function storeWrites(frontierDir: string): { stores: number; text: string } | null {
+  if (!existsSync(frontierDir)) return null;
+  const w = emptyWrites();
+  let stores = 0;
+  for (const name of readdirSync(frontierDir)) {
+    const log = join(frontierDir, name, 'LOG');
+    if (!existsSync(log)) continue;
+    addLevelDbLog(readFileSync(log, 'utf8'), w);
+    stores++;
+  }
+  return stores ? { stores, text: describeWrites(w) } : null;
 }
 
 async function kill9(run: ChildRun): Promise<void> {
@@ -235,6 +257,8 @@ export async function runFrontierScale(a: FrontierScaleArgs): Promise<string> {
     rows.push(['intake', `${Math.round(taken / intakeSecs).toLocaleString('en')} URLs/s (${intakeSecs.toFixed(0)} s)`]);
     const cpu = threadCpuRow(first, taken);
     if (cpu) rows.push(['CPU per URL in the intake', cpu]);
+    const writes = storeWrites(join(dir, 'state', 'frontier'));
+    if (writes) rows.push([`LevelDB's writes in the intake (${writes.stores} stores' LOGs)`, writes.text]);
     await first.wait((e) => e.event === 'leases' && first.events.filter((x) => x.event === 'leases').length >= a.leaseSecs, (a.leaseSecs + 60) * 1000);
     const perSec = first.events.filter((e) => e.event === 'leases').map((e) => Number(e.perSec));
     const window = perSec.slice(2);
