@@ -98,12 +98,9 @@ const DRAIN_MAX_MS = 30_000;
  * default would hold every page of a small crawl back from parse that long) and at 1,000 records,
  * about 500 pages, rather than 4,000. Pages reach parse only once their file is stored; on the
  * benchmark's web with 200 ms responses, files of 500 pages kept the crawler 91.4-92.7% busy
- * against 87.3-90.3% with 2,000 (four pairs, bench/HISTORY.md, 29th edition). Since #35's
- * real pages: every 500 ms and at 250 records (about 125 pages): parse gets pages a few at a
- * time instead of 500 at once, and the event loop and the parse worker take turns less
- * (docs/performance.md, "Smaller WARC files for crawl run").
+ * against 87.3-90.3% with 2,000 (four pairs, bench/HISTORY.md, 29th edition).
  */
-export const EMBEDDED_WARC_DEFAULTS: Readonly<Partial<CrawlConfig>> = { warcMaxAgeMs: 500, warcMaxRecords: 250 };
+export const EMBEDDED_WARC_DEFAULTS: Readonly<Partial<CrawlConfig>> = { warcMaxAgeMs: 2000, warcMaxRecords: 1000 };
 
 /**
  * `crawl run` keeps at most 8,192 leases in flight (CRAWL_FRONTIER_MAX_LEASES): its log holds

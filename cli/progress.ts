@@ -6,8 +6,8 @@
  * own (`npm run bench` reads `, parsed N,` from them).
  *
  * The count and the rate are of responses as they arrive, not of pages stored: a page is stored
- * only when its WARC file is (every 500 ms in `crawl run`; 2 s when a line a second counting stored
- * pages showed the same number twice with two different rates).
+ * only when its WARC file is (every 2 s in `crawl run`), so a line a second counting stored
+ * pages showed the same number twice with two different rates.
  */
 import { clearLine, cursorTo } from 'node:readline';
 

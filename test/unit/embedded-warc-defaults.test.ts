@@ -3,10 +3,10 @@ import { EMBEDDED_LEASE_DEFAULTS, EMBEDDED_WARC_DEFAULTS } from '../../cli/embed
 import { DEFAULTS, loadConfig } from '../../lib/config';
 
 describe('EMBEDDED_WARC_DEFAULTS', () => {
-  it('stores files every 500 ms and at 250 records when the environment says nothing', () => {
+  it('stores files every 2 s and at 1,000 records when the environment says nothing', () => {
     const cfg = loadConfig({}, {}, EMBEDDED_WARC_DEFAULTS);
-    expect(cfg.warcMaxAgeMs).toBe(500);
-    expect(cfg.warcMaxRecords).toBe(250);
+    expect(cfg.warcMaxAgeMs).toBe(2000);
+    expect(cfg.warcMaxRecords).toBe(1000);
     // A cluster's files (Kafka mode, no such override) keep the general defaults.
     expect(DEFAULTS.warcMaxRecords).toBe(4000);
     expect(DEFAULTS.warcMaxAgeMs).toBe(30_000);
@@ -17,10 +17,10 @@ describe('EMBEDDED_WARC_DEFAULTS', () => {
     const cfg = loadConfig(env, {}, EMBEDDED_WARC_DEFAULTS);
     expect(cfg.warcMaxRecords).toBe(4000);
     expect(cfg.warcMaxAgeMs).toBe(30_000);
-    const onlyRecords = { CRAWL_WARC_MAX_RECORDS: '1000' };
+    const onlyRecords = { CRAWL_WARC_MAX_RECORDS: '250' };
     const mixed = loadConfig(onlyRecords, {}, EMBEDDED_WARC_DEFAULTS);
-    expect(mixed.warcMaxRecords).toBe(1000);
-    expect(mixed.warcMaxAgeMs).toBe(500);
+    expect(mixed.warcMaxRecords).toBe(250);
+    expect(mixed.warcMaxAgeMs).toBe(2000);
   });
 });
 
