@@ -3,7 +3,6 @@
  * Content-Type charset, then a prescan of the first 1024 bytes for <meta charset> or
  * http-equiv), and decoding with Node's TextDecoder.
  */
-import { isAscii, isUtf8, transcode } from 'node:buffer';
 import { TextDecoder } from 'node:util';
 
 /** The charset parameter of a Content-Type value or a meta content attribute. */
@@ -62,36 +61,9 @@ const CP1252 = '\u20ac\x81\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u0160
   '\x90\u2018\u2019\u201c\u201d\u2022\u2013\u2014\u02dc\u2122\u0161\u203a\u0153\x9d\u017e\u0178';
 const CP1252_BROKEN = new TextDecoder('windows-1252').decode(new Uint8Array([0x80])) !== '\u20ac';
 
-/**
- * UTF-8 bodies up to this size are decoded by ICU's transcoder rather than TextDecoder (below).
- * Half of Node's threshold (EXTERN_APEX, about 1 MB) for making a string external: the page's
- * text, two bytes a character, then stays on the JavaScript heap as TextDecoder's does, so a
- * parse worker's heap limit still counts it (test/embedded/parse-pool.test.ts relies on that).
- */
-export const FAST_UTF8_MAX_BYTES = 512 * 1024;
-
-/**
- * A valid UTF-8 body (BOM already left out) as a string, as TextDecoder would decode it, but
- * faster: V8's UTF-8 decoding (TextDecoder, `toString('utf8')`) took 0.32-0.42 ms for a page of
- * the benchmark's web (262 KiB), ICU's transcoding to UTF-16 and a copy 0.23-0.31 (docs/performance.md,
- * "Decoding the page"). An ASCII body is read as Latin-1, the same string, and one byte a character.
- * Null for an invalid or bigger body: TextDecoder's replacement of invalid bytes is the rule then.
- */
-function fastUtf8(body: Buffer): string | null {
-  if (body.length > FAST_UTF8_MAX_BYTES) return null;
-  if (isAscii(body)) return body.toString('latin1');
-  if (!isUtf8(body)) return null;
-  return transcode(body, 'utf8', 'utf16le').toString('utf16le');
-}
-
 const decoders = new Map<string, TextDecoder>();
 export function decodeBody(body: Buffer, contentTypeHeader: string | null): { text: string; charset: string } {
   const charset = sniffCharset(body, contentTypeHeader);
-  if (charset === 'utf-8') {
-    const bom = body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf;
-    const text = fastUtf8(bom ? body.subarray(3) : body);
-    if (text !== null) return { text, charset };
-  }
   let d = decoders.get(charset);
   if (!d) { d = new TextDecoder(charset); decoders.set(charset, d); }
   // TextDecoder drops a BOM that matches the encoding and replaces invalid bytes with U+FFFD.
