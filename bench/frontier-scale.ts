@@ -11,12 +11,13 @@
  *   4. store deleted: rebuilt from the changelog (the journal's crawl.urls), rows/s, and the
  *      first lease after it.
  * Disk bytes per URL: the store's folder and the changelog's, after the intake.
- * `--keep DIR --rebuild-only` runs step 4 alone on a kept run's journal (an A/B of the rebuild;
- * each run appends the few records its 5 s of leases write). `--keep DIR --restart-only` runs
- * step 3 alone on a kept run's store and journal, deleting nothing: a process restores, leases
- * for a few seconds (so the state killed is a live one: leases in flight, LevelDB's memtable and
- * write-ahead log not flushed), is killed -9, and the next start is the one measured (an A/B of
- * the restart; each run appends its leases' records). `--hosts H` sets the web's hosts.
+ * `--keep DIR --rebuild-only` runs step 4 alone on a kept run's journal (an A/B of the rebuild).
+ * `--keep DIR --restart-only` runs step 3 alone on a kept run's store and journal: a process
+ * restores, leases for a few seconds (so the state killed is a live one: leases in flight,
+ * LevelDB's memtable and write-ahead log not flushed), is killed -9, and the next start is the
+ * one measured (an A/B of the restart). Both run on a scratch view of DIR, removed at the end
+ * (bench/frontier-scale-keep.ts): DIR stays as the full run left it, every run starts from the
+ * same state. `--hosts H` sets the web's hosts.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -24,6 +25,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { launcherEnv, launcherNodeFlags } from './args';
+import { dropScratch, makeScratch } from './frontier-scale-keep';
 import { parsePeakRssBytes, parseRssParts, type RssParts } from './proc-stat';
 import { addLevelDbLog, describeWrites, emptyWrites } from './leveldb-log';
 
@@ -235,12 +237,13 @@ export async function runFrontierScale(a: FrontierScaleArgs): Promise<string> {
   const parts = a.partitions ?? 8;
   if (a.rebuildOnly) {
     if (!existsSync(join(dir, 'state', 'topics', 'crawl.urls'))) throw new Error(`--rebuild-only: no journal in ${dir} (run once with --keep ${dir})`);
-    await rebuildStep(dir, rows, parts, a.profile);
+    // The store is not viewed: the rebuild deletes it, then builds one in the view.
+    await inScratch(dir, ['frontier'], (scratch) => rebuildStep(scratch, rows, parts, a.profile));
     return report(a, rows);
   }
   if (a.restartOnly) {
     if (!existsSync(join(dir, 'state', 'topics', 'crawl.urls')) || !existsSync(join(dir, 'state', 'frontier'))) throw new Error(`--restart-only: no journal and store in ${dir} (run once with --keep ${dir})`);
-    await restartStep(dir, rows, parts, a.profile);
+    await inScratch(dir, [], (scratch) => restartStep(scratch, rows, parts, a.profile));
     return report(a, rows);
   }
   rmSync(dir, { recursive: true, force: true });
@@ -285,6 +288,16 @@ export async function runFrontierScale(a: FrontierScaleArgs): Promise<string> {
     if (!a.dir) rmSync(dir, { recursive: true, force: true });
   }
   return report(a, rows);
+}
+
+/** Run `step` in a scratch view of the kept `dir` (bench/frontier-scale-keep.ts), then remove the view. */
+async function inScratch(dir: string, skip: string[], step: (scratch: string) => Promise<void>): Promise<void> {
+  const scratch = makeScratch(dir, skip);
+  try {
+    await step(scratch);
+  } finally {
+    dropScratch(dir);
+  }
 }
 
 const secs1 = (ms: number): string => (ms / 1000).toFixed(1);
