@@ -18,8 +18,7 @@ import { AvroFileSink } from '../runtime/avro-file-sink';
 import { buildStages, STAGE_NAMES } from '../runtime/build-stages';
 import { EmbeddedRunner } from '../runtime/embedded-runner';
 import { embeddedHoldRules, holdWhileOf, UncommittedBytes, withParseBacklogBytes, withWarcBacklog } from '../runtime/backlog-holds';
-import { ByteBudget } from '../lib/byte-budget';
-import { fetchedBytes, RAW_BODY_MAX_BYTES } from '../lib/fetched-body';
+import { fetchedBytes } from '../lib/fetched-body';
 import { fetchedWithoutBody } from '../runtime/fetched-disk-form';
 import { FileLog } from '../runtime/file-log';
 import type { OutRecord, Stage } from '../runtime/stage';
@@ -167,8 +166,6 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   const parseStateDir = join(opts.out, 'state', 'parse');
   const stages = buildStages(STAGE_NAMES, {
     config, http, warc, textWarc, scope: feed.scope, frontierStateDir: join(opts.out, 'state', 'frontier'), parseStateDir, hostPolicy,
-    // Parse is in this process: pages may reach it as their bodies, not their gzipped records (lib/fetched-body.ts).
-    rawBodies: new ByteBudget(RAW_BODY_MAX_BYTES),
     onOutcome: (outcome) => {
       if (outcome === 'FAILED' || outcome === 'REFUSED' || outcome === 'ROBOTS_UNAVAILABLE') counts.failures++;
     },

@@ -10,9 +10,7 @@
  */
 import { FetchError, type HttpCapture, type HttpClient, type HttpFetchOptions } from '../connectors/types';
 import type { CrawlConfig } from '../lib/config';
-import type { ByteBudget } from '../lib/byte-budget';
-import { handOverBody } from '../lib/fetched-body';
-import { bodyHead, bodyLength, bodyParts, bodySha256 } from '../lib/net/capture-body';
+import { bodyHead, bodyLength, bodySha256 } from '../lib/net/capture-body';
 import { HostPolicyTable, hostPolicyKey } from '../lib/host-policy';
 import type { FetchOutcome, FetchRequestMsg, FetchStatusMsg, FetchedPageMsg, HostPolicyMsg, LinkMsg, OptOutMsg } from '../lib/messages';
 import { OptOutRegistry } from '../lib/optout-registry';
@@ -44,12 +42,6 @@ export interface FetchDeps {
   onOutcome?: (outcome: FetchOutcome, status: number | null, reason: string | null) => void;
   /** The host-policy view, when stages of one process share it (runtime/build-stages.ts); else one of its own. */
   policy?: HostPolicyTable;
-  /**
-   * `crawl run` only (parse in the same process): room for page bodies kept until their WARC file
-   * is stored, to go to parse as they are rather than as their gzipped record (lib/fetched-body.ts
-   * RAW_BODY_MAX_BYTES). Without it (Kafka mode: the page crosses the broker) every stored page goes as its record.
-   */
-  rawBodies?: ByteBudget;
 }
 
 const EMPTY_BODY = Buffer.alloc(0);
@@ -333,31 +325,19 @@ export function fetchStage(deps: FetchDeps): Stage & FollowsOptOuts {
     const xRobotsTag = header(c, 'x-robots-tag');
     // The capture, not its `body`, which would join the page's chunks into a copy.
     let bodyUntilBuilt: HttpCapture | null = c;
-    // Or, in `crawl run` while there is room, until the file is stored: the page then goes to
-    // parse as its body, which the parse worker need not inflate.
-    // (The callback must not hold the capture itself, only through bodyUntilBuilt.)
-    const bodyBytes = isPage && deps.rawBodies ? bodyLength(c) : 0;
-    let rawBytes = 0;
-    const built = (): void => {
-      if (bodyBytes > 0 && deps.rawBodies!.tryAcquire(bodyBytes)) rawBytes = bodyBytes;
-      else bodyUntilBuilt = null;
-    };
-    const archived = v.entry ? deps.archive(v.entry, built) : null;
+    const archived = v.entry ? deps.archive(v.entry, () => void (bodyUntilBuilt = null)) : null;
     v.entry = null;
     const pending = (async (): Promise<OutRecord[]> => {
       let ptr: WarcPointer | null = null;
       try {
         ptr = archived ? await archived : null;
       } catch (err) {
-        if (rawBytes) deps.rawBodies!.release(rawBytes);
         // Not stored, so not announced: the URL is retried later (a full disk, a store outage).
         ctx.log.error({ url: req.url, err: (err as Error).message }, 'WARC store failed');
         const failed = { ...base, outcome: 'FAILED' as const, reason: 'store-failed' };
         report(failed);
         return [statusRecord(failed)];
       }
-      const raw = rawBytes > 0 ? bodyUntilBuilt : null;
-      if (rawBytes) deps.rawBodies!.release(rawBytes);
       const final = { ...base, warc_uri: ptr?.uri ?? null, warc_offset: ptr?.offset ?? null, warc_length: ptr?.length ?? null };
       report(final);
       const out: OutRecord[] = [statusRecord(final)];
@@ -365,10 +345,9 @@ export function fetchStage(deps: FetchDeps): Stage & FollowsOptOuts {
         // The page goes on as its stored response record (lib/fetched-body), compressed: the
         // body itself is not kept until parse gets to it.
         if (!ptr.recordGz && !bodyUntilBuilt) throw new Error(`${req.url}: the archive said the record was built but handed back no record`);
-        const body = raw ? handOverBody(bodyParts(raw)) : ptr.recordGz ? EMPTY_BODY : bodyUntilBuilt!.body;
         const page: FetchedPageMsg = {
           url: req.url, final_url: req.url, host: req.host, depth: req.depth, fetched_at: finished, http_status: httpStatus,
-          content_type: contentType, body, record_gz: raw ? null : ptr.recordGz ?? null, truncated, sha256: sha256!,
+          content_type: contentType, body: ptr.recordGz ? EMPTY_BODY : bodyUntilBuilt!.body, record_gz: ptr.recordGz ?? null, truncated, sha256: sha256!,
           prev_sha256: req.prev_sha256, warc: { uri: ptr.uri, offset: ptr.offset, length: ptr.length }, x_robots_tag: xRobotsTag,
           record_id: ptr.recordId, priority: req.priority ?? null,
         };

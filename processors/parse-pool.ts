@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Piscina } from 'piscina';
 import { ByteBudget } from '../lib/byte-budget';
-import { fetchedBytes, takeMovable } from '../lib/fetched-body';
+import { fetchedBytes } from '../lib/fetched-body';
 import type { FetchedPageMsg } from '../lib/messages';
 import { ANALYZER_CONCURRENCY, analyzePage, type PageAnalysis } from './parse';
 import type { ParseTask, WorkerAnalysis } from './parse-worker';
@@ -41,8 +41,6 @@ export interface ParseAnalyzer {
 export function ownBytes(b: Uint8Array): Uint8Array {
   return b.byteOffset === 0 && b.byteLength === b.buffer.byteLength ? b : new Uint8Array(b);
 }
-
-const NO_BYTES = new Uint8Array(0);
 
 /** Bytes of pages (body and record) in the workers' queues at once, at most (one page may exceed it alone). */
 export const ANALYZER_MAX_BYTES = 64 * 1024 * 1024;
@@ -178,13 +176,7 @@ export function createParseAnalyzer(threads: number, userAgent: string, maxOldGe
       if (bytes !== b) transferList.push(bytes.buffer as ArrayBuffer);
       return bytes as Buffer;
     };
-    // A body fetch made for this hand-off (lib/fetched-body handOverBody) is moved as it is: the
-    // message keeps an empty one, and reads it back from its WARC record if it is analysed again.
-    const moved = takeMovable(page.body);
-    if (moved) transferList.push(page.body.buffer as ArrayBuffer);
-    // (A body moved away by an earlier attempt is empty, detached: the worker reads it back.)
-    const body = moved ? page.body : page.body.length === 0 ? (NO_BYTES as Buffer) : own(page.body);
-    const sent = { ...page, body, record_gz: page.record_gz ? own(page.record_gz) : null };
+    const sent = { ...page, body: own(page.body), record_gz: page.record_gz ? own(page.record_gz) : null };
     const worker = choice.take();
     let a: WorkerAnalysis;
     try {
@@ -205,10 +197,9 @@ export function createParseAnalyzer(threads: number, userAgent: string, maxOldGe
  * A page whose analysis took a worker past its heap limit (the worker is ended; piscina starts
  * another): analysed here, on the stage's thread, whose heap has no such limit, rather than
  * failed (a failed page is retried, and would fail again every time). Its bytes were moved to the
- * worker only when they were a copy or a body fetch made for the hand-off (read back then).
+ * worker only when they were a copy, so `page` still holds them.
  */
 function analyzeOnStageThread(page: FetchedPageMsg, userAgent: string, err: Error): PageAnalysis {
   process.emitWarning(`parse: ${page.url} took a parse worker past its heap limit (${err.message}); analysed on the stage's thread`);
-  // A body moved to the worker is read back from its WARC record there (lib/fetched-body fetchedBody).
   return analyzePage(page, { userAgent });
 }

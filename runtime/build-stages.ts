@@ -17,7 +17,6 @@ import { MemoryBloom } from '../lib/bloom/memory';
 import { bloomParams } from '../lib/bloom/sizing';
 import { trapOptionsFrom } from '../lib/traps';
 import { metrics, recordFetchStatus, setMetricSources, statusClass } from '../lib/metrics';
-import type { ByteBudget } from '../lib/byte-budget';
 import { observeEmits } from './observe';
 import { followsOptOuts, withRegistryReport } from './registry-report';
 import type { Stage } from './stage';
@@ -54,11 +53,6 @@ export interface StageDeps {
    * at its own pace, so each keeps its own.
    */
   hostPolicy?: HostPolicyTable;
-  /**
-   * `crawl run` only: room for page bodies fetch hands to parse as they are (processors/fetch.ts
-   * FetchDeps.rawBodies); absent (Kafka mode, where the page crosses the broker): as their gzipped records.
-   */
-  rawBodies?: ByteBudget;
 }
 
 export function buildStages(names: readonly StageName[], deps: StageDeps): Stage[] {
@@ -83,7 +77,7 @@ export function buildStages(names: readonly StageName[], deps: StageDeps): Stage
       return stage;
     },
     fetch: () => {
-      const stage = fetchStage({ http: deps.http, archive: (e, onBuilt) => deps.warc.append(e, onBuilt), config: c, onOutcome, policy: deps.hostPolicy, rawBodies: deps.rawBodies });
+      const stage = fetchStage({ http: deps.http, archive: (e, onBuilt) => deps.warc.append(e, onBuilt), config: c, onOutcome, policy: deps.hostPolicy });
       // Closing the fetch stage stores the open WARC file so waiting fetches are announced.
       const observed = observeEmits(stage, (o) => {
         if (o.topic !== 'fetchStatus') return;

@@ -120,36 +120,6 @@ const { exchangeRecords } = require(${JSON.stringify(join(ROOT, 'dist', 'lib', '
 })().catch((e) => { process.stderr.write(String(e && e.stack || e)); process.exit(1); });
 `;
 
-const movedScript = `${prelude}
-const { mkdtempSync, writeFileSync } = require('node:fs');
-const { tmpdir } = require('node:os');
-const { join } = require('node:path');
-const { pathToFileURL } = require('node:url');
-const { exchangeRecords } = require(${JSON.stringify(join(ROOT, 'dist', 'lib', 'warc', 'record.js'))});
-const { handOverBody } = require(${JSON.stringify(join(ROOT, 'dist', 'lib', 'fetched-body.js'))});
-(async () => {
-  const plain = page(3);
-  // Its stored record, as the WARC file holds it.
-  const c = { url: plain.url, ip: '127.0.0.1', status: 200, statusText: 'OK', headers: [['Content-Type', 'text/html']], requestHead: 'GET / HTTP/1.1\\r\\n\\r\\n', body: plain.body, truncated: false, startedAt: 0, elapsedMs: 1, responseMs: 1 };
-  const gz = exchangeRecords(c, { warcinfoId: '<urn:uuid:i>', payloadSha256: plain.sha256 })[1].gz;
-  const file = join(mkdtempSync(join(tmpdir(), 'moved-')), 'w.warc.gz');
-  writeFileSync(file, gz);
-  const warc = { uri: pathToFileURL(file).href, offset: 0, length: gz.length };
-  const a = await pool.analyze({ ...plain, warc });
-  // As fetch hands a body over in crawl run: moved to the worker, not copied.
-  const handed = { ...plain, warc, body: handOverBody([plain.body.subarray(0, 1000), plain.body.subarray(1000)]) };
-  const b = await pool.analyze(handed);
-  const movedAway = handed.body.length === 0;
-  // Analysed again (a retry): read back from the WARC record.
-  const d = await pool.analyze(handed);
-  // A body not made for the hand-off stays the caller's.
-  const e = await pool.analyze({ ...plain, warc });
-  await pool.close();
-  const strip = (x) => JSON.stringify({ ...x, text: null, releaseText: null });
-  process.stdout.write(JSON.stringify({ same: strip(a) === strip(b) && strip(a) === strip(d) && strip(a) === strip(e), movedAway, kept: plain.body.length > 0 }));
-})().catch((e) => { process.stderr.write(String(e && e.stack || e)); process.exit(1); });
-`;
-
 const textScript = `${prelude}
 const { analyzePage } = require(${JSON.stringify(join(ROOT, 'dist', 'processors', 'parse.js'))});
 (async () => {
@@ -240,12 +210,6 @@ describe('parse on a worker thread', () => {
     const r = spawnSync(process.execPath, ['-e', viewsScript], { encoding: 'utf8', timeout: 60_000 });
     expect(r.stderr).toBe('');
     expect(JSON.parse(r.stdout)).toEqual({ same: true, links: 25, intact: true });
-  }, 90_000);
-
-  test('a body fetch made for the hand-off is moved to the worker, not copied; analysed again, it is read back from its WARC record', () => {
-    const r = spawnSync(process.execPath, ['-e', movedScript], { encoding: 'utf8', timeout: 60_000 });
-    expect(r.stderr).toBe('');
-    expect(JSON.parse(r.stdout)).toEqual({ same: true, movedAway: true, kept: true });
   }, 90_000);
 
   test('returns the text as its UTF-8 bytes in the worker\'s shared ring, the rest as parsed on this thread', () => {

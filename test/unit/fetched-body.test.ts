@@ -15,8 +15,7 @@ import { LocalPageStore } from '../../connectors/page-store-local';
 import type { HttpCapture, HttpClient } from '../../connectors/types';
 import { avroType } from '../../lib/avro';
 import { DEFAULTS, type CrawlConfig } from '../../lib/config';
-import { ByteBudget } from '../../lib/byte-budget';
-import { bodyGone, fetchedBody, takeMovable } from '../../lib/fetched-body';
+import { fetchedBody } from '../../lib/fetched-body';
 import type { FetchRequestMsg, FetchedPageMsg } from '../../lib/messages';
 import { exchangeRecords } from '../../lib/warc/record';
 import { WarcWriter } from '../../lib/warc/writer';
@@ -91,7 +90,7 @@ describe('fetch sends a stored page as its response record; parse reads it', () 
   beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'fetched-body-'))));
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  async function fetchOne(rawBodies?: ByteBudget): Promise<FetchedPageMsg> {
+  async function fetchOne(): Promise<FetchedPageMsg> {
     const http: HttpClient = {
       async fetch(url: string): Promise<HttpCapture> {
         if (url.endsWith('/robots.txt')) return capture(url, { headers: [['Content-Type', 'text/plain']], body: Buffer.from('User-agent: *\nAllow: /\n') });
@@ -101,7 +100,7 @@ describe('fetch sends a stored page as its response record; parse reads it', () 
     };
     const warc = new WarcWriter({ store: new LocalPageStore(dir), prefix: 'test', maxRecords: 3 });
     let clock = 1_000_000;
-    const stage = fetchStage({ http, archive: (e, onBuilt) => warc.append(e, onBuilt), config: CFG, now: () => clock++, sleep: async (ms) => void (clock += ms), rawBodies });
+    const stage = fetchStage({ http, archive: (e, onBuilt) => warc.append(e, onBuilt), config: CFG, now: () => clock++, sleep: async (ms) => void (clock += ms) });
     const req: FetchRequestMsg = {
       url: 'http://a.test/page', host: 'a.test', depth: 1, lease_id: 'lease-1', lease_expires_at: 2_000_000, attempt: 1, prev_sha256: null, etag: null,
       last_modified: null, redirects: 0, priority: null,
@@ -154,41 +153,6 @@ describe('fetch sends a stored page as its response record; parse reads it', () 
     expect(onDisk.record_gz).toBeNull();
     const back = fetchedWithoutBody.fromDisk(onDisk) as FetchedPageMsg;
     expect(back.body.toString()).toBe(HTML);
-  });
-
-  test('crawl run, with room: the page goes as its body, made to be moved to the parse worker; the room is given back once stored', async () => {
-    const room = new ByteBudget(1024 * 1024);
-    const page = await fetchOne(room);
-    expect(page.record_gz).toBeNull();
-    expect(page.body.toString()).toBe(HTML);
-    expect(sha(page.body)).toBe(page.sha256);
-    expect(room.heldBytes).toBe(0);
-    expect(page.body.byteOffset === 0 && page.body.buffer.byteLength === page.body.length).toBe(true);
-    expect(takeMovable(page.body)).toBe(true);
-    expect(takeMovable(page.body)).toBe(false); // moved once only
-    // Its pointer still names the stored record, which holds the same body.
-    expect(fetchedWithoutBody.fromDisk(fetchedWithoutBody.toDisk(page)) as FetchedPageMsg).toMatchObject({ sha256: page.sha256 });
-  });
-
-  test('crawl run, without room: the page goes as its record', async () => {
-    const room = new ByteBudget(1024 * 1024);
-    expect(room.tryAcquire(1024 * 1024 - 10)).toBe(true);
-    const page = await fetchOne(room);
-    expect(page.body.length).toBe(0);
-    expect(page.record_gz).toBeInstanceOf(Buffer);
-    expect(fetchedBody(page).toString()).toBe(HTML);
-    expect(room.heldBytes).toBe(1024 * 1024 - 10);
-  });
-
-  test('a body moved away (to a parse worker) is read back from its WARC record when the page is analysed again, and checked', async () => {
-    const page = await fetchOne(new ByteBudget(1024 * 1024));
-    structuredClone(page.body, { transfer: [page.body.buffer as ArrayBuffer] });
-    expect(page.body.length).toBe(0);
-    expect(bodyGone(page)).toBe(true);
-    expect(fetchedBody(page).toString()).toBe(HTML);
-    expect(analyzePage(page, { userAgent: CFG.userAgent }).parsed.title).toBe('Kept');
-    expect(() => fetchedBody({ ...page, sha256: sha(Buffer.from('other')) })).toThrow(/read back from file:.* does not match its SHA-256/);
-    expect(() => fetchedBody({ ...page, warc: { ...page.warc, uri: `file://${dir}/gone.warc.gz` } })).toThrow(/cannot be read/);
   });
 
   test('the body can be collected once its record is built, while the WARC file is not yet stored', async () => {
