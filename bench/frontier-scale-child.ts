@@ -6,8 +6,9 @@
  *   {"event":"restored","ms":…,"threadCpuMs":[…],"threads":{…},"processCpuMs":…}   the store is current (after a tail replay or a
  *                                          rebuild); CPU of each thread so far, the main thread first
  *   {"event":"intake","urls":…,"secs":…,"heapBytes":…,"bufferBytes":…}   every 5 s while URLs are fed
- *   {"event":"intake-done","urls":…,"secs":…,"threads":{…},"processCpuMs":…}   CPU by thread id and of the
- *                                          whole process (threads that ended too) at the intake's end
+ *   {"event":"intake-done","urls":…,"secs":…,"threads":{…},"processCpuMs":…,"processSystemMs":…,"majorFaults":…}
+ *                                          CPU by thread id and of the whole process (threads that ended too; of it
+ *                                          in the kernel), and the process's major page faults, at the intake's end
  *   {"event":"first-lease","msSinceStart":…,"threadCpuMs":[…],"processCpuMs":…}
  *   {"event":"leases","perSec":…}          every second of the lease phase
  *
@@ -26,7 +27,7 @@ import { EmbeddedRunner } from '../runtime/embedded-runner';
 import { FileLog } from '../runtime/file-log';
 import type { OutRecord, Stage } from '../runtime/stage';
 import { ScaleWeb } from './frontier-scale-web';
-import { parseStatCpuMs } from './proc-stat';
+import { parseStatCpuMs, parseStatKernel } from './proc-stat';
 
 const started = Date.now();
 const [dir, feedArg, leaseArg, partsArg, hostsArg] = process.argv.slice(2);
@@ -44,7 +45,7 @@ const FEED_AHEAD = 4000;
  * thread its flushes and compaction), and of the whole process (threads that ended included: the
  * journal cleaner's passes).
  */
-const cpuByThread = (): { threads: Record<number, number>; processCpuMs: number } => {
+const cpuByThread = (): { threads: Record<number, number>; processCpuMs: number; processSystemMs: number; majorFaults: number } => {
   const threads: Record<number, number> = {};
   for (const t of readdirSync('/proc/self/task')) {
     try {
@@ -53,7 +54,9 @@ const cpuByThread = (): { threads: Record<number, number>; processCpuMs: number 
       // the thread ended
     }
   }
-  return { threads, processCpuMs: parseStatCpuMs(readFileSync('/proc/self/stat', 'utf8')) };
+  const stat = readFileSync('/proc/self/stat', 'utf8');
+  const k = parseStatKernel(stat);
+  return { threads, processCpuMs: parseStatCpuMs(stat), processSystemMs: k.systemMs, majorFaults: k.majorFaults };
 };
 /** CPU (ms) of each thread, the main thread first, the rest by thread id. */
 const threadCpuMs = (threads: Record<number, number>): number[] =>

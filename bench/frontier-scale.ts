@@ -11,12 +11,13 @@
  *   4. store deleted: rebuilt from the changelog (the journal's crawl.urls), rows/s, and the
  *      first lease after it.
  * Disk bytes per URL: the store's folder and the changelog's, after the intake.
- * `--keep DIR --rebuild-only` runs step 4 alone on a kept run's journal (an A/B of the rebuild;
- * each run appends the few records its 5 s of leases write). `--keep DIR --restart-only` runs
- * step 3 alone on a kept run's store and journal, deleting nothing: a process restores, leases
- * for a few seconds (so the state killed is a live one: leases in flight, LevelDB's memtable and
- * write-ahead log not flushed), is killed -9, and the next start is the one measured (an A/B of
- * the restart; each run appends its leases' records). `--hosts H` sets the web's hosts.
+ * `--keep DIR --rebuild-only` runs step 4 alone on a kept run's journal (an A/B of the rebuild).
+ * `--keep DIR --restart-only` runs step 3 alone on a kept run's store and journal: a process
+ * restores, leases for a few seconds (so the state killed is a live one: leases in flight,
+ * LevelDB's memtable and write-ahead log not flushed), is killed -9, and the next start is the
+ * one measured (an A/B of the restart). Both run on a scratch view of DIR, removed at the end
+ * (bench/frontier-scale-keep.ts): DIR stays as the full run left it, every run starts from the
+ * same state. `--hosts H` sets the web's hosts.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -24,7 +25,9 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { launcherEnv, launcherNodeFlags } from './args';
+import { dropScratch, makeScratch } from './frontier-scale-keep';
 import { parsePeakRssBytes, parseRssParts, type RssParts } from './proc-stat';
+import { addLevelDbLog, describeWrites, emptyWrites } from './leveldb-log';
 
 export interface FrontierScaleArgs {
   urls: number;
@@ -199,7 +202,28 @@ function threadCpuRow(run: ChildRun, urls: number): string | null {
   const others = Object.keys(b).filter((t) => t !== pid).map((t) => b[t] - (a[t] ?? 0)).sort((x, y) => y - x);
   const all = Number(to.processCpuMs) - Number(from.processCpuMs);
   const ended = all - main - others.reduce((x, y) => x + y, 0);
-  return `${us(all)} µs: main thread ${us(main)}; others, largest first: ${others.filter((ms) => ms >= 10).map(us).join(', ')}; threads that ended ${us(Math.max(0, ended))} µs`;
+  // The kernel's share (system calls, page faults: a store larger than the page cache reads its tables from disk).
+  const sys = to.processSystemMs !== undefined && from.processSystemMs !== undefined ? Number(to.processSystemMs) - Number(from.processSystemMs) : NaN;
+  const faults = to.majorFaults !== undefined && from.majorFaults !== undefined ? Number(to.majorFaults) - Number(from.majorFaults) : NaN;
+  const kernel = Number.isNaN(sys) ? '' : `; of all, in the kernel ${us(sys)} µs; major page faults ${faults.toLocaleString('en')}`;
+  return `${us(all)} µs: main thread ${us(main)}; others, largest first: ${others.filter((ms) => ms >= 10).map(us).join(', ')}; threads that ended ${us(Math.max(0, ended))} µs${kernel}`;
+}
+
+/**
+ * What the stores' LevelDB wrote so far (their LOGs, read at the intake's end: write amplification
+ * by level, seek compactions, writes that waited), or null when there is no store.
+ */
+function storeWrites(frontierDir: string): { stores: number; text: string } | null {
+  if (!existsSync(frontierDir)) return null;
+  const w = emptyWrites();
+  let stores = 0;
+  for (const name of readdirSync(frontierDir)) {
+    const log = join(frontierDir, name, 'LOG');
+    if (!existsSync(log)) continue;
+    addLevelDbLog(readFileSync(log, 'utf8'), w);
+    stores++;
+  }
+  return stores ? { stores, text: describeWrites(w) } : null;
 }
 
 async function kill9(run: ChildRun): Promise<void> {
@@ -213,12 +237,13 @@ export async function runFrontierScale(a: FrontierScaleArgs): Promise<string> {
   const parts = a.partitions ?? 8;
   if (a.rebuildOnly) {
     if (!existsSync(join(dir, 'state', 'topics', 'crawl.urls'))) throw new Error(`--rebuild-only: no journal in ${dir} (run once with --keep ${dir})`);
-    await rebuildStep(dir, rows, parts, a.profile);
+    // The store is not viewed: the rebuild deletes it, then builds one in the view.
+    await inScratch(dir, ['frontier'], (scratch) => rebuildStep(scratch, rows, parts, a.profile));
     return report(a, rows);
   }
   if (a.restartOnly) {
     if (!existsSync(join(dir, 'state', 'topics', 'crawl.urls')) || !existsSync(join(dir, 'state', 'frontier'))) throw new Error(`--restart-only: no journal and store in ${dir} (run once with --keep ${dir})`);
-    await restartStep(dir, rows, parts, a.profile);
+    await inScratch(dir, [], (scratch) => restartStep(scratch, rows, parts, a.profile));
     return report(a, rows);
   }
   rmSync(dir, { recursive: true, force: true });
@@ -235,6 +260,8 @@ export async function runFrontierScale(a: FrontierScaleArgs): Promise<string> {
     rows.push(['intake', `${Math.round(taken / intakeSecs).toLocaleString('en')} URLs/s (${intakeSecs.toFixed(0)} s)`]);
     const cpu = threadCpuRow(first, taken);
     if (cpu) rows.push(['CPU per URL in the intake', cpu]);
+    const writes = storeWrites(join(dir, 'state', 'frontier'));
+    if (writes) rows.push([`LevelDB's writes in the intake (${writes.stores} stores' LOGs)`, writes.text]);
     await first.wait((e) => e.event === 'leases' && first.events.filter((x) => x.event === 'leases').length >= a.leaseSecs, (a.leaseSecs + 60) * 1000);
     const perSec = first.events.filter((e) => e.event === 'leases').map((e) => Number(e.perSec));
     const window = perSec.slice(2);
@@ -261,6 +288,16 @@ export async function runFrontierScale(a: FrontierScaleArgs): Promise<string> {
     if (!a.dir) rmSync(dir, { recursive: true, force: true });
   }
   return report(a, rows);
+}
+
+/** Run `step` in a scratch view of the kept `dir` (bench/frontier-scale-keep.ts), then remove the view. */
+async function inScratch(dir: string, skip: string[], step: (scratch: string) => Promise<void>): Promise<void> {
+  const scratch = makeScratch(dir, skip);
+  try {
+    await step(scratch);
+  } finally {
+    dropScratch(dir);
+  }
 }
 
 const secs1 = (ms: number): string => (ms / 1000).toFixed(1);

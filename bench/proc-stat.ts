@@ -17,6 +17,13 @@ export function parseStatCpuMs(stat: string): number {
   return ((utime + stime) * 1000) / CLOCK_TICKS;
 }
 
+/** stime in ms (CPU in the kernel: system calls, page faults) and major page faults (pages read from disk) from /proc/<pid>/stat. */
+export function parseStatKernel(stat: string): { systemMs: number; majorFaults: number } {
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // fields[9] is field 12 (majflt), fields[12] field 15 (stime).
+  return { systemMs: (Number(fields[12]) * 1000) / CLOCK_TICKS, majorFaults: Number(fields[9]) };
+}
+
 /** cutime + cstime in ms: CPU of the children this process has waited for (reaped). */
 export function parseStatChildrenCpuMs(stat: string): number {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');

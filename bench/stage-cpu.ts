@@ -33,7 +33,7 @@ import { simhashWithCount } from '../lib/simhash';
 import { DEFAULT_GZIP_LEVEL } from '../lib/warc/record';
 import { GZIP_MEM_LEVEL, gzipEngine, gzipMember } from '../lib/warc/gzip-member';
 import { WarcWriter } from '../lib/warc/writer';
-import { fetchStage } from '../processors/fetch';
+import { fetchOptions, fetchStage } from '../processors/fetch';
 import { frontierStage } from '../processors/frontier';
 import { buildStages } from '../runtime/build-stages';
 import type { HandleResult, InRecord, OutRecord, Stage, StageContext } from '../runtime/stage';
@@ -103,6 +103,8 @@ export async function stageCpu(port: number, hosts: number, rounds = 4): Promise
   const cpu = new Map<string, number>();
   const emitted: OutRecord[] = [];
   const measuredPages: FetchedPageMsg[] = [];
+  /** The measured pages' URLs, a round at a time (one page a host each, at most 4 a seed host). */
+  const pageRounds: string[][] = [];
   let offset = 0;
 
   const seeds: OutRecord[] = Array.from({ length: hosts }, (_, h) => {
@@ -144,7 +146,8 @@ export async function stageCpu(port: number, hosts: number, rounds = 4): Promise
     const fetched = await timed(into, 'fetch + WARC', async () => {
       const results = await eachLimited(requests, 32, async (r): Promise<HandleResult> => fetch.handle(asIn(r, offset++), ctx));
       const early = results.flatMap((r) => (Array.isArray(r) ? r : r.early ?? []));
-      await warc.flush();
+      // The round's WARC file written, fsynced, renamed and indexed: a part of fetch's row.
+      await timed(into, 'WARC store', () => warc.flush());
       const late = (await Promise.all(results.map((r) => (Array.isArray(r) ? [] : r.pending)))).flat();
       return keep([...early, ...late]);
     });
@@ -153,7 +156,10 @@ export async function stageCpu(port: number, hosts: number, rounds = 4): Promise
       keep(await frontier.handleBatch!(fetched.filter((s) => s.topic === 'fetchStatus').map((s) => asIn(s, offset++)), ctx));
     });
     const pages = fetched.filter((o) => o.topic === 'fetched').map((o) => o.value as FetchedPageMsg);
-    if (measured) measuredPages.push(...pages);
+    if (measured) {
+      measuredPages.push(...pages);
+      pageRounds.push(pages.map((p) => p.url));
+    }
     // parse, on this thread, with its text records.
     const parsed = await timed(into, 'parse', async () => {
       const handled = await Promise.all(pages.map((p) => parse.handle({ topic: 'fetched', partition: 0, offset: offset++, key: p.host, value: p, timestamp: 0 }, ctx)));
@@ -164,15 +170,37 @@ export async function stageCpu(port: number, hosts: number, rounds = 4): Promise
     });
     links = parsed.filter((o) => o.topic === 'links');
   }
-  await http.close();
   await frontier.close?.();
   const pages = measuredPages.length;
   const per = (ms: number): number => (pages > 0 ? ms / pages : 0);
 
+  // The HTTP exchanges alone: the measured pages fetched again through a client of their own
+  // (bodies kept as the chunks they came in, as fetch keeps them), round by round, every host's
+  // last request more than a second before (the rounds above took longer than that). Its
+  // connections are new ones or reused as fetch's were: the same client options and keep-alive.
+  await http.close();
+  const httpOnly = createHttpClient();
+  const opts = fetchOptions(config);
+  const parts = new Map<string, number>();
+  for (const urls of pageRounds) {
+    const byHost = new Map<string, string[]>();
+    for (const u of urls) {
+      const h = new URL(u).host;
+      byHost.set(h, [...(byHost.get(h) ?? []), u]);
+    }
+    // A host's pages one after another, a second apart; hosts side by side.
+    for (let i = 0; ; i++) {
+      const wave = [...byHost.values()].filter((us) => us.length > i).map((us) => us[i]);
+      if (wave.length === 0) break;
+      await new Promise((r) => setTimeout(r, 1_100));
+      await timed(parts, 'HTTP', () => eachLimited(wave, 32, (u) => httpOnly.fetch(u, opts)));
+    }
+  }
+  await httpOnly.close();
+
   // The parts, over the same pages.
   const bodies = measuredPages.map((p) => fetchedBody(p));
   const htmls: string[] = [];
-  const parts = new Map<string, number>();
   const texts = await timed(parts, 'extraction', () => measuredPages.map((p, i) => {
     htmls[i] = decodeBody(bodies[i], p.content_type).text;
     return extract(htmls[i], p.final_url).text;
@@ -193,6 +221,8 @@ export async function stageCpu(port: number, hosts: number, rounds = 4): Promise
     { stage: 'fetch + WARC writing', msPerPage: per(cpu.get('fetch + WARC') ?? 0), note: 'the fetch stage: HTTP, robots check, SHA-256, WARC records built, gzipped and stored' },
     { stage: '  of which SHA-256', msPerPage: per(parts.get('SHA-256')!), note: 'payload and WARC block digests: the body twice' },
     { stage: '  of which gzip', msPerPage: per(parts.get('gzip')!), note: `the body at level ${DEFAULT_GZIP_LEVEL} as the WARC writer makes it (${gzipEngine(DEFAULT_GZIP_LEVEL) === 'libdeflate' ? 'libdeflate' : `zlib, memLevel ${GZIP_MEM_LEVEL}`})` },
+    { stage: '  of which HTTP', msPerPage: per(parts.get('HTTP') ?? 0), note: 'the same pages fetched again by the HTTP client alone (undici, body kept as its chunks), robots.txt aside' },
+    { stage: '  of which WARC store', msPerPage: per(cpu.get('WARC store') ?? 0), note: 'the WARC files written, fsynced, renamed and indexed' },
     { stage: 'parse', msPerPage: per(cpu.get('parse') ?? 0), note: 'the parse stage on one thread: inflate, charset, extraction, SimHash, language, duplicates, links, text record' },
     { stage: '  of which extraction', msPerPage: per(parts.get('extraction')!), note: 'charset decoding and extract()' },
     { stage: '  of which SimHash', msPerPage: per(parts.get('SimHash')!), note: 'version 2, from the text\'s UTF-8 bytes' },

@@ -65,6 +65,7 @@ const HTML_WS = /[\t\n\f\r \0]+/g;
 const HTML_WS_RUN = /[\t\n\f\r\0][\t\n\f\r \0]*| [\t\n\f\r \0]+/g;
 /** The same, unanchored and without /g: does a text need collapsing at all? (Most do not.) */
 const HAS_WS_RUN = /[\t\n\f\r\0]| [\t\n\f\r \0]/;
+const WS_ONLY = /^[\t\n\f\r \0]+$/;
 const SKIP_SCHEME = /^[\s\0-\x1f]*(?:javascript|mailto|tel|data):/i;
 const encoder = new TextEncoder();
 
@@ -205,6 +206,8 @@ class Collector implements TagSink {
   text(s: string): void {
     if (this.inTitle) { this.titleBuf += s; return; }
     if (this.skipDepth > 0 || this.inHead || this.textFull) return;
+    // Most texts of a page are only whitespace (the indentation between tags): one space.
+    if (WS_ONLY.test(s)) { this.space = true; return; }
     // Testing first spares a copy of every text that has only single spaces.
     let t = HAS_WS_RUN.test(s) ? s.replace(HTML_WS_RUN, ' ') : s;
     if (t.charCodeAt(0) === 32) { this.space = true; t = t.slice(1); }

@@ -182,8 +182,12 @@ export class HandoffReader {
       await this.consumer.disconnect();
     } finally {
       // Also when disconnect() failed (kafka-faults calls stop() expecting that it may): a socket
-      // left open keeps jest (--runInBand) from exiting.
-      for (const s of this.sockets) s.destroy();
+      // left open keeps jest (--runInBand) from exiting. Destroyed with an error, which kafkajs
+      // hears ('error'; it listens for no 'close'): its connection then disconnects and clears
+      // its request queue's timers. A plain destroy() left that connection "connected", its
+      // 100 ms request-timeout interval (and its pending-request check) running for ever, and
+      // jest waited on them after kafka-faults (seen 2026-12-07 with a timer-tracing preload).
+      for (const s of this.sockets) s.destroy(new Error('HandoffReader stopped'));
     }
   }
 }

@@ -7,7 +7,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseBenchArgs, launcherEnv, launcherNodeFlags, numberFlag } from '../../bench/args';
-import { cpuMsBetween, parsePeakRssBytes, parseStatChildrenCpuMs, parseStatCpuMs, parseStealMs, stealMsBetween } from '../../bench/proc-stat';
+import { cpuMsBetween, parsePeakRssBytes, parseStatChildrenCpuMs, parseStatCpuMs, parseStatKernel, parseStealMs, stealMsBetween } from '../../bench/proc-stat';
 import { barePass, median, parserFloorMs, processCpuMs } from '../../bench/parser-floor';
 import { cpuMsPerPage, floorMultiple, kcrawlHostPeriodMs, machineShare, markdownTable, shareOfOwnZeroLatency, sustainedTable, throughputLimit, webCpuMsPerPage, type RunResult } from '../../bench/report';
 import { growthBetween, pagesBetweenSeconds, stealShare, sustainedBounds, valueAt } from '../../bench/sustained';
@@ -173,6 +173,10 @@ describe('sustained window', () => {
 describe('proc parsing', () => {
   // A command name with spaces and a parenthesis, as /proc allows.
   const stat = '1234 (node (x) y) S 1 1234 1234 0 -1 4194304 100 0 0 0 250 50 30 20 20 0 11 0 100 1000 100';
+  it('reads stime in ms and the major page faults', () => {
+    // minflt 100, cminflt 7, majflt 42, cmajflt 9, utime 250, stime 50
+    expect(parseStatKernel('1234 (node (x) y) S 1 1234 1234 0 -1 4194304 100 7 42 9 250 50 30 20 20 0 11 0 100 1000 100')).toEqual({ systemMs: 500, majorFaults: 42 });
+  });
   it('reads utime+stime and cutime+cstime in ms', () => {
     expect(parseStatCpuMs(stat)).toBe(3000);
     expect(parseStatChildrenCpuMs(stat)).toBe(500);
