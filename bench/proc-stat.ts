@@ -8,10 +8,18 @@ import { growthBetween } from './sustained';
 /** Clock ticks per second of /proc/<pid>/stat times (USER_HZ: 100 on every Linux we run). */
 export const CLOCK_TICKS = 100;
 
-/** utime + stime in ms from the text of /proc/<pid>/stat (the command name may hold spaces and parens). */
+/**
+ * The fields of /proc/<pid>/stat after the command name (which may hold spaces and parens):
+ * index 0 is field 3 (state), so field n is index n - 3.
+ */
+function statFields(stat: string): string[] {
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
+/** utime + stime in ms from the text of /proc/<pid>/stat. */
 export function parseStatCpuMs(stat: string): number {
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  // fields[0] is field 3 (state); utime and stime are fields 14 and 15.
+  const fields = statFields(stat);
+  // utime and stime are fields 14 and 15.
   const utime = Number(fields[11]);
   const stime = Number(fields[12]);
   return ((utime + stime) * 1000) / CLOCK_TICKS;
@@ -19,14 +27,14 @@ export function parseStatCpuMs(stat: string): number {
 
 /** stime in ms (CPU in the kernel: system calls, page faults) and major page faults (pages read from disk) from /proc/<pid>/stat. */
 export function parseStatKernel(stat: string): { systemMs: number; majorFaults: number } {
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const fields = statFields(stat);
   // fields[9] is field 12 (majflt), fields[12] field 15 (stime).
   return { systemMs: (Number(fields[12]) * 1000) / CLOCK_TICKS, majorFaults: Number(fields[9]) };
 }
 
 /** cutime + cstime in ms: CPU of the children this process has waited for (reaped). */
 export function parseStatChildrenCpuMs(stat: string): number {
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const fields = statFields(stat);
   return ((Number(fields[13]) + Number(fields[14])) * 1000) / CLOCK_TICKS;
 }
 

@@ -186,7 +186,9 @@ export async function stageCpu(port: number, hosts: number, rounds = 4): Promise
     const byHost = new Map<string, string[]>();
     for (const u of urls) {
       const h = new URL(u).host;
-      byHost.set(h, [...(byHost.get(h) ?? []), u]);
+      const list = byHost.get(h);
+      if (list) list.push(u);
+      else byHost.set(h, [u]);
     }
     // A host's pages one after another, a second apart; hosts side by side.
     for (let i = 0; ; i++) {
