@@ -10,6 +10,8 @@ const DEFAULT_PARTS: readonly Part[] = ['embedded', 'kafka', 'peer'];
 
 export interface BenchArgs {
   only: Part[];
+  /** Whether --only was given (a part named there that cannot run is an error, not a skip). */
+  onlyGiven?: boolean;
   hosts: number;
   /** Whether --hosts was given (frontier-scale's web then has that many hosts; otherwise min(1M, N/50)). */
   hostsGiven?: boolean;
@@ -111,6 +113,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
         const parts = (v ?? '').split(',').filter(Boolean);
         for (const p of parts) if (!PARTS.includes(p as Part)) throw new Error(`--only ${p}: expected ${PARTS.join(', ')} (comma-separated)`);
         a.only = parts as Part[];
+        a.onlyGiven = true;
         break;
       }
       case '--hosts':
@@ -153,6 +156,19 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
   if (a.restartOnly && !a.keep) throw new Error('--restart-only: needs --keep DIR, the folder of a kept frontier-scale run');
   if (a.restartOnly && a.rebuildOnly) throw new Error('--restart-only and --rebuild-only: one at a time');
   return a;
+}
+
+/**
+ * Whether Kafka mode can run, given CRAWL_KAFKA_BROKERS: the parts to run and, when Kafka mode
+ * is left out, the note the report prints with its table (a skip must not pass for a result).
+ * Kafka mode asked for by name (--only) without the stack's variables is an error, raised
+ * before minutes of other runs.
+ */
+export function kafkaPlan(a: Pick<BenchArgs, 'only' | 'onlyGiven'>, brokers: string | undefined): { only: Part[]; note?: string } {
+  if (!a.only.includes('kafka') || brokers) return { only: a.only };
+  const start = 'start the local stack and export its variables: `bash stack/stack.sh up && eval "$(bash stack/stack.sh env)"`';
+  if (a.onlyGiven) throw new Error(`--only kafka: CRAWL_KAFKA_BROKERS is not set; ${start}`);
+  return { only: a.only.filter((p) => p !== 'kafka'), note: `Kafka mode: NOT RUN (CRAWL_KAFKA_BROKERS is not set); to include it, ${start}, then run again` };
 }
 
 /** A launcher line's shell part before `exec node`, and the flags after it (null: no launcher line). */

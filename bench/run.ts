@@ -19,9 +19,10 @@
  *
  * Kafka mode runs as the processes --kafka-procs lists (by default two: `crawl process parse
  * handoff seen-test` and `crawl process frontier fetch`) and needs the local stack
- * (`bash stack/stack.sh up`); its part is skipped with a note when CRAWL_KAFKA_BROKERS is not
- * set (`eval "$(bash stack/stack.sh env)"`). kcrawl's processes get the Node flags of
- * bin/crawl.js's launcher line (as on this machine), then --node-flags.
+ * (`bash stack/stack.sh up`); without CRAWL_KAFKA_BROKERS (`eval "$(bash stack/stack.sh env)"`)
+ * its part is left out with a note printed above the table, and `--only kafka` is an error.
+ * kcrawl's processes get the Node flags of bin/crawl.js's launcher line (as on this machine),
+ * then --node-flags.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -29,7 +30,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
-import { parseBenchArgs, launcherEnv, launcherNodeFlags, USAGE, type BenchArgs } from './args';
+import { kafkaPlan, parseBenchArgs, launcherEnv, launcherNodeFlags, USAGE, type BenchArgs } from './args';
 import { runCrawlRunScale } from './crawl-run-scale';
 import { runFrontierScale } from './frontier-scale';
 import { connectKafka, groupBacklog, type Admin } from '../connectors/kafka';
@@ -147,11 +148,7 @@ function servicePids(): Array<{ name: string; pid: number }> {
   return pids;
 }
 
-async function runKafka(a: BenchArgs, web: Web, latencyMs: number, dir: string): Promise<RunResult | null> {
-  if (!process.env.CRAWL_KAFKA_BROKERS) {
-    process.stderr.write('kafka: skipped, CRAWL_KAFKA_BROKERS is not set (eval "$(bash stack/stack.sh env)")\n');
-    return null;
-  }
+async function runKafka(a: BenchArgs, web: Web, latencyMs: number, dir: string): Promise<RunResult> {
   const prefix = `bench-${randomBytes(4).toString('hex')}.`;
   // WARC files closed every 2 s as `crawl run` does (the 30 s default would hold every page
   // back from parse for longer than a bench run lasts).
@@ -276,6 +273,9 @@ async function main(): Promise<void> {
     return;
   }
   const a = parseBenchArgs(process.argv.slice(2));
+  const kafka = kafkaPlan(a, process.env.CRAWL_KAFKA_BROKERS);
+  a.only = kafka.only;
+  if (kafka.note) process.stderr.write(`${kafka.note}\n`);
   // The scale runs (docs/frontier-store.md) stand apart from the contenders' table.
   if (a.only.includes('frontier-scale')) await runFrontierScale({ urls: a.urls, leaseSecs: a.leaseSecs, partitions: a.partitions, dir: a.keep, rebuildOnly: a.rebuildOnly, restartOnly: a.restartOnly, hosts: a.hostsGiven ? a.hosts : undefined, profile: a.profile });
   if (a.only.includes('crawl-run-scale')) await runCrawlRunScale({ seeds: a.seeds, hosts: a.hosts, secs: a.secs });
@@ -296,7 +296,7 @@ async function main(): Promise<void> {
   const floorOf = (): number => (a.web === 'real' ? parserFloorMsOver(floorPages) : parserFloorMs(floorPages[0]));
   const floorBytes = floorPages.reduce((n, p) => n + Buffer.byteLength(p), 0) / floorPages.length;
   const floors: number[] = [];
-  const notes: string[] = [];
+  const notes: string[] = kafka.note ? [kafka.note] : [];
   if (a.web === 'real') {
     notes.push(`web: real pages, ${templates.length} templates of shared/corpus/realpages (bench/corpus.ts), ${(templates.reduce((n, t) => n + t.bytes.length, 0) / templates.length / 1024).toFixed(0)} KiB on average, text made distinct per page (bench/real-web.ts)`);
     notes.push(distanceLine(servedDistances(templates, a.hosts, 30, 10)));
@@ -317,7 +317,6 @@ async function main(): Promise<void> {
         const floorBefore = floorOf();
         const webBefore = sample(web.child.pid!)?.cpuMs;
         const r = part === 'embedded' ? await runEmbedded(a, web, latencyMs, dir) : part === 'kafka' ? await runKafka(a, web, latencyMs, dir) : await runPeer(a, web, latencyMs, dir);
-        if (!r) continue;
         const webAfter = sample(web.child.pid!)?.cpuMs;
         if (webBefore !== undefined && webAfter !== undefined) r.webCpuMs = webAfter - webBefore;
         const floorAfter = floorOf();

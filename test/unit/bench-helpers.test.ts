@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseBenchArgs, launcherEnv, launcherNodeFlags, numberFlag } from '../../bench/args';
+import { kafkaPlan, parseBenchArgs, launcherEnv, launcherNodeFlags, numberFlag } from '../../bench/args';
 import { cpuMsBetween, parsePeakRssBytes, parseStatChildrenCpuMs, parseStatCpuMs, parseStatKernel, parseStealMs, stealMsBetween } from '../../bench/proc-stat';
 import { barePass, median, parserFloorMs, processCpuMs } from '../../bench/parser-floor';
 import { cpuMsPerPage, floorMultiple, kcrawlHostPeriodMs, machineShare, markdownTable, shareOfOwnZeroLatency, sustainedTable, throughputLimit, webCpuMsPerPage, type RunResult } from '../../bench/report';
@@ -227,6 +227,16 @@ describe('bench flags', () => {
     expect(() => parseBenchArgs(['--kafka-procs', 'parse,parse/seen-test,frontier,fetch,handoff'])).toThrow(/every stage exactly once/);
     expect(() => parseBenchArgs(['--kafka-procs', 'parse/seen-test,frontier,fetch,handoff,index'])).toThrow(/unknown stage index/);
   });
+  it('leaves Kafka mode out with a note when the stack is not set, and fails when --only names it', () => {
+    const dflt = parseBenchArgs([]);
+    expect(kafkaPlan(dflt, '127.0.0.1:19092')).toEqual({ only: ['embedded', 'kafka', 'peer'] });
+    const skipped = kafkaPlan(dflt, undefined);
+    expect(skipped.only).toEqual(['embedded', 'peer']);
+    expect(skipped.note).toMatch(/Kafka mode: NOT RUN \(CRAWL_KAFKA_BROKERS is not set\).*stack\/stack\.sh env/);
+    expect(() => kafkaPlan(parseBenchArgs(['--only', 'kafka,peer']), undefined)).toThrow(/--only kafka: CRAWL_KAFKA_BROKERS is not set/);
+    expect(kafkaPlan(parseBenchArgs(['--only', 'embedded']), undefined)).toEqual({ only: ['embedded'] });
+  });
+
   it('takes extra Node flags for the crawler processes, and nothing that is not a flag', () => {
     expect(parseBenchArgs([]).nodeFlags).toEqual([]);
     expect(parseBenchArgs(['--node-flags', ' --v8-pool-size=1  --no-parallel-scavenge ']).nodeFlags).toEqual(['--v8-pool-size=1', '--no-parallel-scavenge']);
