@@ -81,6 +81,7 @@ function instantiate(): Features {
   const exports = new WebAssembly.Instance(new WebAssembly.Module(Buffer.from(SIMHASH_WASM_BASE64, 'base64'))).exports as {
     memory: { buffer: ArrayBuffer };
     fingerprint(n: number): number;
+    init(): void;
     cls_ptr(): number;
     lo_ptr(): number;
     hi_ptr(): number;
@@ -108,6 +109,8 @@ function instantiate(): Features {
     lo[c] = Number(h & 0xffffffffn) | 0;
     hi[c] = Number(h >> 32n) | 0;
   }
+  // The module derives its own tables from these (the values bit-interleaved, pairs of ASCII bytes).
+  exports.init();
   return {
     fingerprint: exports.fingerprint,
     text: new Uint8Array(memory, exports.text_ptr(), MAX_SIMHASH_BYTES),
@@ -117,9 +120,18 @@ function instantiate(): Features {
 
 const utf8Encoder = new TextEncoder();
 
-/** A fingerprint's two halves as its 16 lower-case hex digits (the `simhash64` fields). */
+/** Every byte's two lower-case hex digits. */
+const HEX = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, '0'));
+
+/**
+ * A fingerprint's two halves as its 16 lower-case hex digits (the `simhash64` fields). By bytes
+ * from a table: toString(16) and padStart took 0.35 us a call, most of a small page's SimHash.
+ */
 export function hex64(hi: number, lo: number): string {
-  return (hi >>> 0).toString(16).padStart(8, '0') + (lo >>> 0).toString(16).padStart(8, '0');
+  return (
+    HEX[hi >>> 24] + HEX[(hi >>> 16) & 255] + HEX[(hi >>> 8) & 255] + HEX[hi & 255] +
+    HEX[lo >>> 24] + HEX[(lo >>> 16) & 255] + HEX[(lo >>> 8) & 255] + HEX[lo & 255]
+  );
 }
 
 /**
