@@ -3,6 +3,8 @@
 //! BMP character, from @node-rs/xxhash) and the text, calls `fingerprint` and reads the result;
 //! this file reads tables, rotates and XORs. Rebuild with lib/simhash-wasm/build.sh after any
 //! change (it regenerates lib/simhash-wasm.ts, which a unit test checks against this source).
+//! SIMD128 (which Node has run since 16.4) is enabled function by function
+//! (`#[target_feature(enable = "simd128")]`), so the build needs no flags.
 #![no_std]
 
 use core::arch::wasm32::*;
@@ -35,8 +37,9 @@ static mut FAST: bool = false;
 static mut TEXT: [u8; MAX_BYTES + BLOCK] = [0; MAX_BYTES + BLOCK];
 /// Features, each bit-interleaved, one a token. A token takes two bytes at least with the
 /// byte after it (a word and the character ending it, an unspaced character's three), the last
-/// excepted: at most n / 2 + 1 of them, so collect() writes without a bounds check.
-static mut FEAT: [u64; MAX_BYTES / 2 + 2] = [0; MAX_BYTES / 2 + 2];
+/// excepted: at most n / 2 + 1 of them, so collect() writes without a bounds check; vote() pads
+/// them with zeros to a multiple of 32 (the 32 more).
+static mut FEAT: [u64; MAX_BYTES / 2 + 2 + 32] = [0; MAX_BYTES / 2 + 2 + 32];
 /// The fingerprint's halves: [lo, hi].
 static mut RESULT: [u32; 2] = [0; 2];
 
@@ -71,7 +74,8 @@ fn spread(x: u32) -> u64 {
     (x | x << 1) & 0x5555_5555_5555_5555
 }
 
-/// Fills V and ASCII_WORD_BITS from CLS, LO and HI (after lib/simhash.ts filled those).
+/// Fills V, PAIR, ASCII_WORD_BITS and FAST from CLS, LO and HI (after lib/simhash.ts filled
+/// those).
 /// Separators get 0 (a run of them adds nothing to the block loop's chain), surrogates excepted
 /// (a character past U+FFFF is valued by its two).
 #[no_mangle]
@@ -144,8 +148,10 @@ struct State {
 /// Blocks of 32 bytes all ASCII (the common case) take no branch a byte: the chain
 /// Q[j] = Q[j-1] XOR rotr(V[byte j], 2j) runs over the whole block (separators add 0), and a word
 /// ending at j after the word that ended at e has hash rotl(Q[j] XOR Q[e], 2j); the word ends
-/// come from a SIMD mask of the block's word characters. Other blocks go byte by byte, decoding
-/// UTF-8. Reads and writes skip bounds checks: indices are below n + BLOCK <= MAX_BYTES + BLOCK,
+/// come from a SIMD mask of the block's word characters, one branch a word. The chain goes two
+/// bytes a step (PAIR), which is enough: after a word's last byte comes a separator, which adds 0.
+/// Other blocks go byte by byte, decoding UTF-8, with a branch at every word boundary (the loop
+/// of lib/simhash.ts before #35's fourth pass, same values). Reads and writes skip bounds checks: indices are below n + BLOCK <= MAX_BYTES + BLOCK,
 /// at most 0xffff for a decoded character (or its surrogates), and FEAT holds as many features as
 /// n bytes can make (above).
 #[target_feature(enable = "simd128")]
@@ -182,17 +188,17 @@ unsafe fn collect(n: usize) -> usize {
 /// One block of 32 ASCII bytes at `at`, `mask` saying which are word characters.
 #[inline(always)]
 unsafe fn ascii_block(at: *const u8, mask: u32, s: &mut State) {
-    let v = core::ptr::addr_of!(V) as *const u64;
     let feat = core::ptr::addr_of_mut!(FEAT) as *mut u64;
     let pair = core::ptr::addr_of!(PAIR) as *const u64;
     // q[k + 1]: the chain after byte 2k + 1 (two bytes a step); q[0] carries the open word in
     // (its hash rotated so that a word ending at j has hash rotl(chain(j) XOR base, 2j), base
-    // being 0 then). The chain after an even byte j is q[j / 2] XOR rotr(V[byte j], 2j).
+    // being 0 then). The pairs are read from memory, not taken out of the SIMD registers that
+    // hold the block (which the compiler prefers): 0.83-0.85 of the time on the pages measured.
     let mut q = [0u64; BLOCK / 2 + 1];
     let mut x = s.w.rotate_left(2);
     q[0] = x;
     for k in 0..BLOCK / 2 {
-        x ^= (*pair.add((at.add(2 * k) as *const u16).read_unaligned() as usize)).rotate_right(4 * k as u32);
+        x ^= (*pair.add(core::ptr::read_volatile(at.add(2 * k) as *const u16) as usize)).rotate_right(4 * k as u32);
         *q.get_unchecked_mut(k + 1) = x;
     }
     // Bit k of m: position k - 1 (bit 0: the open word, position -1) is a word character.
@@ -203,10 +209,9 @@ unsafe fn ascii_block(at: *const u8, mask: u32, s: &mut State) {
     let (mut out, mut p) = (s.out, s.p);
     while ends != 0 {
         let k = ends.trailing_zeros();
-        // Position j = k - 1; for an even j (k odd) the byte at j is added to the chain.
-        let even = ((k & 1) as u64).wrapping_neg();
-        let last = (*v.add(*at.add(k as usize).sub(1) as usize)).rotate_right(2 * k + 62) & even;
-        let qe = *q.get_unchecked((k >> 1) as usize) ^ last;
+        // Position j = k - 1. For an even j the chain after j is the chain after the pair
+        // (j, j + 1): the byte after a word's end is no word character, and adds 0.
+        let qe = *q.get_unchecked(((k + 1) >> 1) as usize);
         let h = (qe ^ base).rotate_left(2 * k + 62);
         *feat.add(out) = feature(p, h);
         out += 1;
@@ -311,72 +316,127 @@ unsafe fn bytes(mut i: usize, end: usize, n: usize, s: &mut State) -> usize {
     i
 }
 
+/// The even bits of x, packed (bit 2b to bit b): the inverse of spread.
+fn compact(x: u64) -> u32 {
+    let mut x = x & 0x5555_5555_5555_5555;
+    x = (x | x >> 1) & 0x3333_3333_3333_3333;
+    x = (x | x >> 2) & 0x0f0f_0f0f_0f0f_0f0f;
+    x = (x | x >> 4) & 0x00ff_00ff_00ff_00ff;
+    x = (x | x >> 8) & 0x0000_ffff_0000_ffff;
+    (x | x >> 16) as u32
+}
+
+/// A carry-save adder of three bit vectors: (carry, sum), bit by bit.
+#[inline]
+#[target_feature(enable = "simd128")]
+fn csa(a: v128, b: v128, c: v128) -> (v128, v128) {
+    let u = v128_xor(a, b);
+    (v128_bitselect(c, a, u), v128_xor(u, c))
+}
+
+/// Counters of the vote, 32-bit: acc[k][h] lane l counts bit 8 (4h + l) + k, for k = 0..7.
+type Acc = [[v128; 2]; 8];
+
+/// Adds byte counters into acc: byte r of each lane of x[k] (k = 0..7) counts bit 8r + k; the
+/// two lanes are added, as the two halves of a feature pair. Each byte times 2^shift.
+#[inline]
+#[target_feature(enable = "simd128")]
+fn add_bytes(acc: &mut Acc, x: &[v128; 8], shift: u32) {
+    for k in 0..8 {
+        let w = u16x8_extadd_pairwise_u8x16(i8x16_shuffle::<0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15>(x[k], x[k]));
+        acc[k][0] = i32x4_add(acc[k][0], i32x4_shl(u32x4_extend_low_u16x8(w), shift));
+        acc[k][1] = i32x4_add(acc[k][1], i32x4_shl(u32x4_extend_high_u16x8(w), shift));
+    }
+}
+
+/// Nibble counters (nibble r of a[k] counts bit 4r + k, k = 0..3) as byte counters (byte r of
+/// x[k] counts bit 8r + k, k = 0..7).
+#[inline]
+#[target_feature(enable = "simd128")]
+fn bytes_of(a: &[v128; 4]) -> [v128; 8] {
+    let nibbles = u64x2_splat(0x0f0f_0f0f_0f0f_0f0f);
+    let mut x = [u64x2_splat(0); 8];
+    for k in 0..4 {
+        x[k] = v128_and(a[k], nibbles);
+        x[k + 4] = v128_and(u64x2_shr(a[k], 4), nibbles);
+    }
+    x
+}
+
 /// The vote over FEAT[..count] into RESULT: bit i is 1 when at least half of the features have
-/// it set (no feature: all ones). Counted two features at a time (the two lanes of a v128), in
-/// two levels of counters packed in 64-bit lanes: nibbles for bits k, k+4, ... (k = 0..3) over 15
-/// features a lane, before a nibble can overflow; their even and odd nibbles then added into
-/// bytes, over 255 features a lane; only the bytes are unpacked. The features' bits are
-/// interleaved: bit 2b is the low half's bit b, 2b + 1 the high half's.
+/// it set (no feature: all ones). The features' bits are interleaved: bit 2b is the low half's
+/// bit b, 2b + 1 the high half's. Counted 32 features at a time (16 v128 of two) by a tree of
+/// carry-save adders (Harley-Seal), whose bit planes ones, twos, fours and eights carry over and
+/// whose sixteens are counted in nibbles (bits k, k + 4, ... in sixteens[k]) over 15 blocks,
+/// then in 32-bit lanes (acc), compared with half the count in SIMD too.
 #[target_feature(enable = "simd128")]
 unsafe fn vote(count: usize) {
     let m = u64x2_splat(0x1111_1111_1111_1111);
-    let nibbles = u64x2_splat(0x0f0f_0f0f_0f0f_0f0f);
     let feat = core::ptr::addr_of_mut!(FEAT) as *mut u64;
-    // A zero feature after the last (FEAT has room: see there) makes the count of lanes even.
+    // Zero features up to a multiple of 32 (FEAT has room: see there) add nothing.
+    let blocks = (count + 31) / 32;
     *feat.add(count) = 0;
-    let pairs = (count + 1) / 2;
-    let mut wide = [0u32; 64];
-    let mut j = 0;
-    while j < pairs {
-        let stop = if pairs - j > 255 { j + 255 } else { pairs };
-        // Byte counters: even[k] byte r counts bit 8r + k, odd[k] byte r bit 8r + 4 + k.
-        let mut even = [u64x2_splat(0); 4];
-        let mut odd = [u64x2_splat(0); 4];
-        while j < stop {
-            let end = if stop - j > 15 { j + 15 } else { stop };
-            let mut a = [u64x2_splat(0); 4];
-            while j < end {
-                let f = v128_load(feat.add(2 * j) as *const v128);
-                a[0] = i64x2_add(a[0], v128_and(f, m));
-                a[1] = i64x2_add(a[1], v128_and(u64x2_shr(f, 1), m));
-                a[2] = i64x2_add(a[2], v128_and(u64x2_shr(f, 2), m));
-                a[3] = i64x2_add(a[3], v128_and(u64x2_shr(f, 3), m));
-                j += 1;
-            }
-            for k in 0..4 {
-                even[k] = i64x2_add(even[k], v128_and(a[k], nibbles));
-                odd[k] = i64x2_add(odd[k], v128_and(u64x2_shr(a[k], 4), nibbles));
-            }
+    let mut z = (count + 1) & !1;
+    while z < 32 * blocks {
+        v128_store(feat.add(z) as *mut v128, u64x2_splat(0));
+        z += 2;
+    }
+    let zero = u64x2_splat(0);
+    let (mut ones, mut twos, mut fours, mut eights) = (zero, zero, zero, zero);
+    let mut acc: Acc = [[zero; 2]; 8];
+    let mut sixteens = [zero; 4];
+    let mut b = 0;
+    while b < blocks {
+        // Nibble r of sixteens[k] counts bit 4r + k's sixteens, over at most 15 blocks.
+        if b % 15 == 0 && b > 0 {
+            add_bytes(&mut acc, &bytes_of(&sixteens), 4);
+            sixteens = [zero; 4];
         }
+        let d = feat.add(32 * b) as *const v128;
+        let (twos_a, o) = csa(ones, v128_load(d), v128_load(d.add(1)));
+        let (twos_b, o) = csa(o, v128_load(d.add(2)), v128_load(d.add(3)));
+        let (fours_a, t) = csa(twos, twos_a, twos_b);
+        let (twos_a, o) = csa(o, v128_load(d.add(4)), v128_load(d.add(5)));
+        let (twos_b, o) = csa(o, v128_load(d.add(6)), v128_load(d.add(7)));
+        let (fours_b, t) = csa(t, twos_a, twos_b);
+        let (eights_a, f) = csa(fours, fours_a, fours_b);
+        let (twos_a, o) = csa(o, v128_load(d.add(8)), v128_load(d.add(9)));
+        let (twos_b, o) = csa(o, v128_load(d.add(10)), v128_load(d.add(11)));
+        let (fours_a, t) = csa(t, twos_a, twos_b);
+        let (twos_a, o) = csa(o, v128_load(d.add(12)), v128_load(d.add(13)));
+        let (twos_b, o) = csa(o, v128_load(d.add(14)), v128_load(d.add(15)));
+        let (fours_b, t) = csa(t, twos_a, twos_b);
+        let (eights_b, f) = csa(f, fours_a, fours_b);
+        let (s16, e) = csa(eights, eights_a, eights_b);
+        ones = o;
+        twos = t;
+        fours = f;
+        eights = e;
         for k in 0..4 {
-            // The two lanes' bytes, added as 16-bit counters (up to 510).
-            let e = u16x8_extadd_pairwise_u8x16(i8x16_shuffle::<0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15>(even[k], even[k]));
-            let o = u16x8_extadd_pairwise_u8x16(i8x16_shuffle::<0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15>(odd[k], odd[k]));
-            macro_rules! lane {
-                ($r:literal) => {
-                    wide[8 * $r + k] += u16x8_extract_lane::<$r>(e) as u32;
-                    wide[8 * $r + 4 + k] += u16x8_extract_lane::<$r>(o) as u32;
-                };
-            }
-            lane!(0);
-            lane!(1);
-            lane!(2);
-            lane!(3);
-            lane!(4);
-            lane!(5);
-            lane!(6);
-            lane!(7);
+            sixteens[k] = i64x2_add(sixteens[k], v128_and(u64x2_shr(s16, k as u32), m));
+        }
+        b += 1;
+    }
+    // The last sixteens (16 times at most 15) and what the planes hold (ones + 2 twos + 4 fours
+    // + 8 eights, at most 15) fit a byte together.
+    let mut x = bytes_of(&sixteens);
+    for k in 0..8 {
+        let bit = |p: v128, w: u32| u64x2_shl(v128_and(u64x2_shr(p, k as u32), u64x2_splat(0x0101_0101_0101_0101)), w);
+        x[k] = v128_or(i64x2_shl(x[k], 4), v128_or(v128_or(bit(ones, 0), bit(twos, 1)), v128_or(bit(fours, 2), bit(eights, 3))));
+    }
+    add_bytes(&mut acc, &x, 0);
+    // Bit i is set when 2 * acc >= count, that is acc >= ceil(count / 2).
+    let half = u32x4_splat(((count + 1) / 2) as u32);
+    let mut bits = 0u64;
+    for k in 0..8 {
+        for h in 0..2 {
+            let four = i32x4_bitmask(u32x4_ge(acc[k][h], half)) as u64;
+            // Lane l to bit 8 (4h + l) + k.
+            bits |= ((four * 0x0020_4081) & 0x0101_0101) << (32 * h + k);
         }
     }
-    let (mut lo, mut hi) = (0u32, 0u32);
-    for b in 0..32 {
-        if 2 * wide[2 * b] as usize >= count {
-            lo |= 1 << b;
-        }
-        if 2 * wide[2 * b + 1] as usize >= count {
-            hi |= 1 << b;
-        }
-    }
+    // Interleaved: even bits are the low half, odd bits the high half.
+    let (lo, hi) = (compact(bits), compact(bits >> 1));
     let result = &mut *core::ptr::addr_of_mut!(RESULT);
     result[0] = lo;
     result[1] = hi;
