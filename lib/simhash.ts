@@ -70,6 +70,19 @@ const WORD_CHAR = /^[\p{L}\p{N}\p{M}_]/u;
 const UNSPACED_SCRIPT = /^[\p{scx=Han}\p{scx=Hiragana}\p{scx=Katakana}\p{scx=Thai}\p{scx=Lao}\p{scx=Khmer}\p{scx=Myanmar}]/u;
 
 /**
+ * The 16 bits of x spread over the even bits of 32 (bit b to bit 2b). A character's value goes
+ * to the module with its two 32-bit halves interleaved bit by bit (the low half's bit b at bit
+ * 2b, the high half's at 2b + 1), so that the module rotates both halves by k with one 64-bit
+ * rotation by 2k.
+ */
+function spread16(x: number): number {
+  x = (x | (x << 8)) & 0x00ff00ff;
+  x = (x | (x << 4)) & 0x0f0f0f0f;
+  x = (x | (x << 2)) & 0x33333333;
+  return (x | (x << 1)) & 0x55555555;
+}
+
+/**
  * The module, with the class of every BMP character and its folded form's 64-bit hash in its
  * tables, built on first use (about 60 ms a thread). A character past U+FFFF is classed by its
  * high surrogate: those of planes 2 and 3 (CJK Extensions B-H) are unspaced characters, the
@@ -83,16 +96,15 @@ function instantiate(): Features {
     fingerprint(n: number): number;
     init(): void;
     cls_ptr(): number;
-    lo_ptr(): number;
-    hi_ptr(): number;
+    v_ptr(): number;
     text_ptr(): number;
     result_ptr(): number;
   };
   // The module allocates nothing, so its memory never grows and these views stay valid.
   const memory = exports.memory.buffer;
   const cls = new Uint8Array(memory, exports.cls_ptr(), 65536);
-  const lo = new Int32Array(memory, exports.lo_ptr(), 65536);
-  const hi = new Int32Array(memory, exports.hi_ptr(), 65536);
+  // Each value as two 32-bit words (little-endian), its halves bit-interleaved (see spread16).
+  const v = new Int32Array(memory, exports.v_ptr(), 2 * 65536);
   const unit = Buffer.alloc(2);
   for (let c = 0; c < 65536; c++) {
     let h: bigint;
@@ -106,10 +118,12 @@ function instantiate(): Features {
       if (cls[c] === SEPARATOR) continue;
       h = xxh64(folded, 0n);
     }
-    lo[c] = Number(h & 0xffffffffn) | 0;
-    hi[c] = Number(h >> 32n) | 0;
+    const lo = Number(h & 0xffffffffn);
+    const hi = Number(h >> 32n);
+    v[2 * c] = spread16(lo & 0xffff) | (spread16(hi & 0xffff) << 1);
+    v[2 * c + 1] = spread16(lo >>> 16) | (spread16(hi >>> 16) << 1);
   }
-  // The module derives its own tables from these (the values bit-interleaved, pairs of ASCII bytes).
+  // The module derives its own tables from these (two ASCII bytes' values at once, ...).
   exports.init();
   return {
     fingerprint: exports.fingerprint,

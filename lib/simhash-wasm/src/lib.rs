@@ -22,11 +22,10 @@ const BLOCK: usize = 32;
 const WORD: u8 = 1;
 const UNSPACED: u8 = 2;
 
-/// The class and value halves of every BMP character (filled by lib/simhash.ts).
+/// The class and value of every BMP character (filled by lib/simhash.ts). A value's two 32-bit
+/// halves are bit-interleaved: the low half's bit b at bit 2b, the high half's at 2b + 1, so that
+/// one 64-bit rotation by 2k rotates each half by k.
 static mut CLS: [u8; 65536] = [0; 65536];
-static mut LO: [u32; 65536] = [0; 65536];
-static mut HI: [u32; 65536] = [0; 65536];
-/// The same values bit-interleaved (init): LO bit b at bit 2b, HI bit b at bit 2b + 1.
 static mut V: [u64; 65536] = [0; 65536];
 /// Two ASCII bytes' values at once (init): PAIR[b0 | b1 << 8] = V[b0] XOR rotr(V[b1], 2).
 static mut PAIR: [u64; 32768] = [0; 32768];
@@ -48,12 +47,8 @@ pub extern "C" fn cls_ptr() -> *mut u8 {
     core::ptr::addr_of_mut!(CLS) as *mut u8
 }
 #[no_mangle]
-pub extern "C" fn lo_ptr() -> *mut u32 {
-    core::ptr::addr_of_mut!(LO) as *mut u32
-}
-#[no_mangle]
-pub extern "C" fn hi_ptr() -> *mut u32 {
-    core::ptr::addr_of_mut!(HI) as *mut u32
+pub extern "C" fn v_ptr() -> *mut u64 {
+    core::ptr::addr_of_mut!(V) as *mut u64
 }
 #[no_mangle]
 pub extern "C" fn text_ptr() -> *mut u8 {
@@ -64,30 +59,19 @@ pub extern "C" fn result_ptr() -> *mut u32 {
     core::ptr::addr_of_mut!(RESULT) as *mut u32
 }
 
-/// Spreads a 32-bit half over the even bits of a u64 (bit b to bit 2b).
-fn spread(x: u32) -> u64 {
-    let mut x = x as u64;
-    x = (x | x << 16) & 0x0000_ffff_0000_ffff;
-    x = (x | x << 8) & 0x00ff_00ff_00ff_00ff;
-    x = (x | x << 4) & 0x0f0f_0f0f_0f0f_0f0f;
-    x = (x | x << 2) & 0x3333_3333_3333_3333;
-    (x | x << 1) & 0x5555_5555_5555_5555
-}
-
-/// Fills V, PAIR, ASCII_WORD_BITS and FAST from CLS, LO and HI (after lib/simhash.ts filled
-/// those).
-/// Separators get 0 (a run of them adds nothing to the block loop's chain), surrogates excepted
-/// (a character past U+FFFF is valued by its two).
+/// Fills PAIR, ASCII_WORD_BITS and FAST from CLS and V (after lib/simhash.ts filled those),
+/// and makes sure a separator's value is 0 (a run of them must add nothing to the block loop's
+/// chain), surrogates excepted (a character past U+FFFF is valued by its two).
 #[no_mangle]
 pub extern "C" fn init() {
     unsafe {
         let cls = &*core::ptr::addr_of!(CLS);
-        let lo = &*core::ptr::addr_of!(LO);
-        let hi = &*core::ptr::addr_of!(HI);
         let v = &mut *core::ptr::addr_of_mut!(V);
         let bits = &mut *core::ptr::addr_of_mut!(ASCII_WORD_BITS);
         for c in 0..65536 {
-            v[c] = if cls[c] == 0 && !(0xd800..0xe000).contains(&c) { 0 } else { spread(lo[c]) | spread(hi[c]) << 1 };
+            if cls[c] == 0 && !(0xd800..0xe000).contains(&c) {
+                v[c] = 0;
+            }
         }
         let pair = &mut *core::ptr::addr_of_mut!(PAIR);
         for b1 in 0..128 {
@@ -316,7 +300,7 @@ unsafe fn bytes(mut i: usize, end: usize, n: usize, s: &mut State) -> usize {
     i
 }
 
-/// The even bits of x, packed (bit 2b to bit b): the inverse of spread.
+/// The even bits of x, packed (bit 2b to bit b): the inverse of the interleaving of V.
 fn compact(x: u64) -> u32 {
     let mut x = x & 0x5555_5555_5555_5555;
     x = (x | x >> 1) & 0x3333_3333_3333_3333;
