@@ -26,12 +26,14 @@
  * prints it), the cheapest library call (xxhash-wasm h32, js-xxhash on bytes, @node-rs/xxhash)
  * costs 75-250 ns a word, while the whole fingerprint has about 5 ns a character, 25 ns a word,
  * to stay within a tenth of the page's extraction (#35's target). So the library supplies the
- * randomness, and the per-character work is two table reads, two rotations and two XORs.
+ * randomness, and the per-character work is table reads, rotations and XORs.
  *
  * That per-character loop and the vote run as WebAssembly (lib/simhash-wasm/src/lib.rs, built
- * into lib/simhash-wasm.ts): the same loop in JavaScript took two to four times the CPU, and three
- * real pages whose text is most of their bytes spent more than a tenth of extraction's CPU on it
- * (docs/simhash.md). This file builds the tables into the module's memory and copies the text in.
+ * into lib/simhash-wasm.ts), with SIMD: ASCII text in blocks of 32 bytes without a branch a byte,
+ * two bytes a table read. The same loop in JavaScript took two to four times the CPU of the
+ * module's first version, which in turn took 2.5-6 times that of this one; each time the pages
+ * whose text is most of their bytes had gone over a tenth of extraction's CPU (docs/simhash.md).
+ * This file builds the tables into the module's memory and copies the text in.
  */
 import { xxh64 } from '@node-rs/xxhash';
 import { SIMHASH_WASM_BASE64 } from './simhash-wasm';
