@@ -33,7 +33,10 @@ static mut PAIR: [u64; 32768] = [0; 32768];
 static mut ASCII_WORD_BITS: [u8; 16] = [0; 16];
 /// Whether the ASCII block loop may run (no ASCII character is unspaced: init).
 static mut FAST: bool = false;
-static mut TEXT: [u8; MAX_BYTES + BLOCK] = [0; MAX_BYTES + BLOCK];
+/// The text, 16-byte aligned (a block starts at an even byte, so its pairs are aligned u16s).
+#[repr(C, align(16))]
+struct Text([u8; MAX_BYTES + BLOCK]);
+static mut TEXT: Text = Text([0; MAX_BYTES + BLOCK]);
 /// Features, each bit-interleaved, one a token. A token takes two bytes at least with the
 /// byte after it (a word and the character ending it, an unspaced character's three), the last
 /// excepted: at most n / 2 + 1 of them, so collect() writes without a bounds check; vote() pads
@@ -151,14 +154,15 @@ unsafe fn collect(n: usize) -> usize {
     let mut s = State { out: 0, in_word: false, w: 0, p: 0 };
     let mut i = 0usize;
     while i < n {
-        if fast {
+        if fast && i & 1 == 0 {
             if let (Some(m0), Some(m1)) = (ascii_words16(text.add(i), bits), ascii_words16(text.add(i + 16), bits)) {
                 ascii_block(text.add(i), m0 | m1 << 16, &mut s);
                 i += BLOCK;
                 continue;
             }
         }
-        let end = if i + BLOCK < n { i + BLOCK } else { n };
+        // A block with a byte from 0x80, or one character to get back to an even byte.
+        let end = if i & 1 != 0 { i + 1 } else if i + BLOCK < n { i + BLOCK } else { n };
         i = bytes(i, end, n, &mut s);
     }
     if s.in_word {
@@ -169,7 +173,8 @@ unsafe fn collect(n: usize) -> usize {
     s.out
 }
 
-/// One block of 32 ASCII bytes at `at`, `mask` saying which are word characters.
+/// One block of 32 ASCII bytes at `at` (an even address), `mask` saying which are word
+/// characters.
 #[inline(always)]
 unsafe fn ascii_block(at: *const u8, mask: u32, s: &mut State) {
     let feat = core::ptr::addr_of_mut!(FEAT) as *mut u64;
