@@ -26,12 +26,14 @@
  * prints it), the cheapest library call (xxhash-wasm h32, js-xxhash on bytes, @node-rs/xxhash)
  * costs 75-250 ns a word, while the whole fingerprint has about 5 ns a character, 25 ns a word,
  * to stay within a tenth of the page's extraction (#35's target). So the library supplies the
- * randomness, and the per-character work is two table reads, two rotations and two XORs.
+ * randomness, and the per-character work is table reads, rotations and XORs.
  *
  * That per-character loop and the vote run as WebAssembly (lib/simhash-wasm/src/lib.rs, built
- * into lib/simhash-wasm.ts): the same loop in JavaScript took two to four times the CPU, and three
- * real pages whose text is most of their bytes spent more than a tenth of extraction's CPU on it
- * (docs/simhash.md). This file builds the tables into the module's memory and copies the text in.
+ * into lib/simhash-wasm.ts), with SIMD: ASCII text in blocks of 32 bytes without a branch a byte,
+ * two bytes a table read. The same loop in JavaScript took two to four times the CPU of the
+ * module's first version, which in turn took 2.5-6 times that of this one; each time the pages
+ * whose text is most of their bytes had gone over a tenth of extraction's CPU (docs/simhash.md).
+ * This file builds the tables into the module's memory and copies the text in.
  */
 import { xxh64 } from '@node-rs/xxhash';
 import { SIMHASH_WASM_BASE64 } from './simhash-wasm';
@@ -70,6 +72,19 @@ const WORD_CHAR = /^[\p{L}\p{N}\p{M}_]/u;
 const UNSPACED_SCRIPT = /^[\p{scx=Han}\p{scx=Hiragana}\p{scx=Katakana}\p{scx=Thai}\p{scx=Lao}\p{scx=Khmer}\p{scx=Myanmar}]/u;
 
 /**
+ * The 16 bits of x spread over the even bits of 32 (bit b to bit 2b). A character's value goes
+ * to the module with its two 32-bit halves interleaved bit by bit (the low half's bit b at bit
+ * 2b, the high half's at 2b + 1), so that the module rotates both halves by k with one 64-bit
+ * rotation by 2k.
+ */
+function spread16(x: number): number {
+  x = (x | (x << 8)) & 0x00ff00ff;
+  x = (x | (x << 4)) & 0x0f0f0f0f;
+  x = (x | (x << 2)) & 0x33333333;
+  return (x | (x << 1)) & 0x55555555;
+}
+
+/**
  * The module, with the class of every BMP character and its folded form's 64-bit hash in its
  * tables, built on first use (about 60 ms a thread). A character past U+FFFF is classed by its
  * high surrogate: those of planes 2 and 3 (CJK Extensions B-H) are unspaced characters, the
@@ -81,17 +96,17 @@ function instantiate(): Features {
   const exports = new WebAssembly.Instance(new WebAssembly.Module(Buffer.from(SIMHASH_WASM_BASE64, 'base64'))).exports as {
     memory: { buffer: ArrayBuffer };
     fingerprint(n: number): number;
+    init(): void;
     cls_ptr(): number;
-    lo_ptr(): number;
-    hi_ptr(): number;
+    v_ptr(): number;
     text_ptr(): number;
     result_ptr(): number;
   };
   // The module allocates nothing, so its memory never grows and these views stay valid.
   const memory = exports.memory.buffer;
   const cls = new Uint8Array(memory, exports.cls_ptr(), 65536);
-  const lo = new Int32Array(memory, exports.lo_ptr(), 65536);
-  const hi = new Int32Array(memory, exports.hi_ptr(), 65536);
+  // Each value as two 32-bit words (little-endian), its halves bit-interleaved (see spread16).
+  const v = new Int32Array(memory, exports.v_ptr(), 2 * 65536);
   const unit = Buffer.alloc(2);
   for (let c = 0; c < 65536; c++) {
     let h: bigint;
@@ -105,9 +120,13 @@ function instantiate(): Features {
       if (cls[c] === SEPARATOR) continue;
       h = xxh64(folded, 0n);
     }
-    lo[c] = Number(h & 0xffffffffn) | 0;
-    hi[c] = Number(h >> 32n) | 0;
+    const lo = Number(h & 0xffffffffn);
+    const hi = Number(h >> 32n);
+    v[2 * c] = spread16(lo & 0xffff) | (spread16(hi & 0xffff) << 1);
+    v[2 * c + 1] = spread16(lo >>> 16) | (spread16(hi >>> 16) << 1);
   }
+  // The module derives its own tables from these (two ASCII bytes' values at once, ...).
+  exports.init();
   return {
     fingerprint: exports.fingerprint,
     text: new Uint8Array(memory, exports.text_ptr(), MAX_SIMHASH_BYTES),
@@ -117,9 +136,18 @@ function instantiate(): Features {
 
 const utf8Encoder = new TextEncoder();
 
-/** A fingerprint's two halves as its 16 lower-case hex digits (the `simhash64` fields). */
+/** Every byte's two lower-case hex digits. */
+const HEX = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, '0'));
+
+/**
+ * A fingerprint's two halves as its 16 lower-case hex digits (the `simhash64` fields). By bytes
+ * from a table: toString(16) and padStart took 0.35 us a call, most of a small page's SimHash.
+ */
 export function hex64(hi: number, lo: number): string {
-  return (hi >>> 0).toString(16).padStart(8, '0') + (lo >>> 0).toString(16).padStart(8, '0');
+  return (
+    HEX[hi >>> 24] + HEX[(hi >>> 16) & 255] + HEX[(hi >>> 8) & 255] + HEX[hi & 255] +
+    HEX[lo >>> 24] + HEX[(lo >>> 16) & 255] + HEX[(lo >>> 8) & 255] + HEX[lo & 255]
+  );
 }
 
 /**

@@ -217,12 +217,37 @@ describe('the WebAssembly module (lib/simhash-wasm)', () => {
     expect(simhashWithCount(new Uint8Array(0))).toEqual({ simhash: 'ffffffffffffffff', shingles: 0 });
   });
 
-  it('votes right across its counters\' limits (15 and 255 features)', () => {
+  it('votes right across its counters\' limits (blocks of 32 features, 15 blocks a flush)', () => {
     const r = rng(255);
     const words = textIn('latin', 4000, 9);
-    for (const count of [14, 15, 16, 254, 255, 256, 510, 511, 3825, 4000]) {
+    for (const count of [1, 2, 14, 15, 16, 31, 32, 33, 63, 64, 65, 254, 255, 256, 479, 480, 481, 510, 511, 959, 960, 961, 3825, 4000]) {
       const text = words.slice(0, count).join(r() < 0.5 ? ' ' : ', ');
       expect(simhashWithCount(text)).toEqual(reference(text));
+    }
+    // The same feature again and again: every counter as high as it goes.
+    for (const count of [479, 480, 481, 512, 960, 961, 7681]) {
+      const text = 'ab '.repeat(count);
+      expect(simhashWithCount(text)).toEqual(reference(text));
+    }
+  });
+
+  it('reads ASCII in blocks of 32 bytes: words across block edges, ending on any byte, beside other bytes', () => {
+    const r = rng(32);
+    const chars = 'abcdefghijklmnopqrstuvwxyzABCXYZ0123456789_';
+    const seps = [' ', ' ', ' ', ',', '.', '\n', '-', '(', ')', '"', '  ', ', '];
+    const others = ['é', '日', '’', '😀', '\u{20000}', 'ж'];
+    for (let t = 0; t < 300; t++) {
+      const parts: string[] = [' '.repeat(t % 40)];
+      while (parts.join('').length < 40 + 3 * (t % 50)) {
+        const len = 1 + Math.floor(r() * (r() < 0.1 ? 70 : 12));
+        parts.push(Array.from({ length: len }, () => chars[Math.floor(r() * chars.length)]).join(''));
+        parts.push(seps[Math.floor(r() * seps.length)]);
+        if (t % 3 === 0 && r() < 0.1) parts.push(others[Math.floor(r() * others.length)]);
+      }
+      if (r() < 0.5) parts.pop();
+      const text = parts.join('');
+      expect(simhashWithCount(text)).toEqual(reference(text));
+      expect(simhashWithCount(Buffer.from(text, 'utf8'))).toEqual(reference(text));
     }
   });
 
