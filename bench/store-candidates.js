@@ -8,7 +8,14 @@
 //   mkdir /tmp/kv && cd /tmp/kv && npm init -y && npm i lmdb classic-level @nxtedition/rocksdb rocksdb rocksdb-native
 //   cp <repo>/bench/store-candidates.js . && node store-candidates.js classic-level 5000000 /tmp/kv/db
 // Prints one JSON line: upserts/s, head reads/s, point gets/s, disk bytes per URL, peak RSS
-// (VmRSS; anonymous and file-backed apart: an mmap'd store's pages count in RSS).
+// (VmRSS; anonymous and file-backed apart: an mmap'd store's pages count in RSS), and CPU a URL
+// over the upserts by thread (the main thread apart, others by name) from /proc/self/task.
+// Environment (classic-level and @nxtedition/rocksdb only): STORES=N spreads the keys over N
+// databases, a host's keys in one (the frontier's partitions); STORE_OPTS='{...}' is given to
+// the engine's open; ITER_VARIANTS='[{...},...]' repeats the head reads with each set of iterator
+// options (`{"query":true}`: RocksDB's querySync); STATS_OUT=file gets the engines' own stats
+// (leveldb.stats, rocksdb.stats) at the upserts' end. docs/frontier-store.md, "Intake: RocksDB
+// as the engine", has the options measured.
 const fs = require('fs');
 const path = require('path');
 const [cand, nStr, dir] = process.argv.slice(2);

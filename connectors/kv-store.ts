@@ -1,17 +1,15 @@
 /**
  * The local key-value store behind the frontier's URL table (docs/frontier-store.md): one
- * database per owned partition. The engine is LevelDB through classic-level (the Level
- * project's binding; prebuilt binaries ship inside its npm package) unless `engine` or
- * CRAWL_STORE_ENGINE says `rocksdb` (connectors/kv-rocksdb.ts). Keys and values are bytes;
- * everything the frontier knows about keys and rows lives in processors/frontier-store.ts, so
- * this file and its RocksDB sibling are the only ones that name a library.
+ * LevelDB database per owned partition, through classic-level (the Level project's binding;
+ * prebuilt binaries ship inside its npm package). Keys and values are bytes; everything the
+ * frontier knows about keys and rows lives in processors/frontier-store.ts, so this file is the
+ * only one that names the library.
  *
  * Writes are asynchronous (LevelDB's log goes to the OS, not to the disk); `write(batch, true)`
  * is a synchronous write that makes every earlier write durable too, which is what a checkpoint
  * needs before it claims the store holds a changelog offset.
  */
-import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, rmSync } from 'node:fs';
 import { ClassicLevel } from 'classic-level';
 
 export interface KvRange {
@@ -35,7 +33,7 @@ export interface KvRange {
 export class KvBatch {
   private n = 0;
 
-  constructor(private readonly batch: NativeBatch) {}
+  constructor(private readonly batch: ReturnType<ClassicLevel<Buffer, Buffer>['batch']>) {}
 
   put(key: Buffer, value: Buffer): void {
     if (key.length === 0 || value.length === 0) throw new Error(`KvBatch.put: empty ${key.length === 0 ? 'key' : 'value'} (classic-level leaks its copy of one)`);
@@ -63,7 +61,7 @@ export class KvBatch {
   /** @internal KvStore.write */
   commit(sync: boolean): Promise<void> {
     this.done = true;
-    return this.batch.write(sync);
+    return this.batch.write({ sync });
   }
 
   /** @internal KvStore.write: a batch with nothing to write, closed (detached from its database, which holds every open batch). */
@@ -73,42 +71,7 @@ export class KvBatch {
   }
 }
 
-/** The engines a store can be kept in. */
-export type KvEngineName = 'leveldb' | 'rocksdb';
-
-/** A batch of the engine's own, written atomically. */
-export interface NativeBatch {
-  put(key: Buffer, value: Buffer): void;
-  del(key: Buffer): void;
-  write(sync: boolean): Promise<void>;
-  close(): Promise<void>;
-}
-
-/** An iterator read a chunk at a time (KvStore.scan). */
-export interface NativeIterator<K> {
-  nextv(n: number): Promise<Array<[K, Buffer]>>;
-  close(): Promise<void>;
-}
-
-/** What KvStore needs of an engine (connectors/kv-rocksdb.ts is the other one). */
-export interface KvDb {
-  getMany(keys: Buffer[]): Promise<Array<Buffer | undefined>>;
-  get(key: Buffer): Promise<Buffer | undefined>;
-  getSync(key: Buffer): Buffer | undefined;
-  batch(): NativeBatch;
-  entries(range: KvRange): Promise<Array<[Buffer, Buffer]>>;
-  keys(range: KvRange): Promise<Buffer[]>;
-  iterator(range: KvRange): NativeIterator<Buffer>;
-  /** Keys decoded as UTF-8 by the binding (ASCII bounds). */
-  utf8Iterator(range: KvRange): NativeIterator<string>;
-  flushMemtable(): Promise<void>;
-  approximateBytes(range: KvRange): Promise<number>;
-  close(): Promise<void>;
-}
-
 export interface KvStoreOptions {
-  /** The engine (default: CRAWL_STORE_ENGINE, else `leveldb`). A store on disk in another engine is not opened (KvStore.open). */
-  engine?: KvEngineName;
   /** LevelDB block cache (bytes). */
   cacheBytes?: number;
   /** LevelDB memtable (bytes); two may exist at once while one is written out. */
@@ -131,29 +94,6 @@ export interface KvStoreOptions {
   compression?: boolean;
   /** How long to keep retrying while another process still holds the database's lock. */
   lockWaitMs?: number;
-}
-
-/** The engine stores are opened with: `o.engine`, else CRAWL_STORE_ENGINE, else LevelDB. */
-export function storeEngine(o: KvStoreOptions = {}): KvEngineName {
-  const e = o.engine ?? process.env.CRAWL_STORE_ENGINE ?? 'leveldb';
-  if (e !== 'leveldb' && e !== 'rocksdb') throw new Error(`CRAWL_STORE_ENGINE: unknown store engine ${JSON.stringify(e)} (leveldb or rocksdb)`);
-  return e;
-}
-
-/**
- * The engine of the database in `dir` (null: none there yet). Both write CURRENT and MANIFEST-*;
- * only RocksDB writes OPTIONS-* and IDENTITY.
- */
-export function engineOnDisk(dir: string): KvEngineName | null {
-  if (!existsSync(join(dir, 'CURRENT'))) return null;
-  return readdirSync(dir).some((f) => f.startsWith('OPTIONS-') || f === 'IDENTITY') ? 'rocksdb' : 'leveldb';
-}
-
-/** A store found on disk in another engine than the one asked for. The frontier and parse rebuild such a store from their changelog. */
-export class EngineMismatchError extends Error {
-  constructor(readonly dir: string, readonly found: KvEngineName, readonly wanted: KvEngineName) {
-    super(`store ${dir} is a ${found} database, and this process opens stores with ${wanted} (CRAWL_STORE_ENGINE): not read`);
-  }
 }
 
 /** Files LevelDB keeps open besides its table cache (its log, manifest, ...): maxOpenFiles less these is the table cache. */
@@ -180,25 +120,25 @@ const SYNC_KEY = Buffer.from([0]);
 const SYNC_VALUE = Buffer.from([0]);
 
 export class KvStore {
-  private constructor(readonly dir: string, private readonly db: KvDb, readonly engine: KvEngineName) {}
+  private constructor(readonly dir: string, private readonly db: ClassicLevel<Buffer, Buffer>) {}
 
   /**
    * Open (creating) the database in `dir`. A database another process still has open (a
    * partition being handed over) is retried until `lockWaitMs`; a damaged one fails with the
-   * library's error, and one of another engine with EngineMismatchError, before the library
-   * sees it (the caller rebuilds either from the changelog).
+   * library's error (the caller rebuilds it from the changelog).
    */
   static async open(dir: string, o: KvStoreOptions = {}): Promise<KvStore> {
-    const engine = storeEngine(o);
-    const found = engineOnDisk(dir);
-    if (found !== null && found !== engine) throw new EngineMismatchError(dir, found, engine);
     mkdirSync(dir, { recursive: true });
     const deadline = Date.now() + (o.lockWaitMs ?? 0);
     for (let wait = 50; ; wait = Math.min(wait * 2, 1000)) {
+      const db = new ClassicLevel<Buffer, Buffer>(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
       try {
-        // eslint-disable-next-line @typescript-eslint/no-require-imports
-        const db = engine === 'rocksdb' ? await (require('./kv-rocksdb') as typeof import('./kv-rocksdb')).openRocksDb(dir, o) : await openLevelDb(dir, o);
-        return new KvStore(dir, db, engine);
+        await db.open({
+          createIfMissing: true, cacheSize: o.cacheBytes ?? 16 << 20, writeBufferSize: o.writeBufferBytes ?? 16 << 20,
+          maxOpenFiles: o.openTables === undefined ? 1000 : o.openTables + LEVELDB_OTHER_FILES, maxFileSize: o.fileBytes ?? 32 << 20,
+          compression: o.compression ?? true,
+        });
+        return new KvStore(dir, db);
       } catch (err) {
         if (!isLockError(err) || Date.now() >= deadline) throw err;
         await new Promise((r) => setTimeout(r, wait));
@@ -260,11 +200,11 @@ export class KvStore {
 
   /** Entries of a range, in key order, at most `limit` (a bounded read: heads, due entries). */
   async entries(range: KvRange): Promise<Array<[Buffer, Buffer]>> {
-    return this.db.entries(range);
+    return this.db.iterator({ gte: range.gte, lt: range.lt, limit: range.limit ?? -1 }).all();
   }
 
   async keys(range: KvRange): Promise<Buffer[]> {
-    return this.db.keys(range);
+    return this.db.keys({ gte: range.gte, lt: range.lt, limit: range.limit ?? -1 }).all();
   }
 
   /**
@@ -274,7 +214,7 @@ export class KvStore {
    * snapshot taken when the scan starts, so writes `onChunk` makes are not seen.
    */
   async scan(range: KvRange, chunk: number, onChunk: (entries: Array<[Buffer, Buffer]>) => Promise<void> | void): Promise<number> {
-    return readAhead(this.db.iterator(range), chunk, onChunk);
+    return readAhead(this.db.iterator({ gte: range.gte, lt: range.lt, limit: range.limit ?? -1 }), chunk, onChunk);
   }
 
   /**
@@ -285,54 +225,28 @@ export class KvStore {
    */
   async scanUtf8Keys(range: KvRange, chunk: number, onChunk: (entries: Array<[string, Buffer]>) => Promise<void> | void): Promise<number> {
     for (const b of [range.gte, range.lt]) if (b.some((x) => x > 0x7f)) throw new Error('scanUtf8Keys: a range bound is not ASCII');
-    return readAhead(this.db.utf8Iterator(range), chunk, onChunk);
+    const it = this.db.iterator<string, Buffer>({ gte: range.gte as unknown as string, lt: range.lt as unknown as string, limit: range.limit ?? -1, keyEncoding: 'utf8' });
+    return readAhead(it, chunk, onChunk);
   }
 
   /**
-   * Write the memtable out as a table now (LevelDB; RocksDB's binding has no flush, and
-   * RocksDB's compactions do not need the rebuild's rows and index entries in tables apart).
+   * Write the memtable out as a table now: LevelDB's compactRange always flushes the memtable
+   * first, and the range given, [0x00, 0x01), holds SYNC_KEY at most (the frontier's and parse's
+   * stores start every key of theirs with a letter), so the compaction after it rewrites one key
+   * at most.
    */
   async flushMemtable(): Promise<void> {
-    await this.db.flushMemtable();
+    await this.db.compactRange(Buffer.from([0]), Buffer.from([1]));
   }
 
-  /** Bytes on disk the engine reports for a key range (RocksDB: the whole store's tables). */
+  /** Bytes on disk LevelDB reports for a key range. */
   async approximateBytes(range: KvRange): Promise<number> {
-    return this.db.approximateBytes(range);
+    return this.db.approximateSize(range.gte, range.lt);
   }
 
   async close(): Promise<void> {
     await this.db.close();
   }
-}
-
-/** LevelDB through classic-level. */
-async function openLevelDb(dir: string, o: KvStoreOptions): Promise<KvDb> {
-  const db = new ClassicLevel<Buffer, Buffer>(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
-  await db.open({
-    createIfMissing: true, cacheSize: o.cacheBytes ?? 16 << 20, writeBufferSize: o.writeBufferBytes ?? 16 << 20,
-    maxOpenFiles: o.openTables === undefined ? 1000 : o.openTables + LEVELDB_OTHER_FILES, maxFileSize: o.fileBytes ?? 32 << 20,
-    compression: o.compression ?? true,
-  });
-  return {
-    getMany: (keys) => db.getMany(keys),
-    get: (key) => db.get(key),
-    getSync: (key) => db.getSync(key),
-    batch: () => {
-      const b = db.batch();
-      return { put: (k, v) => void b.put(k, v), del: (k) => void b.del(k), write: (sync) => b.write({ sync }), close: () => b.close() };
-    },
-    entries: (r) => db.iterator({ gte: r.gte, lt: r.lt, limit: r.limit ?? -1 }).all(),
-    keys: (r) => db.keys({ gte: r.gte, lt: r.lt, limit: r.limit ?? -1 }).all(),
-    iterator: (r) => db.iterator({ gte: r.gte, lt: r.lt, limit: r.limit ?? -1 }),
-    utf8Iterator: (r) => db.iterator<string, Buffer>({ gte: r.gte as unknown as string, lt: r.lt as unknown as string, limit: r.limit ?? -1, keyEncoding: 'utf8' }),
-    // LevelDB's compactRange always flushes the memtable first, and the range given, [0x00,
-    // 0x01), holds SYNC_KEY at most (the frontier's and parse's stores start every key of theirs
-    // with a letter), so the compaction after it rewrites one key at most.
-    flushMemtable: () => db.compactRange(Buffer.from([0]), Buffer.from([1])),
-    approximateBytes: (r) => db.approximateSize(r.gte, r.lt),
-    close: () => db.close(),
-  };
 }
 
 /** An iterator read to its end `chunk` items at a time, the next chunk read while `onChunk` works on the last. */

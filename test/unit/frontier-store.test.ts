@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import type { UrlStateMsg, UrlStatus } from '../../lib/messages';
 import { dueKey, hostQueueRange, indexEntry, prefixRange, queueKey, queuedAtFront, rowKey, urlOfQueueKey } from '../../processors/frontier-keys';
-import { engineOnDisk, KvStore } from '../../connectors/kv-store';
+import { KvStore } from '../../connectors/kv-store';
 import { checkpointPath, readCheckpoint, restoreStores } from '../../processors/frontier-restore';
 import { priorityLevel, queueLayout, queueSlotOf } from '../../processors/frontier-schedule';
 import { DEFAULTS } from '../../lib/config';
@@ -335,26 +335,6 @@ describe('restoreStores: checkpoint, tail replay, rebuild', () => {
       expect(r.store.counts).toEqual({ QUEUED: 43, LEASED: 10 });
       await r.store.close();
     }
-  });
-
-  it('a store kept in another engine (LevelDB, then CRAWL_STORE_ENGINE=rocksdb) is rebuilt from the changelog, not read; the tail replays after', async () => {
-    const log = new MemoryChangelog();
-    for (let i = 0; i < 30; i++) log.append(`http://a.test/${i}`, 'a.test', row(`http://a.test/${i}`, 'a.test', { updated_at: i }));
-    let [r] = await restoreStores([0], log, { ...opts(), kv: { engine: 'leveldb' } });
-    await r.store.close();
-    expect(engineOnDisk(join(dir, 'urls-0'))).toBe('leveldb');
-    for (let i = 0; i < 5; i++) log.append(`http://a.test/${i}`, 'a.test', row(`http://a.test/${i}`, 'a.test', { state: 'LEASED', lease_id: `L${i}`, lease_expires_at: 1 }));
-    [r] = await restoreStores([0], log, { ...opts(), kv: { engine: 'rocksdb' } });
-    expect(r).toMatchObject({ rebuilt: true, rows: 35, offset: 35 });
-    expect(r.store.counts).toEqual({ QUEUED: 25, LEASED: 5 });
-    expect((await r.store.queue('a.test')).slice(0, 2)).toEqual(['http://a.test/5', 'http://a.test/6']);
-    await r.store.close();
-    expect(engineOnDisk(join(dir, 'urls-0'))).toBe('rocksdb');
-    log.append('http://a.test/99', 'a.test', row('http://a.test/99', 'a.test', { updated_at: 99 }));
-    [r] = await restoreStores([0], log, { ...opts(), kv: { engine: 'rocksdb' } });
-    expect(r).toMatchObject({ rebuilt: false, rows: 1, offset: 36 });
-    expect(r.store.counts).toEqual({ QUEUED: 26, LEASED: 5 });
-    await r.store.close();
   });
 
   it('a store deleted (folder gone) is rebuilt; a checkpoint past the changelog end (a recreated topic) too', async () => {

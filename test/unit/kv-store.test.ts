@@ -7,7 +7,7 @@
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EngineMismatchError, engineOnDisk, KvStore, storeEngine, type KvEngineName } from '../../connectors/kv-store';
+import { KvStore } from '../../connectors/kv-store';
 import { prefixRange } from '../../processors/frontier-keys';
 
 const key = (tag: string, i: number): Buffer => Buffer.from(`${tag}${String(i).padStart(5, '0')}`);
@@ -155,82 +155,5 @@ describe('KvBatch: nothing the native binding would leak', () => {
     await t.kv.write(synced, true);
     for (const b of [written, empty, synced]) expect(() => b.put(key('a', 2), Buffer.from('late'))).toThrow(/not open/);
     expect(await t.kv.get(key('a', 2))).toBeUndefined();
-  });
-});
-
-describe.each<KvEngineName>(['leveldb', 'rocksdb'])('KvStore on %s', (engine) => {
-  let dir: string;
-  beforeEach(() => (dir = mkdtempSync(join(tmpdir(), `kv-${engine}-`))));
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
-
-  it('writes atomically and reads back by key, by range (bounded and whole) and in chunks; a reopened store holds what a durable write wrote', async () => {
-    let kv = await KvStore.open(join(dir, 'db'), { engine, cacheBytes: 4 << 20, writeBufferBytes: 4 << 20 });
-    expect(kv.engine).toBe(engine);
-    const b = kv.batch();
-    for (let i = 0; i < 3000; i++) b.put(key('a', i), Buffer.from(`v${i}`));
-    b.put(key('b', 1), Buffer.from('gone'));
-    b.del(key('b', 1));
-    await kv.write(b, true);
-    expect(await kv.getMany([key('a', 7), key('b', 1), key('a', 2999)])).toEqual([Buffer.from('v7'), undefined, Buffer.from('v2999')]);
-    const many = await kv.getMany(Array.from({ length: 1000 }, (_, i) => key('a', 2 * i)));
-    expect(many.every((v, i) => v!.equals(Buffer.from(`v${2 * i}`)))).toBe(true);
-    expect(await kv.get(key('a', 3))).toEqual(Buffer.from('v3'));
-    expect(await kv.get(key('c', 3))).toBeUndefined();
-    expect(kv.getSync(key('a', 4))).toEqual(Buffer.from('v4'));
-    expect(kv.getSync(key('c', 4))).toBeUndefined();
-    const range = prefixRange(Buffer.from('a'));
-    expect(await kv.keys({ ...range, limit: 2 })).toEqual([key('a', 0), key('a', 1)]);
-    expect(await kv.entries({ gte: key('a', 10), lt: key('a', 12) })).toEqual([[key('a', 10), Buffer.from('v10')], [key('a', 11), Buffer.from('v11')]]);
-    expect((await kv.keys(range)).length).toBe(3000);
-    expect((await kv.entries({ ...range, limit: 5000 })).length).toBe(3000);
-    const seen: string[] = [];
-    expect(await kv.scanUtf8Keys(range, 700, (c) => void seen.push(...c.map((e) => e[0])))).toBe(3000);
-    expect(seen[0]).toBe('a00000');
-    expect(seen).toEqual([...seen].sort());
-    await kv.flushMemtable();
-    await kv.write(kv.batch(), true);
-    await kv.close();
-    expect(engineOnDisk(join(dir, 'db'))).toBe(engine);
-    kv = await KvStore.open(join(dir, 'db'), { engine });
-    expect(await kv.get(key('a', 2999))).toEqual(Buffer.from('v2999'));
-    expect(await kv.approximateBytes({ gte: Buffer.from([0]), lt: Buffer.from([0xff]) })).toBeGreaterThanOrEqual(0);
-    await kv.close();
-  });
-
-  it('a store of the other engine is not opened (EngineMismatchError) and is left as it was', async () => {
-    const other: KvEngineName = engine === 'leveldb' ? 'rocksdb' : 'leveldb';
-    const kv = await KvStore.open(join(dir, 'db'), { engine: other });
-    const b = kv.batch();
-    b.put(key('a', 1), Buffer.from('x'));
-    await kv.write(b, true);
-    await kv.close();
-    await expect(KvStore.open(join(dir, 'db'), { engine })).rejects.toThrow(EngineMismatchError);
-    await expect(KvStore.open(join(dir, 'db'), { engine })).rejects.toThrow(/not read/);
-    const again = await KvStore.open(join(dir, 'db'), { engine: other });
-    expect(await again.get(key('a', 1))).toEqual(Buffer.from('x'));
-    await again.close();
-  });
-
-  it('a database still open elsewhere is waited for until lockWaitMs, then refused', async () => {
-    const kv = await KvStore.open(join(dir, 'db'), { engine });
-    await expect(KvStore.open(join(dir, 'db'), { engine, lockWaitMs: 100 })).rejects.toThrow();
-    const waiting = KvStore.open(join(dir, 'db'), { engine, lockWaitMs: 5000 });
-    setTimeout(() => void kv.close(), 200);
-    await (await waiting).close();
-  });
-});
-
-describe('storeEngine', () => {
-  const saved = process.env.CRAWL_STORE_ENGINE;
-  afterEach(() => (saved === undefined ? delete process.env.CRAWL_STORE_ENGINE : (process.env.CRAWL_STORE_ENGINE = saved)));
-
-  it('is the option, else CRAWL_STORE_ENGINE, else leveldb; an unknown name is an error', () => {
-    delete process.env.CRAWL_STORE_ENGINE;
-    expect(storeEngine()).toBe('leveldb');
-    process.env.CRAWL_STORE_ENGINE = 'rocksdb';
-    expect(storeEngine()).toBe('rocksdb');
-    expect(storeEngine({ engine: 'leveldb' })).toBe('leveldb');
-    process.env.CRAWL_STORE_ENGINE = 'lmdb';
-    expect(() => storeEngine()).toThrow(/unknown store engine/);
   });
 });
