@@ -8,13 +8,29 @@
 //   mkdir /tmp/kv && cd /tmp/kv && npm init -y && npm i lmdb classic-level @nxtedition/rocksdb rocksdb rocksdb-native
 //   cp <repo>/bench/store-candidates.js . && node store-candidates.js classic-level 5000000 /tmp/kv/db
 // Prints one JSON line: upserts/s, head reads/s, point gets/s, disk bytes per URL, peak RSS
-// (VmRSS; anonymous and file-backed apart: an mmap'd store's pages count in RSS).
+// (VmRSS; anonymous and file-backed apart: an mmap'd store's pages count in RSS), and CPU a URL
+// over the upserts by thread (the main thread apart, others by name) from /proc/self/task.
+// Environment (classic-level and @nxtedition/rocksdb only): STORES=N spreads the keys over N
+// databases, a host's keys in one (the frontier's partitions); STORE_OPTS='{...}' is given to
+// the engine's open; ITER_VARIANTS='[{...},...]' repeats the head reads with each set of iterator
+// options (`{"query":true}`: RocksDB's querySync); STATS_OUT=file gets the engines' own stats
+// (leveldb.stats, rocksdb.stats) at the upserts' end. docs/frontier-store.md, "Intake: RocksDB
+// as the engine", has the options measured.
 const fs = require('fs');
 const path = require('path');
 const [cand, nStr, dir] = process.argv.slice(2);
 const N = Number(nStr);
 const HOSTS = Math.max(1000, Math.floor(N / 50));
 const BATCH = 2000;
+// Options passed to the engine's open (JSON in STORE_OPTS); STORES databases, a host's keys in one (as the frontier's partitions).
+const OPTS = JSON.parse(process.env.STORE_OPTS || '{}');
+const STORES = Number(process.env.STORES || 1);
+// Iterator options of the head reads: one pass of head reads per entry of ITER_VARIANTS (JSON array).
+const VARIANTS = JSON.parse(process.env.ITER_VARIANTS || '[{}]');
+let ITER = {};
+// CPU of every thread of this process (utime + stime, clock ticks), by thread name; the main thread apart.
+const threadCpu = () => { const out = { main: 0, other: {} }; for (const t of fs.readdirSync('/proc/self/task')) { let st; try { st = fs.readFileSync(`/proc/self/task/${t}/stat`, 'utf8'); } catch { continue; } const i = st.lastIndexOf(')'); const name = st.slice(st.indexOf('(') + 1, i).replace(/[0-9]+$/, '#'); const f = st.slice(i + 2).split(' '); const ticks = Number(f[11]) + Number(f[12]); if (Number(t) === process.pid) out.main += ticks; else out.other[name] = (out.other[name] || 0) + ticks; } return out; };
+const cpuDiff = (a, b, n) => { const us = (t) => +(t * 1e4 / n).toFixed(2); const o = {}; for (const k of Object.keys(b.other)) o[k] = us(b.other[k] - (a.other[k] || 0)); return { main: us(b.main - a.main), all: us(b.main - a.main + Object.values(b.other).reduce((x, y) => x + y, 0) - Object.values(a.other).reduce((x, y) => x + y, 0)), ...o }; };
 
 // Zipf host sizes: pick host by inverse CDF of weights k^-1.1
 let seed = 12345;
@@ -38,6 +54,8 @@ const uKey = (u) => Buffer.from('u' + u);
 const rss = () => { const s = fs.readFileSync('/proc/self/status', 'utf8'); const g = (k) => Number(new RegExp(k + ':\\s+(\\d+)').exec(s)[1]) * 1024; return { rss: g('VmRSS'), anon: g('RssAnon'), file: g('RssFile') }; };
 const du = (d) => { let n = 0; for (const f of fs.readdirSync(d, { withFileTypes: true })) n += f.isDirectory() ? du(path.join(d, f.name)) : fs.statSync(path.join(d, f.name)).size; return n; };
 
+let dirNow = dir;
+const withDir = async (d, f) => { const save = dirNow; dirNow = d; try { return await f(); } finally { dirNow = save; } };
 const adapters = {
   lmdb: async () => {
     const { open } = require('lmdb');
@@ -51,23 +69,29 @@ const adapters = {
   },
   'classic-level': async () => {
     const { ClassicLevel } = require('classic-level');
-    const db = new ClassicLevel(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
-    await db.open({ cacheSize: 32 << 20, writeBufferSize: 32 << 20 });
+    const db = new ClassicLevel(dirNow, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
+    await db.open({ cacheSize: 32 << 20, writeBufferSize: 32 << 20, ...OPTS });
     return {
       getMany: (keys) => db.getMany(keys),
-      write: (puts) => db.batch(puts.map(([key, value]) => ({ type: 'put', key, value }))),
+      write: (puts) => { const b = db.batch(); for (const [k, v] of puts) b.put(k, v); return b.write(); },
+      stats: () => db.getProperty('leveldb.stats'),
       head: async (prefix) => (await db.keys({ gte: prefix, lt: Buffer.concat([prefix, Buffer.from([255])]), limit: 1 }).all())[0] ?? null,
       close: () => db.close(),
     };
   },
   '@nxtedition/rocksdb': async () => {
     const { RocksLevel } = require('@nxtedition/rocksdb');
-    const db = new RocksLevel(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
-    await db.open({ cacheSize: 32 << 20, memtableMemoryBudget: 128 << 20 });
+    const db = new RocksLevel(dirNow, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
+    await db.open(Object.keys(OPTS).length ? OPTS : { cacheSize: 32 << 20, memtableMemoryBudget: 128 << 20 });
     return {
       getMany: (keys) => db.getMany(keys),
-      write: (puts) => db.batch(puts.map(([key, value]) => ({ type: 'put', key, value }))),
-      head: async (prefix) => (await db.keys({ gte: prefix, lt: Buffer.concat([prefix, Buffer.from([255])]), limit: 1 }).all())[0] ?? null,
+      write: (puts) => { const b = db.batch(); for (const [k, v] of puts) b.put(k, v); return b.write(); },
+      stats: () => db.getProperty('rocksdb.stats'),
+      head: async (prefix) => {
+        const r = { gte: prefix, lt: Buffer.concat([prefix, Buffer.from([255])]), limit: 1 };
+        if (ITER.query) return db.querySync({ ...r, values: false, keyEncoding: 'buffer' }).rows[0] ?? null;
+        return (await db.keys({ ...r, ...ITER }).all())[0] ?? null;
+      },
       close: () => db.close(),
     };
   },
@@ -98,9 +122,19 @@ const adapters = {
 
 (async () => {
   fs.rmSync(dir, { recursive: true, force: true }); fs.mkdirSync(dir, { recursive: true });
-  const db = await adapters[cand]();
+  const dbs = [];
+  for (let i = 0; i < STORES; i++) { const d = STORES === 1 ? dir : path.join(dir, `s${i}`); fs.mkdirSync(d, { recursive: true }); dbs.push(await withDir(d, () => adapters[cand]())); }
+  const storeOf = (k) => { if (STORES === 1) return 0; let h = 0; const s = k.toString('latin1'); const host = s.startsWith('u') ? /^u[a-z]+:\/\/([^/]+)/.exec(s)[1] : s.slice(1, s.indexOf('\0')); for (let i = 0; i < host.length; i++) h = (h * 31 + host.charCodeAt(i)) >>> 0; return h % STORES; };
+  const split = (items, keyOf) => { const parts = dbs.map(() => []); for (const x of items) parts[storeOf(keyOf(x))].push(x); return parts; };
+  const db = {
+    getMany: async (keys) => { const parts = split(keys.map((k, i) => [k, i]), (x) => x[0]); const out = new Array(keys.length); await Promise.all(parts.map(async (p, s) => { if (!p.length) return; const got = await dbs[s].getMany(p.map((x) => x[0])); p.forEach((x, j) => { out[x[1]] = got[j]; }); })); return out; },
+    write: (puts) => Promise.all(split(puts, (x) => x[0]).map((p, s) => (p.length ? dbs[s].write(p) : null))),
+    head: (prefix) => dbs[storeOf(prefix)].head(prefix),
+    close: () => Promise.all(dbs.map((d) => d.close())),
+    stats: () => dbs.map((d) => d.stats?.()).join('\n'),
+  };
   let peak = rss(); const track = () => { const r = rss(); if (r.rss > peak.rss) peak = r; };
-  const t0 = Date.now(); let seq = 1; let found = 0;
+  const t0 = Date.now(); let seq = 1; let found = 0; const cpu0 = threadCpu();
   const known = [];
   for (let done = 0; done < N; done += BATCH) {
     const urls = []; const hosts = [];
@@ -112,16 +146,23 @@ const adapters = {
     await db.write(puts);
     if (done % 200000 === 0) { track(); if (known.length < 20000) known.push(urls[0]); }
   }
-  const insSecs = (Date.now() - t0) / 1000; track();
+  const insSecs = (Date.now() - t0) / 1000; track(); const cpuIns = cpuDiff(cpu0, threadCpu(), N); const statsText = db.stats();
   // head reads of random hosts
-  const t1 = Date.now(); let heads = 0;
-  for (let i = 0; i < 20000; i++) { const h = pickHost() ; const prefix = Buffer.from('q' + hostName(Math.floor(rnd() * HOSTS)) + '\0'); if (await db.head(prefix)) heads++; }
-  const headSecs = (Date.now() - t1) / 1000; track();
+  const headRates = [];
+  let heads = 0; let headSecs = 0;
+  for (const v of VARIANTS) {
+    ITER = v;
+    const t1 = Date.now(); heads = 0; const c1 = threadCpu();
+    for (let i = 0; i < 20000; i++) { const h = pickHost() ; const prefix = Buffer.from('q' + hostName(Math.floor(rnd() * HOSTS)) + '\0'); if (await db.head(prefix)) heads++; }
+    headSecs = (Date.now() - t1) / 1000; track();
+    headRates.push({ iter: v, headReadsPerSec: Math.round(20000 / headSecs), cpuUsPerRead: cpuDiff(c1, threadCpu(), 20000) });
+  }
   // random point gets of known URLs (hits), in batches of 100
   const t2 = Date.now(); let hits = 0; const GETS = 20000;
   for (let i = 0; i < GETS; i += 100) { const ks = []; for (let j = 0; j < 100; j++) { const h = Math.floor(rnd() * Math.min(HOSTS, 5000)); const c = counters[h]; if (c) ks.push(uKey(url(h, Math.floor(rnd() * c)))); } const g = await db.getMany(ks); hits += g.filter((x) => x !== undefined && x !== null).length; }
   const getSecs = (Date.now() - t2) / 1000; track();
   await db.close();
   const bytes = du(dir);
-  console.log(JSON.stringify({ cand, urls: N, hosts: HOSTS, upsertsPerSec: Math.round(N / insSecs), headReadsPerSec: Math.round(20000 / headSecs), heads, pointGetsPerSec: Math.round(GETS / getSecs), hits, falseFound: found, diskBytesPerUrl: +(bytes / N).toFixed(1), peakRssMiB: +(peak.rss / 1048576).toFixed(0), peakAnonMiB: +(peak.anon / 1048576).toFixed(0), peakFileMiB: +(peak.file / 1048576).toFixed(0) }));
+  console.log(JSON.stringify({ cand, urls: N, hosts: HOSTS, upsertsPerSec: Math.round(N / insSecs), headReadsPerSec: Math.round(20000 / headSecs), heads, pointGetsPerSec: Math.round(GETS / getSecs), hits, falseFound: found, diskBytesPerUrl: +(bytes / N).toFixed(1), peakRssMiB: +(peak.rss / 1048576).toFixed(0), peakAnonMiB: +(peak.anon / 1048576).toFixed(0), peakFileMiB: +(peak.file / 1048576).toFixed(0), stores: STORES, opts: OPTS, cpuUsPerUrlInIntake: cpuIns, headRates }));
+  if (process.env.STATS_OUT) fs.writeFileSync(process.env.STATS_OUT, statsText);
 })().catch((e) => { console.error(e); process.exit(1); });
