@@ -72,6 +72,9 @@ export function decodeBody(body: Buffer, contentTypeHeader: string | null): { te
   return { text, charset };
 }
 
+/** The largest page scanned as its Latin-1 image (scanForm): under Node's 1 MB threshold for external strings. */
+export const IMAGE_MAX_BYTES = 1_000_000;
+
 /**
  * The body as extract() scans it: a UTF-8 page (the web's usual) as its Latin-1 image, one
  * character a byte, with the bytes beside it (`utf8`: tag-scanner.ts decodes only the names,
@@ -80,10 +83,14 @@ export function decodeBody(body: Buffer, contentTypeHeader: string | null): { te
  * size (UTF-16 once any character is past U+00FF): about 0.3 ms of CPU and 130 freshly mapped
  * pages of memory a 280 KiB page (docs/performance.md, "The page as its Latin-1 image").
  * `body` must stay unchanged while the scan reads `utf8`.
+ *
+ * Only up to IMAGE_MAX_BYTES: Node makes a Latin-1 string of more than about 1 MB external (its
+ * bytes outside the JavaScript heap), and a parse worker's heap limit is what stops a huge page
+ * there (test/embedded/parse-pool.test.ts); a bigger page is decoded whole, on the heap, as before.
  */
 export function scanForm(body: Buffer, contentTypeHeader: string | null): { html: string; utf8?: Buffer; charset: string } {
   const charset = sniffCharset(body, contentTypeHeader);
-  if (charset !== 'utf-8') return { html: decodeBody(body, contentTypeHeader).text, charset };
+  if (charset !== 'utf-8' || body.length > IMAGE_MAX_BYTES) return { html: decodeBody(body, contentTypeHeader).text, charset };
   // TextDecoder drops the BOM: so does the image.
   const utf8 = body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf ? body.subarray(3) : body;
   return { html: utf8.toString('latin1'), utf8, charset };

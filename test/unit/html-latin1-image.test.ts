@@ -7,6 +7,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { IMAGE_MAX_BYTES } from '../../lib/html/charset';
 import { decodeBody, extract, scanForm } from '../../lib/html/extract';
 
 const URL0 = 'http://127.0.0.1:8080/p/1';
@@ -24,6 +25,11 @@ describe('extract over the Latin-1 image of a UTF-8 page', () => {
     const latin = scanForm(Buffer.from('<p>caf\xe9</p>', 'latin1'), 'text/html; charset=iso-8859-1');
     expect(latin.utf8).toBeUndefined();
     expect(latin.html).toBe('<p>caf\u00e9</p>');
+    // A page past IMAGE_MAX_BYTES is decoded whole (its image would be an external string, outside the worker's heap limit).
+    const big = scanForm(Buffer.from('<p>\u00e9' + 'x'.repeat(IMAGE_MAX_BYTES) + '</p>'), null);
+    expect(big.utf8).toBeUndefined();
+    expect(big.html.startsWith('<p>\u00e9x')).toBe(true);
+    expect(scanForm(Buffer.alloc(IMAGE_MAX_BYTES, 0x61), null).utf8).toBeDefined();
     const bom = scanForm(Buffer.from('\ufeff<p>x</p>'), null);
     expect(bom.html).toBe('<p>x</p>');
     expect(bom.utf8!.length).toBe(bom.html.length);
