@@ -72,8 +72,14 @@ export function decodeBody(body: Buffer, contentTypeHeader: string | null): { te
   return { text, charset };
 }
 
-/** The largest page scanned as its Latin-1 image (scanForm): under Node's 1 MB threshold for external strings. */
-export const IMAGE_MAX_BYTES = 1_000_000;
+/**
+ * The largest page scanned as its Latin-1 image (scanForm): twice fetch's default body cap
+ * (config maxBodyBytes, 2 MiB), so every page fetch keeps by default is scanned so. An image of
+ * more than about 1 MB is an external string (its bytes outside the JavaScript heap: a copy at most
+ * this large a page); a bigger page is decoded whole, on the heap, where a parse worker's heap
+ * limit counts it.
+ */
+export const IMAGE_MAX_BYTES = 4 * 1024 * 1024;
 
 /**
  * The body as extract() scans it: a UTF-8 page (the web's usual) as its Latin-1 image, one
@@ -86,7 +92,7 @@ export const IMAGE_MAX_BYTES = 1_000_000;
  *
  * Only up to IMAGE_MAX_BYTES: Node makes a Latin-1 string of more than about 1 MB external (its
  * bytes outside the JavaScript heap), and a parse worker's heap limit is what stops a huge page
- * there (test/embedded/parse-pool.test.ts); a bigger page is decoded whole, on the heap, as before.
+ * (test/embedded/parse-pool.test.ts); a bigger page is decoded whole, on the heap, as before.
  */
 export function scanForm(body: Buffer, contentTypeHeader: string | null): { html: string; utf8?: Buffer; charset: string } {
   const charset = sniffCharset(body, contentTypeHeader);
