@@ -86,8 +86,9 @@ export const IMAGE_MAX_BYTES = 4 * 1024 * 1024;
  * character a byte, with the bytes beside it (`utf8`: tag-scanner.ts decodes only the names,
  * values and text it keeps); any other charset decoded whole, as decodeBody does. The image
  * costs a copy of the bytes, where decoding the page whole made a string of up to twice its
- * size (UTF-16 once any character is past U+00FF): about 0.3 ms of CPU and 130 freshly mapped
- * pages of memory a 280 KiB page (docs/performance.md, "The page as its Latin-1 image").
+ * size (UTF-16 once any character is past U+00FF): about 0.55 ms of CPU (0.24 of it the
+ * kernel's) and 130 freshly mapped pages of memory a 280 KiB page, against 0.14 ms and 60 for
+ * the image (docs/performance.md, "The page as its Latin-1 image").
  * `body` must stay unchanged while the scan reads `utf8`.
  *
  * Only up to IMAGE_MAX_BYTES: Node makes a Latin-1 string of more than about 1 MB external (its
