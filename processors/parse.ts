@@ -12,7 +12,7 @@
  * the indexer's text pointer is always readable.
  */
 import { fetchedBody } from '../lib/fetched-body';
-import { decodeBody, extract } from '../lib/html/extract';
+import { extract, scanForm } from '../lib/html/extract';
 import { detectLanguage } from '../lib/html/language';
 import type { ChangeKind, ContentMsg, FetchedPageMsg, LinkMsg, ParsedPageMsg } from '../lib/messages';
 import { productToken } from '../lib/robots';
@@ -138,8 +138,8 @@ export function analyzePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'user
 export function analyzePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'userAgent'> & { textAsUtf8: true | ((text: string) => Uint8Array | null) }): PageAnalysis & { text: Uint8Array };
 export function analyzePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'userAgent'> & { textAsUtf8?: true | ((text: string) => Uint8Array | null) }): PageAnalysis {
   // The body is read once, into the page's text, and not kept: it may be inflated into a reused buffer.
-  const { text: html } = decodeBody(fetchedBody(page, true), page.content_type);
-  const ex = extract(html, page.final_url, { xRobotsTag: page.x_robots_tag, productToken: productToken(opts.userAgent) });
+  const form = scanForm(fetchedBody(page, true), page.content_type);
+  const ex = extract(form.html, page.final_url, { xRobotsTag: page.x_robots_tag, productToken: productToken(opts.userAgent), utf8: form.utf8 });
   const linkUrls: string[] = [];
   let feedUrls: string[] | undefined;
   // Links of an unchanged page were already followed when it was new.

@@ -71,3 +71,34 @@ export function decodeBody(body: Buffer, contentTypeHeader: string | null): { te
   if (charset === 'windows-1252' && CP1252_BROKEN) text = text.replace(/[\x80-\x9f]/g, (c) => CP1252[c.charCodeAt(0) - 0x80]);
   return { text, charset };
 }
+
+/**
+ * The largest page scanned as its Latin-1 image (scanForm): twice fetch's default body cap
+ * (config maxBodyBytes, 2 MiB), so every page fetch keeps by default is scanned so. An image of
+ * more than about 1 MB is an external string (its bytes outside the JavaScript heap: a copy at most
+ * this large a page); a bigger page is decoded whole, on the heap, where a parse worker's heap
+ * limit counts it.
+ */
+export const IMAGE_MAX_BYTES = 4 * 1024 * 1024;
+
+/**
+ * The body as extract() scans it: a UTF-8 page (the web's usual) as its Latin-1 image, one
+ * character a byte, with the bytes beside it (`utf8`: tag-scanner.ts decodes only the names,
+ * values and text it keeps); any other charset decoded whole, as decodeBody does. The image
+ * costs a copy of the bytes, where decoding the page whole made a string of up to twice its
+ * size (UTF-16 once any character is past U+00FF): about 0.55 ms of CPU (0.24 of it the
+ * kernel's) and 130 freshly mapped pages of memory a 280 KiB page, against 0.14 ms and 60 for
+ * the image (docs/performance.md, "The page as its Latin-1 image").
+ * `body` must stay unchanged while the scan reads `utf8`.
+ *
+ * Only up to IMAGE_MAX_BYTES: Node makes a Latin-1 string of more than about 1 MB external (its
+ * bytes outside the JavaScript heap), and a parse worker's heap limit is what stops a huge page
+ * (test/embedded/parse-pool.test.ts); a bigger page is decoded whole, on the heap, as before.
+ */
+export function scanForm(body: Buffer, contentTypeHeader: string | null): { html: string; utf8?: Buffer; charset: string } {
+  const charset = sniffCharset(body, contentTypeHeader);
+  if (charset !== 'utf-8' || body.length > IMAGE_MAX_BYTES) return { html: decodeBody(body, contentTypeHeader).text, charset };
+  // TextDecoder drops the BOM: so does the image.
+  const utf8 = body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf ? body.subarray(3) : body;
+  return { html: utf8.toString('latin1'), utf8, charset };
+}

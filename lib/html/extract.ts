@@ -47,6 +47,11 @@ export interface ExtractOptions {
   productToken?: string;
   maxLinks?: number;
   maxTextBytes?: number;
+  /**
+   * The page's UTF-8 bytes when `html` is their Latin-1 image (charset.ts `scanForm`): the
+   * scan reads the image and decodes only what it keeps (tag-scanner.ts scanTags).
+   */
+  utf8?: Buffer;
 }
 
 // Elements whose content is not page text: code, fallbacks, templates, form-field values. `title`
@@ -289,7 +294,7 @@ class Collector implements TagSink {
 }
 
 /** A tokenizer pass that reports `html`'s tags and text to `sink` (tag-scanner.ts's is the crawler's). */
-export type TagScan = (html: string, sink: TagSink, wantAttrs: ReadonlySet<string>, attrNames?: ReadonlySet<string>) => void;
+export type TagScan = (html: string, sink: TagSink, wantAttrs: ReadonlySet<string>, attrNames?: ReadonlySet<string>, utf8?: Buffer) => void;
 
 export function extract(html: string, pageUrl: string, opts: ExtractOptions = {}): Extracted {
   return extractWith(scanTags, html, pageUrl, opts);
@@ -299,7 +304,8 @@ export function extract(html: string, pageUrl: string, opts: ExtractOptions = {}
 export function extractWith(scan: TagScan, html: string, pageUrl: string, opts: ExtractOptions = {}): Extracted {
   const token = (opts.productToken ?? 'kcrawl').toLowerCase();
   const c = new Collector(token, opts.maxLinks ?? 5000, opts.maxTextBytes ?? 1024 * 1024);
-  scan(html, c, ATTR_TAGS, ATTR_NAMES);
+  if (opts.utf8 !== undefined) scan(html, c, ATTR_TAGS, ATTR_NAMES, opts.utf8);
+  else scan(html, c, ATTR_TAGS, ATTR_NAMES);
 
   const robots = { ...c.robots };
   if (opts.xRobotsTag) parseXRobotsTag(opts.xRobotsTag, token, robots);
@@ -342,4 +348,4 @@ export function extractWith(scan: TagScan, html: string, pageUrl: string, opts: 
   };
 }
 
-export { decodeBody, sniffCharset } from './charset';
+export { decodeBody, scanForm, sniffCharset } from './charset';

@@ -55,6 +55,8 @@ export interface TagSink {
 }
 
 const NO_ATTRS: Attr[] = [];
+/** A byte of UTF-8 past ASCII, as a character of the page's Latin-1 image (scanTags' `utf8`). */
+const NON_ASCII = /[\u0080-\u00ff]/;
 const HAS_UPPER_OR_NON_ASCII = /[A-Z\u0080-\uffff]/;
 const ASCII_UPPER = /[A-Z]+/g;
 
@@ -109,7 +111,20 @@ class Scanner implements TokenizerCallbacks {
     private readonly sink: TagSink,
     private readonly wantAttrs: ReadonlySet<string>,
     private readonly attrNames: ReadonlySet<string> | null,
+    private readonly utf8: Buffer | null,
   ) {}
+
+  /**
+   * The page's characters [from, to): a slice of `html`, or, when `html` is the Latin-1 image
+   * of UTF-8 bytes (`utf8`), those bytes decoded where they hold any past ASCII. Every slice
+   * begins and ends next to an ASCII character (the tokens' delimiters) or at an end of the
+   * page, and no byte of a UTF-8 sequence is ASCII, so the slices decoded one by one are what
+   * decoding the whole page would have given for them, U+FFFD for invalid bytes included.
+   */
+  private str(from: number, to: number): string {
+    const s = this.html.slice(from, to);
+    return this.utf8 !== null && NON_ASCII.test(s) ? this.utf8.toString('utf8', from, to) : s;
+  }
 
   /** Will the sink keep a text reported now? Without a pending first-line-feed drop, which a text must see. */
   private textDropped(): boolean {
@@ -147,7 +162,7 @@ class Scanner implements TokenizerCallbacks {
     if (this.runStart < 0) return;
     // One run of text as written (no tag, comment or CDATA in it): its references decoded as the
     // tokenizer decodes text (decodeRcdata's mode is the text's: legacy references decoded).
-    this.pending += decodeRcdata(this.html.slice(this.base + this.runStart, this.base + this.runEnd));
+    this.pending += decodeRcdata(this.str(this.base + this.runStart, this.base + this.runEnd));
     this.runStart = this.runEnd = -1;
   }
 
@@ -220,20 +235,20 @@ class Scanner implements TokenizerCallbacks {
 
   onopentagname(start: number, end: number): void {
     this.flushText();
-    this.tagName = asciiLower(this.html.slice(this.base + start, this.base + end));
+    this.tagName = asciiLower(this.str(this.base + start, this.base + end));
     this.attrs = this.wantAttrs.has(this.tagName) || (this.foreign && NS_ATTR_TAGS.has(this.tagName)) ? [] : null;
   }
 
   onattribname(start: number, end: number): void {
     if (this.attrs === null) return;
-    this.attrName = asciiLower(this.html.slice(this.base + start, this.base + end));
+    this.attrName = asciiLower(this.str(this.base + start, this.base + end));
     this.attrVal = '';
     // Foreign elements keep every attribute: their namespace rules read some (xlink:href, font color).
     this.attrSkipped = this.attrNames !== null && !this.foreign && !this.attrNames.has(this.attrName);
   }
 
   onattribdata(start: number, end: number): void {
-    if (this.attrs !== null && !this.attrSkipped) this.attrVal += this.html.slice(this.base + start, this.base + end);
+    if (this.attrs !== null && !this.attrSkipped) this.attrVal += this.str(this.base + start, this.base + end);
   }
 
   onattribentity(cp: number): void {
@@ -286,7 +301,7 @@ class Scanner implements TokenizerCallbacks {
     // Raw text: report it (unless the sink drops it: a script's or style's), and read on from its end tag with a fresh tokenizer.
     if (rawEnd > from && !this.textDropped()) {
       this.inRaw = true;
-      const raw = this.html.slice(from, rawEnd);
+      const raw = this.str(from, rawEnd);
       this.pending = RCDATA.has(name) ? decodeRcdata(raw) : raw;
       this.flushText();
       this.inRaw = false;
@@ -310,7 +325,7 @@ class Scanner implements TokenizerCallbacks {
     if (this.html.charCodeAt(this.base + start - 1) !== 0x2f) return;
     // An end tag the end of the page cuts (`</title `) is no tag to HTML.
     if (this.html.charCodeAt(this.base + end) !== 0x3e && this.html.indexOf('>', this.base + end) < 0) return;
-    let name = asciiLower(this.html.slice(this.base + start, this.base + end));
+    let name = asciiLower(this.str(this.base + start, this.base + end));
     const slash = name.indexOf('/');
     if (slash >= 0) name = name.slice(0, slash);
     const ns = this.ns;
@@ -327,7 +342,7 @@ class Scanner implements TokenizerCallbacks {
   oncdata(start: number, end: number, offset: number): void {
     if (this.foreign) {
       this.take();
-      this.pending += this.html.slice(this.base + start, this.base + end - offset);
+      this.pending += this.str(this.base + start, this.base + end - offset);
       return;
     }
     // In HTML `<![CDATA[` opens a bogus comment, which the first `>` ends.
@@ -372,7 +387,13 @@ class Scanner implements TokenizerCallbacks {
  * Reports `html`'s tags and text to `sink` in one synchronous pass. Start tags named in
  * `wantAttrs` carry their attributes (only those named in `attrNames`, when given, on HTML
  * elements; SVG and MathML elements keep all); every other start tag an empty list.
+ *
+ * With `utf8`, `html` is those bytes read as Latin-1 (one character a byte: `latin1Image`), and
+ * what reaches the sink (names, values, text) is decoded from them as UTF-8. HTML's syntax is
+ * all ASCII, so the tokens fall where they fall in the decoded page; the page is not decoded
+ * whole (docs/performance.md, "The page as its Latin-1 image").
  */
-export function scanTags(html: string, sink: TagSink, wantAttrs: ReadonlySet<string>, attrNames?: ReadonlySet<string>): void {
-  new Scanner(html, sink, wantAttrs, attrNames ?? null).run();
+export function scanTags(html: string, sink: TagSink, wantAttrs: ReadonlySet<string>, attrNames?: ReadonlySet<string>, utf8?: Buffer): void {
+  if (utf8 !== undefined && utf8.length !== html.length) throw new Error('scanTags: html is not the Latin-1 image of utf8');
+  new Scanner(html, sink, wantAttrs, attrNames ?? null, utf8 ?? null).run();
 }

@@ -1,0 +1,94 @@
+/**
+ * extract() over a UTF-8 page's Latin-1 image (lib/html/charset.ts scanForm, tag-scanner.ts
+ * with `utf8`) gives what it gives over the page decoded whole (decodeBody): the same title,
+ * text, links, language hints and robots directives, on real pages, on hand-made edge cases
+ * (non-ASCII names, values, raw text, CDATA, a BOM, invalid and cut UTF-8 next to markup) and
+ * on random bodies mixing HTML's syntax with UTF-8 and damaged bytes.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { IMAGE_MAX_BYTES } from '../../lib/html/charset';
+import { decodeBody, extract, scanForm } from '../../lib/html/extract';
+
+const URL0 = 'http://127.0.0.1:8080/p/1';
+const whole = (body: Buffer, ct: string | null = null): unknown => extract(decodeBody(body, ct).text, URL0, { productToken: 'kcrawl' });
+const image = (body: Buffer, ct: string | null = null): unknown => {
+  const f = scanForm(body, ct);
+  return extract(f.html, URL0, { productToken: 'kcrawl', utf8: f.utf8 });
+};
+
+describe('extract over the Latin-1 image of a UTF-8 page', () => {
+  it('is used for UTF-8 pages only; other charsets are decoded whole', () => {
+    const utf8 = scanForm(Buffer.from('<p>caf\u00e9 \u2019</p>'), 'text/html; charset=utf-8');
+    expect(utf8.utf8).toBeDefined();
+    expect(utf8.html).toBe(Buffer.from('<p>caf\u00e9 \u2019</p>').toString('latin1'));
+    const latin = scanForm(Buffer.from('<p>caf\xe9</p>', 'latin1'), 'text/html; charset=iso-8859-1');
+    expect(latin.utf8).toBeUndefined();
+    expect(latin.html).toBe('<p>caf\u00e9</p>');
+    // A page past IMAGE_MAX_BYTES is decoded whole (its image would be an external string, outside the worker's heap limit).
+    const big = scanForm(Buffer.from('<p>\u00e9' + 'x'.repeat(IMAGE_MAX_BYTES) + '</p>'), null);
+    expect(big.utf8).toBeUndefined();
+    expect(big.html.startsWith('<p>\u00e9x')).toBe(true);
+    expect(scanForm(Buffer.alloc(IMAGE_MAX_BYTES, 0x61), null).utf8).toBeDefined();
+    const bom = scanForm(Buffer.from('\ufeff<p>x</p>'), null);
+    expect(bom.html).toBe('<p>x</p>');
+    expect(bom.utf8!.length).toBe(bom.html.length);
+  });
+
+  it('reads the vendored real pages as decoding them whole does', () => {
+    const dir = join(__dirname, '..', 'fixtures', 'realpages');
+    const names = readdirSync(dir).filter((f) => f.endsWith('.html'));
+    expect(names.length).toBeGreaterThanOrEqual(5);
+    for (const name of names) {
+      const body = readFileSync(join(dir, name));
+      expect({ name, ex: image(body) }).toEqual({ name, ex: whole(body) });
+    }
+  });
+
+  it('decodes names, values, text, raw text and CDATA as the whole page would be', () => {
+    const cases = [
+      '<html lang="d\u00e9"><head><title>T\u00eftre \u2014 \u{1F600}</title><meta name="description" content="\u00e9t\u00e9"></head><body><p>Caf\u00e9 &amp; cr\u00e8me &eacute; \u2019</p></body></html>',
+      '<p data-\u00e9="1" title=\u00e9t\u00e9>x</p><a href="/\u00e9t\u00e9?q=\u4e2d\u6587">\u4e2d\u6587\u94fe\u63a5</a><a href=/caf\u00e9>u</a>',
+      '<\u00e9l\u00e9ment>text in an unknown \u00e9l\u00e9ment</\u00e9l\u00e9ment><p>after</p>',
+      '<textarea>\n\u00e9crit</textarea><pre>\r\n\u00e9 pre</pre><title>\u00e9</title><xmp>\u00e9 <b>x</b></xmp>',
+      '<svg><title>\u00e9</title><![CDATA[\u00e9 cdata \u2019]]><text>\u00e9\0\0x</text></svg><math><mi>\u00e9</mi></math><p>\u00e9</p>',
+      '<script>var s = "\u00e9</scr" + "ipt>";</script><p>\u00e9 after script</p><style>p{content:"\u00e9"}</style>',
+      '<!-- \u00e9 --><p>\u00e9</p><!\u00e9><?\u00e9?><p>\u00e9</p></ \u00e9><p>x</p>',
+      '<p>\u00e9\u00e9\u00e9', // ends in text
+      '<a href="\u00e9', // ends in a value
+      '<plaintext>\u00e9 <p> \u2019',
+    ];
+    for (const html of cases) expect({ html, ex: image(Buffer.from(html)) }).toEqual({ html, ex: whole(Buffer.from(html)) });
+  });
+
+  it('gives U+FFFD for invalid and cut UTF-8 where decoding the whole page does', () => {
+    const pieces = [Buffer.from('<p>'), Buffer.from([0xc3]), Buffer.from('</p><p>'), Buffer.from([0xe2, 0x82]), Buffer.from('<b>'),
+      Buffer.from([0xa9, 0xff, 0xed, 0xa0, 0x80]), Buffer.from('</b><a href="'), Buffer.from([0xf0, 0x9f]), Buffer.from('">x</a><p>'), Buffer.from([0xc0, 0xaf, 0xe0, 0x80])];
+    const body = Buffer.concat(pieces);
+    expect(image(body)).toEqual(whole(body));
+  });
+
+  it('agrees with decoding whole on random bodies of markup, UTF-8 and damaged bytes', () => {
+    let seed = 12345;
+    const rnd = (n: number): number => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return seed % n;
+    };
+    const atoms = ['<p>', '</p>', '<a href="', '">', "<a href='", "'>", '<a href=', ' ', '>', '<', '</', '&amp;', '&eacute;', '&#x2019;', '&', '<script>', '</script>',
+      '<style>', '</style>', '<title>', '</title>', '<svg>', '</svg>', '<![CDATA[', ']]>', '<!--', '-->', '<pre>', '\n', '\r\n', '\0', '=', '"', "'", '/', '<br/>',
+      '<meta name=kcrawl content=noindex>', '<base href="/b/">', '<textarea>', '</textarea>', 'text', '<html lang=\u00e9>'];
+    const utf8 = ['\u00e9', '\u2019', '\u4e2d', '\u{1F600}', '\u00a0', '\u212a'].map((s) => Buffer.from(s));
+    const damaged = [[0xc3], [0xe2, 0x82], [0xff], [0x80], [0xed, 0xa0, 0x80], [0xf0, 0x9f, 0x98], [0xc0, 0xaf]].map((b) => Buffer.from(b));
+    for (let i = 0; i < 3000; i++) {
+      const parts: Buffer[] = [];
+      const n = 1 + rnd(40);
+      for (let k = 0; k < n; k++) {
+        const r = rnd(10);
+        parts.push(r < 6 ? Buffer.from(atoms[rnd(atoms.length)]) : r < 9 ? utf8[rnd(utf8.length)] : damaged[rnd(damaged.length)]);
+      }
+      const body = Buffer.concat(parts);
+      if (body[0] === 0xef) continue;
+      expect({ i, ex: image(body) }).toEqual({ i, ex: whole(body) });
+    }
+  });
+});
