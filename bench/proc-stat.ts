@@ -16,6 +16,11 @@ function statFields(stat: string): string[] {
   return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
 }
 
+/** The command name from the text of /proc/<pid>/stat, or a thread's name from /proc/<pid>/task/<tid>/stat ("rocksdb:low", "libuv-worker"): what lies between the first '(' and the last ')'. */
+export function parseStatName(stat: string): string {
+  return stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+}
+
 /** utime + stime in ms from the text of /proc/<pid>/stat. */
 export function parseStatCpuMs(stat: string): number {
   const fields = statFields(stat);

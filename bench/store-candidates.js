@@ -3,10 +3,12 @@
 // over hosts of Zipf sizes, each batch a getMany of the URLs (the exact seen check, nearly all
 // misses) and a write of a row (64 bytes) plus a host-queue key per URL; then 20,000 head
 // reads (the first queue key of a random host) and 20,000 point gets of known URLs.
-// Not part of the build: the candidates are not the project's dependencies. Run it in a
-// scratch folder:
-//   mkdir /tmp/kv && cd /tmp/kv && npm init -y && npm i lmdb classic-level @nxtedition/rocksdb rocksdb rocksdb-native
-//   cp <repo>/bench/store-candidates.js . && node store-candidates.js classic-level 5000000 /tmp/kv/db
+// Not part of the build: the candidates are not the project's dependencies. Install them in a
+// scratch folder and run this file from the built repo (it reads /proc through
+// dist/bench/proc-stat.js) with that folder's packages on NODE_PATH (classic-level, a
+// dependency of the project, then resolves to the repo's own):
+//   mkdir /tmp/kv && cd /tmp/kv && npm init -y && npm i lmdb @nxtedition/rocksdb rocksdb rocksdb-native
+//   cd <repo> && npx tsc -p tsconfig.json && NODE_PATH=/tmp/kv/node_modules node bench/store-candidates.js classic-level 5000000 /tmp/kv/db
 // Prints one JSON line: upserts/s, head reads/s, point gets/s, disk bytes per URL, peak RSS
 // (VmRSS; anonymous and file-backed apart: an mmap'd store's pages count in RSS), and CPU a URL
 // over the upserts by thread (the main thread apart, others by name) from /proc/self/task.
@@ -28,9 +30,11 @@ const STORES = Number(process.env.STORES || 1);
 // Iterator options of the head reads: one pass of head reads per entry of ITER_VARIANTS (JSON array).
 const VARIANTS = JSON.parse(process.env.ITER_VARIANTS || '[{}]');
 let ITER = {};
-// CPU of every thread of this process (utime + stime, clock ticks), by thread name; the main thread apart.
-const threadCpu = () => { const out = { main: 0, other: {} }; for (const t of fs.readdirSync('/proc/self/task')) { let st; try { st = fs.readFileSync(`/proc/self/task/${t}/stat`, 'utf8'); } catch { continue; } const i = st.lastIndexOf(')'); const name = st.slice(st.indexOf('(') + 1, i).replace(/[0-9]+$/, '#'); const f = st.slice(i + 2).split(' '); const ticks = Number(f[11]) + Number(f[12]); if (Number(t) === process.pid) out.main += ticks; else out.other[name] = (out.other[name] || 0) + ticks; } return out; };
-const cpuDiff = (a, b, n) => { const us = (t) => +(t * 1e4 / n).toFixed(2); const o = {}; for (const k of Object.keys(b.other)) o[k] = us(b.other[k] - (a.other[k] || 0)); return { main: us(b.main - a.main), all: us(b.main - a.main + Object.values(b.other).reduce((x, y) => x + y, 0) - Object.values(a.other).reduce((x, y) => x + y, 0)), ...o }; };
+// /proc's text read by the benchmarks' own parsers (bench/proc-stat.ts).
+const { parseRssParts, parseStatCpuMs, parseStatName } = require(path.join(__dirname, '..', 'dist', 'bench', 'proc-stat.js'));
+// CPU of every thread of this process (utime + stime, ms), by thread name (a trailing number as #); the main thread apart.
+const threadCpu = () => { const out = { main: 0, other: {} }; for (const t of fs.readdirSync('/proc/self/task')) { let st; try { st = fs.readFileSync(`/proc/self/task/${t}/stat`, 'utf8'); } catch { continue; } const name = parseStatName(st).replace(/[0-9]+$/, '#'); const ms = parseStatCpuMs(st); if (Number(t) === process.pid) out.main += ms; else out.other[name] = (out.other[name] || 0) + ms; } return out; };
+const cpuDiff = (a, b, n) => { const us = (ms) => +(ms * 1e3 / n).toFixed(2); const o = {}; for (const k of Object.keys(b.other)) o[k] = us(b.other[k] - (a.other[k] || 0)); return { main: us(b.main - a.main), all: us(b.main - a.main + Object.values(b.other).reduce((x, y) => x + y, 0) - Object.values(a.other).reduce((x, y) => x + y, 0)), ...o }; };
 
 // Zipf host sizes: pick host by inverse CDF of weights k^-1.1
 let seed = 12345;
@@ -51,7 +55,7 @@ const value = Buffer.alloc(64, 7);
 const be = (n) => { const b = Buffer.alloc(8); b.writeBigUInt64BE(BigInt(n)); return b; };
 const qKey = (h, level, seq) => Buffer.concat([Buffer.from('q' + hostName(h) + '\0'), Buffer.from([level]), be(seq)]);
 const uKey = (u) => Buffer.from('u' + u);
-const rss = () => { const s = fs.readFileSync('/proc/self/status', 'utf8'); const g = (k) => Number(new RegExp(k + ':\\s+(\\d+)').exec(s)[1]) * 1024; return { rss: g('VmRSS'), anon: g('RssAnon'), file: g('RssFile') }; };
+const rss = () => parseRssParts(fs.readFileSync('/proc/self/status', 'utf8'));
 const du = (d) => { let n = 0; for (const f of fs.readdirSync(d, { withFileTypes: true })) n += f.isDirectory() ? du(path.join(d, f.name)) : fs.statSync(path.join(d, f.name)).size; return n; };
 
 let dirNow = dir;
@@ -153,7 +157,11 @@ const adapters = {
   for (const v of VARIANTS) {
     ITER = v;
     const t1 = Date.now(); heads = 0; const c1 = threadCpu();
-    for (let i = 0; i < 20000; i++) { const h = pickHost() ; const prefix = Buffer.from('q' + hostName(Math.floor(rnd() * HOSTS)) + '\0'); if (await db.head(prefix)) heads++; }
+    // A random host's head (uniform over hosts). Before i47rocks a stray, unused pickHost() here
+    // drew one more random number a read: the hosts read and the point gets' keys after
+    // differ from the runs measured before (docs/frontier-store.md, "Choosing the store" and
+    // "Intake: RocksDB as the engine"); the upserts are the same.
+    for (let i = 0; i < 20000; i++) { const prefix = Buffer.from('q' + hostName(Math.floor(rnd() * HOSTS)) + '\0'); if (await db.head(prefix)) heads++; }
     headSecs = (Date.now() - t1) / 1000; track();
     headRates.push({ iter: v, headReadsPerSec: Math.round(20000 / headSecs), cpuUsPerRead: cpuDiff(c1, threadCpu(), 20000) });
   }

@@ -7,7 +7,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { kafkaPlan, parseBenchArgs, launcherEnv, launcherNodeFlags, numberFlag } from '../../bench/args';
-import { cpuMsBetween, parsePeakRssBytes, parseStatChildrenCpuMs, parseStatCpuMs, parseStatKernel, parseStealMs, stealMsBetween } from '../../bench/proc-stat';
+import { cpuMsBetween, parsePeakRssBytes, parseStatChildrenCpuMs, parseStatCpuMs, parseStatKernel, parseStatName, parseStealMs, stealMsBetween } from '../../bench/proc-stat';
 import { barePass, median, parserFloorMs, processCpuMs } from '../../bench/parser-floor';
 import { cpuMsPerPage, floorMultiple, kcrawlHostPeriodMs, machineShare, markdownTable, shareOfOwnZeroLatency, sustainedTable, throughputLimit, webCpuMsPerPage, type RunResult } from '../../bench/report';
 import { growthBetween, pagesBetweenSeconds, stealShare, sustainedBounds, valueAt } from '../../bench/sustained';
@@ -180,6 +180,10 @@ describe('proc parsing', () => {
   it('reads utime+stime and cutime+cstime in ms', () => {
     expect(parseStatCpuMs(stat)).toBe(3000);
     expect(parseStatChildrenCpuMs(stat)).toBe(500);
+  });
+  it('reads the command name, spaces and parentheses in it', () => {
+    expect(parseStatName(stat)).toBe('node (x) y');
+    expect(parseStatName('77 (rocksdb:low) S 1')).toBe('rocksdb:low');
   });
   it('reads VmHWM as bytes', () => {
     expect(parsePeakRssBytes('Name:\tnode\nVmPeak:\t  999 kB\nVmHWM:\t  2048 kB\n')).toBe(2048 * 1024);
