@@ -62,14 +62,18 @@ const CP1252 = '\u20ac\x81\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u0160
 const CP1252_BROKEN = new TextDecoder('windows-1252').decode(new Uint8Array([0x80])) !== '\u20ac';
 
 const decoders = new Map<string, TextDecoder>();
-export function decodeBody(body: Buffer, contentTypeHeader: string | null): { text: string; charset: string } {
-  const charset = sniffCharset(body, contentTypeHeader);
+/** `body` decoded as `charset` (a name sniffCharset gives), whole. */
+function decodeAs(body: Buffer, charset: string): string {
   let d = decoders.get(charset);
   if (!d) { d = new TextDecoder(charset); decoders.set(charset, d); }
   // TextDecoder drops a BOM that matches the encoding and replaces invalid bytes with U+FFFD.
-  let text = d.decode(body);
-  if (charset === 'windows-1252' && CP1252_BROKEN) text = text.replace(/[\x80-\x9f]/g, (c) => CP1252[c.charCodeAt(0) - 0x80]);
-  return { text, charset };
+  const text = d.decode(body);
+  return charset === 'windows-1252' && CP1252_BROKEN ? text.replace(/[\x80-\x9f]/g, (c) => CP1252[c.charCodeAt(0) - 0x80]) : text;
+}
+
+export function decodeBody(body: Buffer, contentTypeHeader: string | null): { text: string; charset: string } {
+  const charset = sniffCharset(body, contentTypeHeader);
+  return { text: decodeAs(body, charset), charset };
 }
 
 /**
@@ -97,7 +101,8 @@ export const IMAGE_MAX_BYTES = 4 * 1024 * 1024;
  */
 export function scanForm(body: Buffer, contentTypeHeader: string | null): { html: string; utf8?: Buffer; charset: string } {
   const charset = sniffCharset(body, contentTypeHeader);
-  if (charset !== 'utf-8' || body.length > IMAGE_MAX_BYTES) return { html: decodeBody(body, contentTypeHeader).text, charset };
+  // Decoded as the charset found here: sniffing again (decodeBody) read the prescan's 1024 bytes a second time.
+  if (charset !== 'utf-8' || body.length > IMAGE_MAX_BYTES) return { html: decodeAs(body, charset), charset };
   // TextDecoder drops the BOM: so does the image.
   const utf8 = body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf ? body.subarray(3) : body;
   return { html: utf8.toString('latin1'), utf8, charset };

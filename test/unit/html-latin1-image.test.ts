@@ -35,6 +35,27 @@ describe('extract over the Latin-1 image of a UTF-8 page', () => {
     expect(bom.utf8!.length).toBe(bom.html.length);
   });
 
+  it('decodes a page it does not scan as UTF-8 bytes as the charset it found, as decodeBody does', () => {
+    const cases: [Buffer, string | null, string][] = [
+      // Declared by <meta> only: the C1 range is windows-1252's (the euro sign, curly quotes).
+      [Buffer.concat([Buffer.from('<meta charset="latin1"><p>'), Buffer.from([0x80, 0x93, 0xe9, 0x94]), Buffer.from('</p>')]), null, 'windows-1252'],
+      // By the header, over a <meta> that says otherwise.
+      [Buffer.concat([Buffer.from('<meta charset="utf-8"><p>'), Buffer.from([0x82, 0xa0, 0x93, 0xfa]), Buffer.from('</p>')]), 'text/html; charset=Shift_JIS', 'shift_jis'],
+      // By a BOM, over the header.
+      [Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('<p>\u00e9\u4e2d</p>', 'utf16le')]), 'text/html; charset=iso-8859-2', 'utf-16le'],
+      // UTF-8 past IMAGE_MAX_BYTES, with a <meta> past the prescan's 1024 bytes that must not count.
+      [Buffer.from('<p>\u2019' + 'x'.repeat(IMAGE_MAX_BYTES) + '<meta charset=latin1></p>'), null, 'utf-8'],
+    ];
+    for (const [body, ct, charset] of cases) {
+      const f = scanForm(body, ct);
+      expect(f.charset).toBe(charset);
+      expect(f.utf8).toBeUndefined();
+      expect({ charset, html: f.html }).toEqual({ charset, html: decodeBody(body, ct).text });
+    }
+    expect(scanForm(cases[0][0], null).html).toBe('<meta charset="latin1"><p>\u20ac\u201c\u00e9\u201d</p>');
+    expect(scanForm(cases[1][0], cases[1][1]).html).toBe('<meta charset="utf-8"><p>\u3042\u65e5</p>');
+  });
+
   it('reads the vendored real pages as decoding them whole does', () => {
     const dir = join(__dirname, '..', 'fixtures', 'realpages');
     const names = readdirSync(dir).filter((f) => f.endsWith('.html'));
