@@ -80,7 +80,7 @@ function attrValue(s: string): string {
  * unmapped when it dies (about 65 page faults a 288 KiB page); pieces stay in the young
  * generation, whose memory is reused, and a small one is read by the tokenizer while it is still
  * in the processor's cache. scanForm and extract() over 768 pages of the benchmark's web (288 KiB
- * on average), one thread, CPU a page: the page as one Latin-1 string 2.13-2.31 ms, in pieces of
+ * on average), one thread, CPU a page: the page as one Latin-1 string 2.06-2.31 ms, in pieces of
  * 4 KiB 1.74-1.77, 8 KiB 1.78, 16 KiB 1.78-1.84, 64 KiB 2.03, 128 KiB 2.41 (docs/performance.md,
  * "The page as its bytes").
  */
