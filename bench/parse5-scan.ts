@@ -70,6 +70,6 @@ class Parse5Scanner extends SAXParser {
   }
 }
 
-export function parse5Scan(html: string, sink: TagSink): void {
-  new Parse5Scanner(sink).run(html);
+export function parse5Scan(html: string | Buffer, sink: TagSink): void {
+  new Parse5Scanner(sink).run(typeof html === 'string' ? html : html.toString('utf8'));
 }

@@ -202,11 +202,8 @@ export async function stageCpu(port: number, hosts: number, rounds = 4): Promise
 
   // The parts, over the same pages.
   const bodies = measuredPages.map((p) => fetchedBody(p));
-  // As parse reads a page: a UTF-8 page as its Latin-1 image, decoded only where kept (charset.ts scanForm).
-  const texts = await timed(parts, 'extraction', () => measuredPages.map((p, i) => {
-    const form = scanForm(bodies[i], p.content_type);
-    return extract(form.html, p.final_url, { utf8: form.utf8 }).text;
-  }));
+  // As parse reads a page: a UTF-8 page as its bytes, decoded only where kept (charset.ts scanForm).
+  const texts = await timed(parts, 'extraction', () => measuredPages.map((p, i) => extract(scanForm(bodies[i], p.content_type).html, p.final_url).text));
   // The parser floors read the page decoded whole, as a bare parser is given it.
   const htmls = measuredPages.map((p, i) => decodeBody(bodies[i], p.content_type).text);
   const utf8 = texts.map((t) => Buffer.from(t, 'utf8'));
@@ -228,7 +225,7 @@ export async function stageCpu(port: number, hosts: number, rounds = 4): Promise
     { stage: '  of which HTTP', msPerPage: per(parts.get('HTTP') ?? 0), note: 'the same pages fetched again by the HTTP client alone (undici, body kept as its chunks), robots.txt aside' },
     { stage: '  of which WARC store', msPerPage: per(cpu.get('WARC store') ?? 0), note: 'the WARC files written, fsynced, renamed and indexed' },
     { stage: 'parse', msPerPage: per(cpu.get('parse') ?? 0), note: 'the parse stage on one thread: inflate, charset, extraction, SimHash, language, duplicates, links, text record' },
-    { stage: '  of which extraction', msPerPage: per(parts.get('extraction')!), note: 'charset decoding (a UTF-8 page: its Latin-1 image) and extract()' },
+    { stage: '  of which extraction', msPerPage: per(parts.get('extraction')!), note: 'charset decoding (a UTF-8 page: read as its bytes) and extract()' },
     { stage: '  of which SimHash', msPerPage: per(parts.get('SimHash')!), note: 'version 2, from the text\'s UTF-8 bytes' },
     { stage: 'seen-test', msPerPage: per(cpu.get('seen-test') ?? 0), note: 'normalisation, trap screen, Bloom filter' },
     { stage: 'frontier', msPerPage: per(cpu.get('frontier') ?? 0), note: 'candidates, leases, two statuses a page' },

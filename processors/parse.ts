@@ -139,7 +139,7 @@ export function analyzePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'user
 export function analyzePage(page: FetchedPageMsg, opts: Pick<ParseOptions, 'userAgent'> & { textAsUtf8?: true | ((text: string) => Uint8Array | null) }): PageAnalysis {
   // The body is read once, into the page's text, and not kept: it may be inflated into a reused buffer.
   const form = scanForm(fetchedBody(page, true), page.content_type);
-  const ex = extract(form.html, page.final_url, { xRobotsTag: page.x_robots_tag, productToken: productToken(opts.userAgent), utf8: form.utf8 });
+  const ex = extract(form.html, page.final_url, { xRobotsTag: page.x_robots_tag, productToken: productToken(opts.userAgent) });
   const linkUrls: string[] = [];
   let feedUrls: string[] | undefined;
   // Links of an unchanged page were already followed when it was new.

@@ -62,43 +62,43 @@ const CP1252 = '\u20ac\x81\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u0160
 const CP1252_BROKEN = new TextDecoder('windows-1252').decode(new Uint8Array([0x80])) !== '\u20ac';
 
 const decoders = new Map<string, TextDecoder>();
-export function decodeBody(body: Buffer, contentTypeHeader: string | null): { text: string; charset: string } {
-  const charset = sniffCharset(body, contentTypeHeader);
+/** `body` decoded as `charset` (a name sniffCharset gives), whole. */
+function decodeAs(body: Buffer, charset: string): string {
   let d = decoders.get(charset);
   if (!d) { d = new TextDecoder(charset); decoders.set(charset, d); }
   // TextDecoder drops a BOM that matches the encoding and replaces invalid bytes with U+FFFD.
-  let text = d.decode(body);
-  if (charset === 'windows-1252' && CP1252_BROKEN) text = text.replace(/[\x80-\x9f]/g, (c) => CP1252[c.charCodeAt(0) - 0x80]);
-  return { text, charset };
+  const text = d.decode(body);
+  return charset === 'windows-1252' && CP1252_BROKEN ? text.replace(/[\x80-\x9f]/g, (c) => CP1252[c.charCodeAt(0) - 0x80]) : text;
+}
+
+export function decodeBody(body: Buffer, contentTypeHeader: string | null): { text: string; charset: string } {
+  const charset = sniffCharset(body, contentTypeHeader);
+  return { text: decodeAs(body, charset), charset };
 }
 
 /**
- * The largest page scanned as its Latin-1 image (scanForm): twice fetch's default body cap
- * (config maxBodyBytes, 2 MiB), so every page fetch keeps by default is scanned so. An image of
- * more than about 1 MB is an external string (its bytes outside the JavaScript heap: a copy at most
- * this large a page); a bigger page is decoded whole, on the heap, where a parse worker's heap
- * limit counts it.
+ * The largest page scanned as its UTF-8 bytes (scanForm): twice fetch's default body cap (config
+ * maxBodyBytes, 2 MiB), so every page fetch keeps by default is scanned so. A bigger page is
+ * decoded whole, on the heap, where a parse worker's heap limit counts it
+ * (test/embedded/parse-pool.test.ts): scanned as its bytes, a page takes little of the heap
+ * whatever its size.
  */
 export const IMAGE_MAX_BYTES = 4 * 1024 * 1024;
 
 /**
- * The body as extract() scans it: a UTF-8 page (the web's usual) as its Latin-1 image, one
- * character a byte, with the bytes beside it (`utf8`: tag-scanner.ts decodes only the names,
- * values and text it keeps); any other charset decoded whole, as decodeBody does. The image
- * costs a copy of the bytes, where decoding the page whole made a string of up to twice its
- * size (UTF-16 once any character is past U+00FF): about 0.55 ms of CPU (0.24 of it the
- * kernel's) and 130 freshly mapped pages of memory a 280 KiB page, against 0.14 ms and 60 for
- * the image (docs/performance.md, "The page as its Latin-1 image").
- * `body` must stay unchanged while the scan reads `utf8`.
- *
- * Only up to IMAGE_MAX_BYTES: Node makes a Latin-1 string of more than about 1 MB external (its
- * bytes outside the JavaScript heap), and a parse worker's heap limit is what stops a huge page
- * (test/embedded/parse-pool.test.ts); a bigger page is decoded whole, on the heap, as before.
+ * The body as extract() scans it: a UTF-8 page (the web's usual) as its bytes, which
+ * tag-scanner.ts reads in Latin-1 pieces of SCAN_CHUNK bytes and decodes only where it keeps
+ * something (names, values, text); any other charset, and a page past IMAGE_MAX_BYTES, decoded
+ * whole as `charset` (the one found here: the page is not sniffed twice). Decoding a page whole
+ * made a string of up to twice its size (UTF-16 once any character is past U+00FF), and a page
+ * read as one Latin-1 string (branch i45cpu) still made one of its size: any string past 128 KiB
+ * is a large object to V8, mapped fresh for each page and unmapped when it dies, about 65 page
+ * faults and 0.17 ms of CPU (0.11 of it the kernel's) a 288 KiB page, against 0.05 ms and none
+ * for its pieces (docs/performance.md, "The page as its bytes").
+ * A BOM is dropped, as TextDecoder drops it. `html` (the bytes) must stay unchanged while extract() reads them.
  */
-export function scanForm(body: Buffer, contentTypeHeader: string | null): { html: string; utf8?: Buffer; charset: string } {
+export function scanForm(body: Buffer, contentTypeHeader: string | null): { html: string | Buffer; charset: string } {
   const charset = sniffCharset(body, contentTypeHeader);
-  if (charset !== 'utf-8' || body.length > IMAGE_MAX_BYTES) return { html: decodeBody(body, contentTypeHeader).text, charset };
-  // TextDecoder drops the BOM: so does the image.
-  const utf8 = body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf ? body.subarray(3) : body;
-  return { html: utf8.toString('latin1'), utf8, charset };
+  if (charset !== 'utf-8' || body.length > IMAGE_MAX_BYTES) return { html: decodeAs(body, charset), charset };
+  return { html: body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf ? body.subarray(3) : body, charset };
 }

@@ -47,11 +47,6 @@ export interface ExtractOptions {
   productToken?: string;
   maxLinks?: number;
   maxTextBytes?: number;
-  /**
-   * The page's UTF-8 bytes when `html` is their Latin-1 image (charset.ts `scanForm`): the
-   * scan reads the image and decodes only what it keeps (tag-scanner.ts scanTags).
-   */
-  utf8?: Buffer;
 }
 
 // Elements whose content is not page text: code, fallbacks, templates, form-field values. `title`
@@ -294,18 +289,21 @@ class Collector implements TagSink {
 }
 
 /** A tokenizer pass that reports `html`'s tags and text to `sink` (tag-scanner.ts's is the crawler's). */
-export type TagScan = (html: string, sink: TagSink, wantAttrs: ReadonlySet<string>, attrNames?: ReadonlySet<string>, utf8?: Buffer) => void;
+export type TagScan = (html: string | Buffer, sink: TagSink, wantAttrs: ReadonlySet<string>, attrNames?: ReadonlySet<string>) => void;
 
-export function extract(html: string, pageUrl: string, opts: ExtractOptions = {}): Extracted {
+/**
+ * What a page says: `html` decoded, or a UTF-8 page's bytes (charset.ts `scanForm`, BOM
+ * dropped), which the scan reads without decoding them whole (tag-scanner.ts scanTags).
+ */
+export function extract(html: string | Buffer, pageUrl: string, opts: ExtractOptions = {}): Extracted {
   return extractWith(scanTags, html, pageUrl, opts);
 }
 
 /** extract() over another tokenizer pass: for the parity check against parse5 (bench/parse5-scan.ts). */
-export function extractWith(scan: TagScan, html: string, pageUrl: string, opts: ExtractOptions = {}): Extracted {
+export function extractWith(scan: TagScan, html: string | Buffer, pageUrl: string, opts: ExtractOptions = {}): Extracted {
   const token = (opts.productToken ?? 'kcrawl').toLowerCase();
   const c = new Collector(token, opts.maxLinks ?? 5000, opts.maxTextBytes ?? 1024 * 1024);
-  if (opts.utf8 !== undefined) scan(html, c, ATTR_TAGS, ATTR_NAMES, opts.utf8);
-  else scan(html, c, ATTR_TAGS, ATTR_NAMES);
+  scan(html, c, ATTR_TAGS, ATTR_NAMES);
 
   const robots = { ...c.robots };
   if (opts.xRobotsTag) parseXRobotsTag(opts.xRobotsTag, token, robots);

@@ -14,7 +14,6 @@ export const RAWTEXT = new Set(['style', 'xmp', 'iframe', 'noembed', 'noframes',
 export const RCDATA = new Set(['title', 'textarea']);
 /** Elements htmlparser2's tokenizer reads as raw text, wherever they are (even in SVG, where HTML does not). */
 export const SPECIAL = new Set(['script', 'style', 'title', 'textarea']);
-const endTagPatterns = new Map<string, RegExp>();
 
 // parse5's feedback simulator's namespace rules (parse5/dist/common/foreign-content.js).
 export const enum Ns { Html, Svg, MathMl }
@@ -99,44 +98,83 @@ export function decodeRcdata(value: string): string {
   return decodeWith(rcdataTokenizer, '<title>', value, '');
 }
 
-/** The index of the end tag that closes RAWTEXT/RCDATA element `name` whose text starts at `from` (or the page's length). */
-export function rawTextEnd(html: string, from: number, name: string): number {
-  let re = endTagPatterns.get(name);
-  if (re === undefined) endTagPatterns.set(name, re = new RegExp(`</${name}[\\t\\n\\f\\r />]`, 'gi'));
-  re.lastIndex = from;
-  return re.exec(html)?.index ?? html.length;
+/**
+ * A page as the raw-text searches below read it: its characters by index, or, for a UTF-8 page
+ * scanned as its bytes (tag-scanner.ts), its bytes. HTML's syntax is all ASCII, and no byte of a
+ * UTF-8 sequence is ASCII, so both give the same indexes for the same markup.
+ */
+export interface PageChars {
+  readonly length: number;
+  /** The character (byte) at `i`: NaN or undefined past the end, which no test below accepts. */
+  code(i: number): number;
+  /** The index of ASCII `needle` at or after `from`, or -1. */
+  indexOf(needle: string, from: number): number;
 }
 
-// Script data and its escaped / double-escaped states (HTML 13.2.5.4-13.2.5.31), by what ends each.
-const SCRIPT_DATA = /<(?:\/script[\t\n\f\r />]|!--)/gi;
-const SCRIPT_ESCAPED = /-->|<(\/?)script[\t\n\f\r />]/gi;
-const SCRIPT_DOUBLE_ESCAPED = /-->|<\/script[\t\n\f\r />]/gi;
-const DASHES_GT = /-*>/y;
+/** A character that ends a tag name: tab, LF, FF, CR, space, `/`, `>`. */
+const endsName = (c: number): boolean => c === 0x20 || c === 0x2f || c === 0x3e || c === 0x0a || c === 0x09 || c === 0x0c || c === 0x0d;
 
-/** The index of the `</script` that ends a script whose text starts at `from` (or the page's length). */
-export function scriptEnd(html: string, from: number): number {
+/** Is lowercase ASCII `name` at `i`, in any ASCII case, followed by a character that ends a name? */
+function nameAt(p: PageChars, i: number, name: string): boolean {
+  // `| 0x20` lowercases exactly the ASCII capitals among the codes that can equal a lowercase letter.
+  for (let k = 0; k < name.length; k++) if ((p.code(i + k) | 0x20) !== name.charCodeAt(k)) return false;
+  return endsName(p.code(i + name.length));
+}
+
+/** The index of the end tag (`</name` then a character that ends a name) that closes RAWTEXT/RCDATA element `name` whose text starts at `from` (or the page's length). */
+export function rawTextEnd(p: PageChars, from: number, name: string): number {
+  for (let i = p.indexOf('</', from); i >= 0; i = p.indexOf('</', i + 2)) if (nameAt(p, i + 2, name)) return i;
+  return p.length;
+}
+
+/** The first `<script` (`slash`: `</script`) then a character that ends a name, at or after `from` and before `before` (-1: anywhere), or -1. */
+function scriptTag(p: PageChars, from: number, before: number, slash: 'either' | 'end'): number {
+  for (let i = p.indexOf('<', from); i >= 0 && (before < 0 || i < before); i = p.indexOf('<', i + 1)) {
+    const s = p.code(i + 1) === 0x2f ? 1 : 0;
+    if ((s === 1 || slash === 'either') && nameAt(p, i + 1 + s, 'script')) return i;
+  }
+  return -1;
+}
+
+/**
+ * The index of the `</script` that ends a script whose text starts at `from` (or the page's
+ * length): script data and its escaped and double-escaped states (HTML 13.2.5.4-13.2.5.31), by
+ * what ends each.
+ */
+export function scriptEnd(p: PageChars, from: number): number {
   let pos = from;
   for (;;) {
-    SCRIPT_DATA.lastIndex = pos;
-    let m = SCRIPT_DATA.exec(html);
-    if (m === null) return html.length;
-    if (m[0][1] === '/') return m.index;
-    pos = m.index + 4;
-    DASHES_GT.lastIndex = pos;
-    if (DASHES_GT.test(html)) { pos = DASHES_GT.lastIndex; continue; } // `<!-->`, `<!--->`: escaped and out again
+    // Script data: `</script` ends the script, `<!--` enters escaped.
+    let i = p.indexOf('<', pos);
+    for (; i >= 0; i = p.indexOf('<', i + 1)) {
+      const c = p.code(i + 1);
+      if (c === 0x2f && nameAt(p, i + 2, 'script')) return i;
+      if (c === 0x21 && p.code(i + 2) === 0x2d && p.code(i + 3) === 0x2d) break;
+    }
+    if (i < 0) return p.length;
+    pos = i + 4;
+    // `<!-->`, `<!--->`: escaped and out again.
+    let j = pos;
+    while (p.code(j) === 0x2d) j++;
+    if (p.code(j) === 0x3e) { pos = j + 1; continue; }
     // Escaped: `-->` leaves, `</script` ends the script, `<script` enters double-escaped, where
     // `-->` leaves to script data and `</script` returns to escaped.
     for (;;) {
-      SCRIPT_ESCAPED.lastIndex = pos;
-      m = SCRIPT_ESCAPED.exec(html);
-      if (m === null) return html.length;
-      if (m[0] === '-->') { pos = m.index + 3; break; }
-      if (m[1] === '/') return m.index;
-      SCRIPT_DOUBLE_ESCAPED.lastIndex = m.index + m[0].length;
-      m = SCRIPT_DOUBLE_ESCAPED.exec(html);
-      if (m === null) return html.length;
-      pos = m.index + m[0].length;
-      if (m[0] === '-->') break;
+      const dashes = p.indexOf('-->', pos);
+      const tag = scriptTag(p, pos, dashes, 'either');
+      if (tag < 0) {
+        if (dashes < 0) return p.length;
+        pos = dashes + 3;
+        break;
+      }
+      if (p.code(tag + 1) === 0x2f) return tag;
+      const after = tag + 8; // `<script` and the character that ended its name
+      const out = p.indexOf('-->', after);
+      const end = scriptTag(p, after, out, 'end');
+      if (end >= 0) { pos = end + 9; continue; }
+      if (out < 0) return p.length;
+      pos = out + 3;
+      break;
     }
   }
 }

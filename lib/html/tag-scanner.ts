@@ -32,7 +32,7 @@
  * ("HTML tokenizer") with a test each.
  */
 import { Tokenizer, type TokenizerCallbacks } from 'htmlparser2';
-import { EXITS_FOREIGN, NS_ATTR_TAGS, Ns, RAWTEXT, RCDATA, SPECIAL, decodeAttribute, decodeRcdata, integrationPoint, rawTextEnd, scriptEnd } from './html-rules';
+import { EXITS_FOREIGN, NS_ATTR_TAGS, Ns, RAWTEXT, RCDATA, SPECIAL, decodeAttribute, decodeRcdata, integrationPoint, rawTextEnd, scriptEnd, type PageChars } from './html-rules';
 
 import type { Attr } from './html-rules';
 
@@ -55,7 +55,7 @@ export interface TagSink {
 }
 
 const NO_ATTRS: Attr[] = [];
-/** A byte of UTF-8 past ASCII, as a character of the page's Latin-1 image (scanTags' `utf8`). */
+/** A byte of UTF-8 past ASCII, as a character of a page's bytes read as Latin-1 (Utf8Page). */
 const NON_ASCII = /[\u0080-\u00ff]/;
 const HAS_UPPER_OR_NON_ASCII = /[A-Z\u0080-\uffff]/;
 const ASCII_UPPER = /[A-Z]+/g;
@@ -66,13 +66,97 @@ function asciiLower(s: string): string {
   return s.replace(ASCII_UPPER, (m) => m.toLowerCase());
 }
 
-const EMPTY_END_TAG = /<\/(?:[\t\n\f\r ]*>|[\t\n\f\r ]+$)/y;
 const isSpace = (c: number): boolean => c === 0x20 || c === 0x0a || c === 0x09 || c === 0x0c || c === 0x0d;
 const fffd = (s: string): string => (s.includes('\0') ? s.replace(/\0/g, '\uFFFD') : s);
 
 function attrValue(s: string): string {
   if (s.includes('\r')) s = s.replace(/\r\n?/g, '\n');
   return fffd(s);
+}
+
+/**
+ * Bytes of a UTF-8 page the tokenizer is given at a time, as Latin-1 strings (one character a
+ * byte). V8 puts a string past 128 KiB in its large-object space, mapped fresh for each one and
+ * unmapped when it dies (about 65 page faults a 288 KiB page); pieces stay in the young
+ * generation, whose memory is reused, and a small one is read by the tokenizer while it is still
+ * in the processor's cache. scanForm and extract() over 768 pages of the benchmark's web (288 KiB
+ * on average), one thread, CPU a page: the page as one Latin-1 string 2.06-2.31 ms, in pieces of
+ * 4 KiB 1.74-1.77, 8 KiB 1.78, 16 KiB 1.78-1.84, 64 KiB 2.03, 128 KiB 2.41 (docs/performance.md,
+ * "The page as its bytes").
+ */
+export const SCAN_CHUNK = 8 * 1024;
+
+/** The page as the scanner reads it (PageChars, by index), what it keeps of it, and the pieces its tokenizers read. */
+interface Page extends PageChars {
+  /** The characters [from, to) as text: decoded, for a page scanned as its UTF-8 bytes. */
+  str(from: number, to: number): string;
+  /** The index of ASCII `needle` in [from, to), or -1. */
+  indexIn(needle: string, from: number, to: number): number;
+  /** Gives `t` the page from `from` to its end, in pieces, until `paused()`. */
+  feed(t: Tokenizer, from: number, paused: () => boolean): void;
+}
+
+/** A page decoded to a string: read whole. */
+class StringPage implements Page {
+  constructor(private readonly s: string) {}
+  get length(): number { return this.s.length; }
+  code(i: number): number { return this.s.charCodeAt(i); }
+  indexOf(needle: string, from: number): number { return this.s.indexOf(needle, from); }
+  indexIn(needle: string, from: number, to: number): number {
+    const i = this.s.slice(from, to).indexOf(needle);
+    return i < 0 ? -1 : from + i;
+  }
+  str(from: number, to: number): string { return this.s.slice(from, to); }
+  feed(t: Tokenizer, from: number): void { t.write(from === 0 ? this.s : this.s.slice(from)); }
+}
+
+/**
+ * A UTF-8 page as its bytes: the tokenizers read it in Latin-1 pieces of `chunk` bytes, one
+ * character a byte. HTML's syntax is all ASCII and no byte of a UTF-8 sequence is ASCII, so the
+ * tokens fall where they fall in the decoded page, and every slice the scanner keeps begins and
+ * ends next to an ASCII character or at an end of the page: the slices decoded one by one are
+ * what decoding the whole page would have given for them, U+FFFD for invalid bytes included.
+ */
+class Utf8Page implements Page {
+  /** The piece the tokenizer is reading, from byte `curAt`: slices and searches within it stay in JavaScript. */
+  private cur = '';
+  private curAt = 0;
+
+  constructor(private readonly b: Buffer, private readonly chunk: number) {}
+  get length(): number { return this.b.length; }
+  code(i: number): number { return this.b[i]; }
+
+  indexOf(needle: string, from: number): number {
+    const at = this.curAt;
+    const end = at + this.cur.length;
+    if (from >= at && from < end) {
+      const i = this.cur.indexOf(needle, from - at);
+      if (i >= 0) return at + i;
+      from = Math.max(from, end - needle.length + 1); // one that the piece's end cuts
+    }
+    return from >= this.b.length ? -1 : this.b.indexOf(needle, from, 'latin1');
+  }
+
+  indexIn(needle: string, from: number, to: number): number {
+    const i = this.b.subarray(from, to).indexOf(needle, 0, 'latin1');
+    return i < 0 ? -1 : from + i;
+  }
+
+  /** The bytes [from, to) as Latin-1 (a slice of the piece when it holds them), decoded as UTF-8 where any is past ASCII. */
+  str(from: number, to: number): string {
+    const at = this.curAt;
+    const s = from >= at && to <= at + this.cur.length ? this.cur.slice(from - at, to - at) : this.b.toString('latin1', from, to);
+    return NON_ASCII.test(s) ? this.b.toString('utf8', from, to) : s;
+  }
+
+  feed(t: Tokenizer, from: number, paused: () => boolean): void {
+    const b = this.b;
+    for (let at = from; at < b.length && !paused(); at += this.chunk) {
+      this.curAt = at;
+      this.cur = b.toString('latin1', at, Math.min(at + this.chunk, b.length));
+      t.write(this.cur);
+    }
+  }
 }
 
 class Scanner implements TokenizerCallbacks {
@@ -103,27 +187,25 @@ class Scanner implements TokenizerCallbacks {
   private attrs: Attr[] | null = null;
   private attrName = '';
   private attrVal = '';
+  // The value's characters [valStart, valEnd) not yet in attrVal: a tokenizer given the page in
+  // pieces reports a value cut by a piece's end in two parts, which are decoded together.
+  private valStart = 0;
+  private valEnd = -1;
   /** The attribute being read is left out (not in attrNames). */
   private attrSkipped = false;
 
+  private readonly paused = (): boolean => this.stopped || this.restartAt >= 0;
+
   constructor(
-    private readonly html: string,
+    private readonly html: Page,
     private readonly sink: TagSink,
     private readonly wantAttrs: ReadonlySet<string>,
     private readonly attrNames: ReadonlySet<string> | null,
-    private readonly utf8: Buffer | null,
   ) {}
 
-  /**
-   * The page's characters [from, to): a slice of `html`, or, when `html` is the Latin-1 image
-   * of UTF-8 bytes (`utf8`), those bytes decoded where they hold any past ASCII. Every slice
-   * begins and ends next to an ASCII character (the tokens' delimiters) or at an end of the
-   * page, and no byte of a UTF-8 sequence is ASCII, so the slices decoded one by one are what
-   * decoding the whole page would have given for them, U+FFFD for invalid bytes included.
-   */
+  /** The page's characters [from, to), as text. */
   private str(from: number, to: number): string {
-    const s = this.html.slice(from, to);
-    return this.utf8 !== null && NON_ASCII.test(s) ? this.utf8.toString('utf8', from, to) : s;
+    return this.html.str(from, to);
   }
 
   /** Will the sink keep a text reported now? Without a pending first-line-feed drop, which a text must see. */
@@ -141,7 +223,7 @@ class Scanner implements TokenizerCallbacks {
       // each character through its state machine (a bare pass over the corpus pages 1.0 -> 0.58 ms).
       // Only text and values holding `&` are decoded, by the same tokenizer's decoder (html-rules.ts).
       this.tokenizer = new Tokenizer({ decodeEntities: false }, this);
-      this.tokenizer.write(from === 0 ? this.html : this.html.slice(from));
+      this.html.feed(this.tokenizer, from, this.paused);
       this.tokenizer.end(); // does nothing once paused
       if (this.stopped || this.restartAt < 0) return;
       this.take(); // its offsets are the old tokenizer's
@@ -203,28 +285,36 @@ class Scanner implements TokenizerCallbacks {
     // A declaration, processing instruction or `</3` cut by the end of the page: htmlparser2 gives
     // its content as text, HTML a bogus comment.
     let b = at - 1;
-    let before = this.html.charCodeAt(b);
+    let before = this.html.code(b);
     if (isSpace(before)) { // `</  3`: htmlparser2 skips the spaces first
-      while (isSpace(before)) before = this.html.charCodeAt(--b);
+      while (isSpace(before)) before = this.html.code(--b);
       if (before !== 0x2f) before = 0;
     }
-    if ((before === 0x21 || before === 0x3f || before === 0x2f) && this.html.charCodeAt(b - 1) === 0x3c) {
+    if ((before === 0x21 || before === 0x3f || before === 0x2f) && this.html.code(b - 1) === 0x3c) {
       this.flushText();
       if (before === 0x21) this.declarationEnd(at);
       return;
     }
     // htmlparser2 gives `</>` and `</ >` as text; HTML drops them (a missing end tag name; a bogus comment).
-    if (this.html.charCodeAt(at) === 0x3c) {
-      EMPTY_END_TAG.lastIndex = this.base + start;
-      if (EMPTY_END_TAG.test(this.html)) {
+    if (this.html.code(at) === 0x3c && this.html.code(at + 1) === 0x2f) {
+      const past = this.emptyEndTag(at + 2);
+      if (past >= 0) {
         this.take();
-        start = EMPTY_END_TAG.lastIndex - this.base;
+        start = past - this.base;
         if (start >= end) return;
       }
     }
     if (this.runEnd === start) { this.runEnd = end; return; }
     this.take();
     this.runStart = start; this.runEnd = end;
+  }
+
+  /** After `</` at `at`: where `[\t\n\f\r ]*>`, or whitespace to the end of the page, ends, or -1. */
+  private emptyEndTag(at: number): number {
+    let i = at;
+    while (isSpace(this.html.code(i))) i++;
+    if (this.html.code(i) === 0x3e) return i + 1;
+    return i > at && i === this.html.length ? i : -1;
   }
 
   // Called only by a tokenizer that decodes references itself (this one does not: take(), onattribend()).
@@ -243,21 +333,36 @@ class Scanner implements TokenizerCallbacks {
     if (this.attrs === null) return;
     this.attrName = asciiLower(this.str(this.base + start, this.base + end));
     this.attrVal = '';
+    this.valEnd = -1;
     // Foreign elements keep every attribute: their namespace rules read some (xlink:href, font color).
     this.attrSkipped = this.attrNames !== null && !this.foreign && !this.attrNames.has(this.attrName);
   }
 
   onattribdata(start: number, end: number): void {
-    if (this.attrs !== null && !this.attrSkipped) this.attrVal += this.str(this.base + start, this.base + end);
+    if (this.attrs === null || this.attrSkipped) return;
+    if (this.valEnd === this.base + start) { this.valEnd = this.base + end; return; }
+    this.takeValue();
+    this.valStart = this.base + start;
+    this.valEnd = this.base + end;
   }
 
+  private takeValue(): void {
+    if (this.valEnd < 0) return;
+    this.attrVal += this.str(this.valStart, this.valEnd);
+    this.valEnd = -1;
+  }
+
+  // Called only by a tokenizer that decodes references itself (this one does not: onattribend()).
   onattribentity(cp: number): void {
-    if (this.attrs !== null && !this.attrSkipped) this.attrVal += String.fromCodePoint(cp);
+    if (this.attrs === null || this.attrSkipped) return;
+    this.takeValue();
+    this.attrVal += String.fromCodePoint(cp);
   }
 
   onattribend(): void {
     const attrs = this.attrs;
     if (attrs === null || this.attrSkipped) return;
+    this.takeValue();
     const name = this.attrName;
     for (const a of attrs) if (a.name === name) return;
     attrs.push({ name, value: attrValue(decodeAttribute(this.attrVal)) });
@@ -322,9 +427,9 @@ class Scanner implements TokenizerCallbacks {
     this.flushText();
     if (this.stopped) return;
     // `</ a>`: htmlparser2 skips the space, HTML reads a bogus comment.
-    if (this.html.charCodeAt(this.base + start - 1) !== 0x2f) return;
+    if (this.html.code(this.base + start - 1) !== 0x2f) return;
     // An end tag the end of the page cuts (`</title `) is no tag to HTML.
-    if (this.html.charCodeAt(this.base + end) !== 0x3e && this.html.indexOf('>', this.base + end) < 0) return;
+    if (this.html.code(this.base + end) !== 0x3e && this.html.indexOf('>', this.base + end) < 0) return;
     let name = asciiLower(this.str(this.base + start, this.base + end));
     const slash = name.indexOf('/');
     if (slash >= 0) name = name.slice(0, slash);
@@ -348,16 +453,16 @@ class Scanner implements TokenizerCallbacks {
     // In HTML `<![CDATA[` opens a bogus comment, which the first `>` ends.
     this.flushText();
     this.skipNewline = false;
-    const gt = this.html.slice(this.base + start, this.base + end).indexOf('>');
-    if (gt >= 0) this.readOnFrom(this.base + start + gt + 1);
+    const gt = this.html.indexIn('>', this.base + start, this.base + end);
+    if (gt >= 0) this.readOnFrom(gt + 1);
   }
 
   oncomment(start: number, end: number, offset: number): void {
     this.flushText();
     this.skipNewline = false;
     // `--!>` ends a comment too (htmlparser2 reads on to the next `-->`).
-    const close = this.html.slice(this.base + start, this.base + end - offset).indexOf('--!>');
-    if (close >= 0) this.readOnFrom(this.base + start + close + 4);
+    const close = this.html.indexIn('--!>', this.base + start, this.base + end - offset);
+    if (close >= 0) this.readOnFrom(close + 4);
   }
 
   ondeclaration(start: number): void {
@@ -368,9 +473,9 @@ class Scanner implements TokenizerCallbacks {
   /** `<!>` and `<!->` are bogus comments ended by that `>`; htmlparser2 reads on to the next `>`. */
   private declarationEnd(at: number): void {
     this.skipNewline = false;
-    const c = this.html.charCodeAt(at);
+    const c = this.html.code(at);
     if (c === 0x3e) this.readOnFrom(at + 1);
-    else if (c === 0x2d && this.html.charCodeAt(at + 1) === 0x3e) this.readOnFrom(at + 2);
+    else if (c === 0x2d && this.html.code(at + 1) === 0x3e) this.readOnFrom(at + 2);
   }
 
   onprocessinginstruction(): void {
@@ -388,12 +493,12 @@ class Scanner implements TokenizerCallbacks {
  * `wantAttrs` carry their attributes (only those named in `attrNames`, when given, on HTML
  * elements; SVG and MathML elements keep all); every other start tag an empty list.
  *
- * With `utf8`, `html` is those bytes read as Latin-1 (one character a byte: `latin1Image`), and
- * what reaches the sink (names, values, text) is decoded from them as UTF-8. HTML's syntax is
- * all ASCII, so the tokens fall where they fall in the decoded page; the page is not decoded
- * whole (docs/performance.md, "The page as its Latin-1 image").
+ * `html` is the page as a string, or as its UTF-8 bytes (charset.ts `scanForm`, BOM dropped),
+ * read in Latin-1 pieces of `chunk` bytes and decoded only where the sink is given something
+ * (names, values, text): HTML's syntax is all ASCII, so the tokens fall where they fall in the
+ * decoded page (docs/performance.md, "The page as its bytes"). `chunk` is SCAN_CHUNK but in tests.
  */
-export function scanTags(html: string, sink: TagSink, wantAttrs: ReadonlySet<string>, attrNames?: ReadonlySet<string>, utf8?: Buffer): void {
-  if (utf8 !== undefined && utf8.length !== html.length) throw new Error('scanTags: html is not the Latin-1 image of utf8');
-  new Scanner(html, sink, wantAttrs, attrNames ?? null, utf8 ?? null).run();
+export function scanTags(html: string | Buffer, sink: TagSink, wantAttrs: ReadonlySet<string>, attrNames?: ReadonlySet<string>, chunk = SCAN_CHUNK): void {
+  const page = typeof html === 'string' ? new StringPage(html) : new Utf8Page(html, chunk);
+  new Scanner(page, sink, wantAttrs, attrNames ?? null).run();
 }

@@ -1,38 +1,58 @@
 /**
- * extract() over a UTF-8 page's Latin-1 image (lib/html/charset.ts scanForm, tag-scanner.ts
- * with `utf8`) gives what it gives over the page decoded whole (decodeBody): the same title,
- * text, links, language hints and robots directives, on real pages, on hand-made edge cases
- * (non-ASCII names, values, raw text, CDATA, a BOM, invalid and cut UTF-8 next to markup) and
- * on random bodies mixing HTML's syntax with UTF-8 and damaged bytes.
+ * extract() over a UTF-8 page's bytes (lib/html/charset.ts scanForm, tag-scanner.ts reading them
+ * in Latin-1 pieces) gives what it gives over the page decoded whole (decodeBody): the same
+ * title, text, links, language hints and robots directives, on real pages, on hand-made edge
+ * cases (non-ASCII names, values, raw text, CDATA, a BOM, invalid and cut UTF-8 next to markup)
+ * and on random bodies mixing HTML's syntax with UTF-8 and damaged bytes, in pieces of any size
+ * (a token, a UTF-8 sequence or a raw text's end tag cut between two pieces).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { IMAGE_MAX_BYTES } from '../../lib/html/charset';
-import { decodeBody, extract, scanForm } from '../../lib/html/extract';
+import { decodeBody, extract, extractWith, scanForm, type Extracted } from '../../lib/html/extract';
+import { scanTags } from '../../lib/html/tag-scanner';
 
 const URL0 = 'http://127.0.0.1:8080/p/1';
 const whole = (body: Buffer, ct: string | null = null): unknown => extract(decodeBody(body, ct).text, URL0, { productToken: 'kcrawl' });
-const image = (body: Buffer, ct: string | null = null): unknown => {
+/** extract() as parse runs it: a UTF-8 page's bytes read in pieces of `chunk` bytes (tag-scanner.ts SCAN_CHUNK unless given). */
+const image = (body: Buffer, ct: string | null = null, chunk?: number): Extracted => {
   const f = scanForm(body, ct);
-  return extract(f.html, URL0, { productToken: 'kcrawl', utf8: f.utf8 });
+  return chunk === undefined ? extract(f.html, URL0, { productToken: 'kcrawl' }) : extractWith((h, s, w, a) => scanTags(h, s, w, a, chunk), f.html, URL0, { productToken: 'kcrawl' });
 };
 
-describe('extract over the Latin-1 image of a UTF-8 page', () => {
+describe('extract over the bytes of a UTF-8 page', () => {
   it('is used for UTF-8 pages only; other charsets are decoded whole', () => {
-    const utf8 = scanForm(Buffer.from('<p>caf\u00e9 \u2019</p>'), 'text/html; charset=utf-8');
-    expect(utf8.utf8).toBeDefined();
-    expect(utf8.html).toBe(Buffer.from('<p>caf\u00e9 \u2019</p>').toString('latin1'));
+    const body = Buffer.from('<p>caf\u00e9 \u2019</p>');
+    expect(scanForm(body, 'text/html; charset=utf-8').html).toBe(body);
     const latin = scanForm(Buffer.from('<p>caf\xe9</p>', 'latin1'), 'text/html; charset=iso-8859-1');
-    expect(latin.utf8).toBeUndefined();
     expect(latin.html).toBe('<p>caf\u00e9</p>');
-    // A page past IMAGE_MAX_BYTES is decoded whole (its image would be an external string, outside the worker's heap limit).
+    // A page past IMAGE_MAX_BYTES is decoded whole, on the heap, where a parse worker's heap limit counts it.
     const big = scanForm(Buffer.from('<p>\u00e9' + 'x'.repeat(IMAGE_MAX_BYTES) + '</p>'), null);
-    expect(big.utf8).toBeUndefined();
-    expect(big.html.startsWith('<p>\u00e9x')).toBe(true);
-    expect(scanForm(Buffer.alloc(IMAGE_MAX_BYTES, 0x61), null).utf8).toBeDefined();
+    expect(typeof big.html === 'string' && big.html.startsWith('<p>\u00e9x')).toBe(true);
+    expect(Buffer.isBuffer(scanForm(Buffer.alloc(IMAGE_MAX_BYTES, 0x61), null).html)).toBe(true);
     const bom = scanForm(Buffer.from('\ufeff<p>x</p>'), null);
-    expect(bom.html).toBe('<p>x</p>');
-    expect(bom.utf8!.length).toBe(bom.html.length);
+    expect(bom.html).toEqual(Buffer.from('<p>x</p>'));
+  });
+
+  it('decodes a page it does not scan as UTF-8 bytes as the charset it found, as decodeBody does', () => {
+    const cases: [Buffer, string | null, string][] = [
+      // Declared by <meta> only: the C1 range is windows-1252's (the euro sign, curly quotes).
+      [Buffer.concat([Buffer.from('<meta charset="latin1"><p>'), Buffer.from([0x80, 0x93, 0xe9, 0x94]), Buffer.from('</p>')]), null, 'windows-1252'],
+      // By the header, over a <meta> that says otherwise.
+      [Buffer.concat([Buffer.from('<meta charset="utf-8"><p>'), Buffer.from([0x82, 0xa0, 0x93, 0xfa]), Buffer.from('</p>')]), 'text/html; charset=Shift_JIS', 'shift_jis'],
+      // By a BOM, over the header.
+      [Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('<p>\u00e9\u4e2d</p>', 'utf16le')]), 'text/html; charset=iso-8859-2', 'utf-16le'],
+      // UTF-8 past IMAGE_MAX_BYTES, with a <meta> past the prescan's 1024 bytes that must not count.
+      [Buffer.from('<p>\u2019' + 'x'.repeat(IMAGE_MAX_BYTES) + '<meta charset=latin1></p>'), null, 'utf-8'],
+    ];
+    for (const [body, ct, charset] of cases) {
+      const f = scanForm(body, ct);
+      expect(f.charset).toBe(charset);
+      expect(typeof f.html).toBe('string');
+      expect({ charset, html: f.html }).toEqual({ charset, html: decodeBody(body, ct).text });
+    }
+    expect(scanForm(cases[0][0], null).html).toBe('<meta charset="latin1"><p>\u20ac\u201c\u00e9\u201d</p>');
+    expect(scanForm(cases[1][0], cases[1][1]).html).toBe('<meta charset="utf-8"><p>\u3042\u65e5</p>');
   });
 
   it('reads the vendored real pages as decoding them whole does', () => {
@@ -41,7 +61,9 @@ describe('extract over the Latin-1 image of a UTF-8 page', () => {
     expect(names.length).toBeGreaterThanOrEqual(5);
     for (const name of names) {
       const body = readFileSync(join(dir, name));
-      expect({ name, ex: image(body) }).toEqual({ name, ex: whole(body) });
+      const ex = whole(body);
+      expect({ name, ex: image(body) }).toEqual({ name, ex });
+      for (const chunk of [1, 7, 1000]) expect({ name, chunk, ex: image(body, null, chunk) }).toEqual({ name, chunk, ex });
     }
   });
 
@@ -58,14 +80,17 @@ describe('extract over the Latin-1 image of a UTF-8 page', () => {
       '<a href="\u00e9', // ends in a value
       '<plaintext>\u00e9 <p> \u2019',
     ];
-    for (const html of cases) expect({ html, ex: image(Buffer.from(html)) }).toEqual({ html, ex: whole(Buffer.from(html)) });
+    for (const html of cases) {
+      const ex = whole(Buffer.from(html));
+      for (const chunk of [undefined, 1, 2, 3, 5, 8]) expect({ html, chunk, ex: image(Buffer.from(html), null, chunk) }).toEqual({ html, chunk, ex });
+    }
   });
 
   it('gives U+FFFD for invalid and cut UTF-8 where decoding the whole page does', () => {
     const pieces = [Buffer.from('<p>'), Buffer.from([0xc3]), Buffer.from('</p><p>'), Buffer.from([0xe2, 0x82]), Buffer.from('<b>'),
       Buffer.from([0xa9, 0xff, 0xed, 0xa0, 0x80]), Buffer.from('</b><a href="'), Buffer.from([0xf0, 0x9f]), Buffer.from('">x</a><p>'), Buffer.from([0xc0, 0xaf, 0xe0, 0x80])];
     const body = Buffer.concat(pieces);
-    expect(image(body)).toEqual(whole(body));
+    for (const chunk of [undefined, 1, 2, 3, 4]) expect(image(body, null, chunk)).toEqual(whole(body));
   });
 
   it('agrees with decoding whole on random bodies of markup, UTF-8 and damaged bytes', () => {
@@ -76,7 +101,8 @@ describe('extract over the Latin-1 image of a UTF-8 page', () => {
     };
     const atoms = ['<p>', '</p>', '<a href="', '">', "<a href='", "'>", '<a href=', ' ', '>', '<', '</', '&amp;', '&eacute;', '&#x2019;', '&', '<script>', '</script>',
       '<style>', '</style>', '<title>', '</title>', '<svg>', '</svg>', '<![CDATA[', ']]>', '<!--', '-->', '<pre>', '\n', '\r\n', '\0', '=', '"', "'", '/', '<br/>',
-      '<meta name=kcrawl content=noindex>', '<base href="/b/">', '<textarea>', '</textarea>', 'text', '<html lang=\u00e9>'];
+      '<meta name=kcrawl content=noindex>', '<base href="/b/">', '<textarea>', '</textarea>', 'text', '<html lang=\u00e9>',
+      '<!-->', '<!-- <script>', '</script >', '</SCRIPT/', '</ >', '</>', '</  ', '--!>', '<!>', '<?x>', '</3', '<noscript>', '</noscript>', '<xmp>', '</xmp>'];
     const utf8 = ['\u00e9', '\u2019', '\u4e2d', '\u{1F600}', '\u00a0', '\u212a'].map((s) => Buffer.from(s));
     const damaged = [[0xc3], [0xe2, 0x82], [0xff], [0x80], [0xed, 0xa0, 0x80], [0xf0, 0x9f, 0x98], [0xc0, 0xaf]].map((b) => Buffer.from(b));
     for (let i = 0; i < 3000; i++) {
@@ -88,7 +114,10 @@ describe('extract over the Latin-1 image of a UTF-8 page', () => {
       }
       const body = Buffer.concat(parts);
       if (body[0] === 0xef) continue;
-      expect({ i, ex: image(body) }).toEqual({ i, ex: whole(body) });
+      const ex = whole(body);
+      expect({ i, ex: image(body) }).toEqual({ i, ex });
+      const chunk = 1 + rnd(12);
+      expect({ i, chunk, ex: image(body, null, chunk) }).toEqual({ i, chunk, ex });
     }
   });
 });
