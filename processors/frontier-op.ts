@@ -9,7 +9,7 @@ import type { UrlStateMsg } from '../lib/messages';
 import type { HostSummary } from './frontier-keys';
 import type { HostState } from './frontier-hosts';
 import type { FrontierEmits } from './frontier-state';
-import type { UrlStore } from './frontier-store';
+import { RowEncoder, type UrlStore } from './frontier-store';
 
 export class FrontierOp {
   readonly out: FrontierEmits = { rows: [], fetches: [] };
@@ -20,6 +20,8 @@ export class FrontierOp {
   private readonly cur = new Map<string, UrlStateMsg | null>();
   private readonly batches = new Map<UrlStore, KvBatch>();
   private readonly changed = new Set<string>();
+  /** Each row staged is encoded once, for its store and for the changelog (out.encoded). */
+  private readonly rowBytes = new RowEncoder();
 
   constructor(
     private readonly storeFor: (host: string) => UrlStore | undefined,
@@ -100,11 +102,16 @@ export class FrontierOp {
     for (const url of this.changed) yield [url, this.cur.get(url) ?? null];
   }
 
-  /** Stage a row (new or changed) with its index entries. */
+  /**
+   * Stage a row (new or changed) with its index entries. The row must not change after this: its
+   * bytes, encoded here, are also what the changelog gets (out.encoded).
+   */
   set(next: UrlStateMsg): void {
     const store = this.storeFor(next.host);
     if (!store) throw new Error(`no store holds ${next.host}`);
-    store.stage(this.batch(store), this.current(next.url), next);
+    const bytes = this.rowBytes.encode(next);
+    store.stage(this.batch(store), this.current(next.url), next, bytes);
+    (this.out.encoded ??= new Map()).set(next, bytes);
     this.cur.set(next.url, next);
     this.changed.add(next.url);
     if ((next.state === 'FAILED' || next.state === 'FETCHED') && next.next_due_at !== null) {

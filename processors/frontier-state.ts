@@ -122,6 +122,8 @@ export interface FrontierEmits {
   expired?: Array<{ url: string; host: string }>;
   /** crawl.feeds rows (value null: a tombstone); absent when none. */
   feeds?: Array<{ url: string; host: string; value: FeedStateMsg | null }>;
+  /** The changelog bytes of rows staged (encodeRow's, as the store was given them), by row: OutRecord.encoded. */
+  encoded?: Map<UrlStateMsg, Buffer>;
 }
 
 /** Per priority class, for metrics and the status page. */
