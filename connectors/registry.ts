@@ -79,18 +79,6 @@ export class AvroRegistry {
     return buf;
   }
 
-  /**
-   * encodeWith for a value already encoded (OutRecord.encoded: the Avro bytes of the schema
-   * registered under `schemaId`): the header, then the bytes.
-   */
-  frameWith(schemaId: number, encoded: Buffer): Buffer {
-    const buf = Buffer.allocUnsafe(5 + encoded.length);
-    buf[0] = 0; // magic byte
-    buf.writeInt32BE(schemaId, 1);
-    buf.set(encoded, 5);
-    return buf;
-  }
-
   decode(buf: Buffer): Promise<unknown> {
     return this.client.decode(buf);
   }

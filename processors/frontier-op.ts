@@ -9,7 +9,7 @@ import type { UrlStateMsg } from '../lib/messages';
 import type { HostSummary } from './frontier-keys';
 import type { HostState } from './frontier-hosts';
 import type { FrontierEmits } from './frontier-state';
-import { RowEncoder, type UrlStore } from './frontier-store';
+import type { UrlStore } from './frontier-store';
 
 export class FrontierOp {
   readonly out: FrontierEmits = { rows: [], fetches: [] };
@@ -20,11 +20,6 @@ export class FrontierOp {
   private readonly cur = new Map<string, UrlStateMsg | null>();
   private readonly batches = new Map<UrlStore, KvBatch>();
   private readonly changed = new Set<string>();
-  /** Each row staged is encoded once, for its store and for the changelog (emitRow). */
-  private readonly rowBytes = new RowEncoder();
-  /** The row staged last, and its bytes. */
-  private lastSet: UrlStateMsg | null = null;
-  private lastBytes: Buffer | null = null;
 
   constructor(
     private readonly storeFor: (host: string) => UrlStore | undefined,
@@ -105,31 +100,16 @@ export class FrontierOp {
     for (const url of this.changed) yield [url, this.cur.get(url) ?? null];
   }
 
-  /**
-   * Stage a row (new or changed) with its index entries. The row must not change after this: its
-   * bytes, encoded here, are also what the changelog gets (emitRow).
-   */
+  /** Stage a row (new or changed) with its index entries. */
   set(next: UrlStateMsg): void {
     const store = this.storeFor(next.host);
     if (!store) throw new Error(`no store holds ${next.host}`);
-    const bytes = this.rowBytes.encode(next);
-    store.stage(this.batch(store), this.current(next.url), next, bytes);
-    this.lastSet = next;
-    this.lastBytes = bytes;
+    store.stage(this.batch(store), this.current(next.url), next);
     this.cur.set(next.url, next);
     this.changed.add(next.url);
     if ((next.state === 'FAILED' || next.state === 'FETCHED') && next.next_due_at !== null) {
       this.dueAt.set(store, Math.min(this.dueAt.get(store) ?? Infinity, next.next_due_at));
     }
-  }
-
-  /**
-   * Emit a row to the changelog (out.rows), with the bytes its store was given when it is the
-   * row staged last (out.rowBytes: the log then copies them instead of encoding the row again).
-   */
-  emitRow(row: UrlStateMsg): void {
-    this.out.rows.push(row);
-    (this.out.rowBytes ??= []).push(row === this.lastSet ? this.lastBytes! : undefined);
   }
 
   /** Stage a row's removal with its index entry. */

@@ -122,11 +122,6 @@ export interface FrontierEmits {
   expired?: Array<{ url: string; host: string }>;
   /** crawl.feeds rows (value null: a tombstone); absent when none. */
   feeds?: Array<{ url: string; host: string; value: FeedStateMsg | null }>;
-  /**
-   * Each row's changelog bytes (encodeRow's, as its store was given them) where known, by index
-   * in `rows` (FrontierOp.emitRow): OutRecord.encoded. Used only when as long as `rows`.
-   */
-  rowBytes?: Array<Buffer | undefined>;
 }
 
 /** Per priority class, for metrics and the status page. */
@@ -646,7 +641,7 @@ export class FrontierState {
       for (const c of fresh) {
         if (op.known(c.url)) {
           const known = op.current(c.url)!;
-          if (unjournaled?.(c.url) || this.mayBeUnjournaled(known)) op.emitRow(known);
+          if (unjournaled?.(c.url) || this.mayBeUnjournaled(known)) op.out.rows.push(known);
           continue;
         }
         const row: UrlStateMsg = {
@@ -660,7 +655,7 @@ export class FrontierState {
         op.set(row);
         op.touch(h);
         this.enqueue(h, row);
-        op.emitRow(row);
+        op.out.rows.push(row);
       }
     });
   }
@@ -752,7 +747,7 @@ export class FrontierState {
     }
     op.set(next);
     if (next.state === 'QUEUED') this.enqueue(h, next);
-    op.emitRow(next);
+    op.out.rows.push(next);
   }
 
   private fail(row: UrlStateMsg, now: number, retryAfterMs: number | null): void {
@@ -816,7 +811,7 @@ export class FrontierState {
         op.set(queuedRow);
         op.touch(h);
         this.enqueue(h, queuedRow);
-        op.emitRow(queuedRow);
+        op.out.rows.push(queuedRow);
       }
     }
   }
@@ -846,7 +841,7 @@ export class FrontierState {
       next.state = next.attempts >= this.policy.maxAttempts ? 'DEAD' : 'QUEUED';
       op.set(next);
       if (next.state === 'QUEUED') this.enqueue(h, next);
-      op.emitRow(next);
+      op.out.rows.push(next);
       this.schedule(h);
     }
   }
@@ -1028,7 +1023,7 @@ export class FrontierState {
     const leased: UrlStateMsg = { ...row, state: 'LEASED', lease_id: lease.id, lease_expires_at: lease.expiresAt, updated_at: now };
     this.lease(url, h.host, lease.id, lease.expiresAt, leased);
     op.set(leased);
-    op.emitRow(leased);
+    op.out.rows.push(leased);
     op.out.fetches.push({
       url, host: h.host, depth: row.depth, lease_id: lease.id, lease_expires_at: lease.expiresAt, attempt: row.attempts + 1,
       prev_sha256: row.sha256, etag: row.etag, last_modified: row.last_modified, ...redirectField(row.redirects),

@@ -49,69 +49,13 @@ export function decodeRow(b: Buffer): UrlStateMsg {
 const lengthType = avroPrimitive('long');
 
 /**
- * Where a row encoding's first field (the URL, an Avro string: its length as a zigzag varint,
- * then its UTF-8 bytes) ends, the row starting at `at` of `bytes`.
- */
-function urlEnd(bytes: Buffer, at: number): number {
-  let n = 0;
-  let scale = 1;
-  let i = at;
-  let b: number;
-  do {
-    if (i >= bytes.length || i - at >= 10) throw new Error('not a UrlState row: bad URL length');
-    b = bytes[i++];
-    n += (b & 0x7f) * scale;
-    scale *= 128;
-  } while (b & 0x80);
-  // Zigzag: an odd varint is a negative length.
-  if (n % 2 === 1 || i + n / 2 > bytes.length) throw new Error('not a UrlState row: bad URL length');
-  return i + n / 2;
-}
-
-/**
  * A row's changelog bytes as the store keeps them: without the URL, the record's first field (an
  * Avro string: its length, then its UTF-8 bytes). A view, not a copy.
  */
 export function storedRow(bytes: Buffer): Buffer {
-  return bytes.subarray(urlEnd(bytes, 0));
-}
-
-/** First size of a RowEncoder's buffer, and the most each later one grows to. */
-const ROW_BUFFER_START = 8 * 1024;
-const ROW_BUFFER_MAX = 256 * 1024;
-
-/**
- * Rows encoded once for both their writers: the store (storedRow of the bytes: its put copies
- * them) and the changelog (OutRecord.encoded: the log copies them into its frame, Kafka mode
- * behind the registry's header). Rows are encoded one after another into buffers of this
- * encoder's own, each row's bytes a view that keeps its buffer while a record holds it; one
- * encoder a frontier operation.
- */
-export class RowEncoder {
-  private buf: Buffer | null = null;
-  private pos = 0;
-
-  /** encodeRow(row)'s bytes, as a view. */
-  encode(row: UrlStateMsg): Buffer {
-    let buf = this.buf;
-    let at = this.pos;
-    let end = buf === null ? -1 : rowType.encode(row, buf, at);
-    if (buf === null || end < 0) {
-      // Did not fit (avsc gives the bytes missing as a negative number): a new buffer with room.
-      const need = buf === null ? 0 : buf.length - at - end;
-      const grown = buf === null ? ROW_BUFFER_START : Math.min(ROW_BUFFER_MAX, 2 * buf.length);
-      buf = Buffer.allocUnsafeSlow(Math.max(grown, need));
-      at = 0;
-      end = rowType.encode(row, buf, 0);
-      if (end < 0) {
-        buf = Buffer.allocUnsafeSlow(buf.length - end);
-        end = rowType.encode(row, buf, 0);
-      }
-      this.buf = buf;
-    }
-    this.pos = end;
-    return buf.subarray(at, end);
-  }
+  const { value: n, offset } = lengthType.decode(bytes, 0) as { value: number; offset: number };
+  if (offset < 0 || n < 0 || offset + n > bytes.length) throw new Error('not a UrlState row: bad URL length');
+  return bytes.subarray(offset + n);
 }
 
 /** A row as the store keeps it: storedRow(encodeRow(row)), encoded without the URL. */

@@ -61,12 +61,7 @@ export function frontierRecords(e: FrontierEmits): OutRecord[] {
   const out: OutRecord[] = [];
   // The table row goes first: a crash between the two leaves a LEASED row whose lease
   // expires and is re-issued, never a fetch the table does not know about.
-  // Each row's bytes as its store was given them, where known: the log need not encode it again.
-  const bytes = e.rowBytes?.length === e.rows.length ? e.rowBytes : undefined;
-  for (let i = 0; i < e.rows.length; i++) {
-    const r = e.rows[i];
-    out.push({ topic: 'urls', key: r.url, host: r.host, value: r, encoded: bytes?.[i] });
-  }
+  for (const r of e.rows) out.push({ topic: 'urls', key: r.url, host: r.host, value: r });
   for (const x of e.expired ?? []) out.push({ topic: 'urls', key: x.url, host: x.host, value: null });
   // Back-off before any further fetch, so a restart never forgets a Retry-After window.
   for (const p of e.policies ?? []) out.push({ topic: 'hostPolicy', key: hostPolicyKey(p.host, p.field), host: p.host, value: p });

@@ -249,12 +249,8 @@ class PartitionLog {
     return true;
   }
 
-  /**
-   * Append in memory (readable at once); the bytes reach the segment file at the next flush().
-   * `encoded`: the value's Avro bytes, when the caller has them (OutRecord.encoded), copied into
-   * the frame instead of encoding the value (not with a disk form: that writes another value).
-   */
-  append(key: string, value: unknown, timestamp: number, encoded?: Buffer): InRecord {
+  /** Append in memory (readable at once); the bytes reach the segment file at the next flush(). */
+  append(key: string, value: unknown, timestamp: number): InRecord {
     const seg = this.writableSegment();
     if (this.pendingSeg !== seg) {
       this.flush();
@@ -267,14 +263,7 @@ class PartitionLog {
     if (chunk === null || chunk.length - this.chunkPos < headLen + MIN_CHUNK_ROOM) chunk = this.nextChunk(headLen + MIN_CHUNK_ROOM);
     let at = this.chunkPos;
     let end = at + headLen;
-    if (value !== null && encoded !== undefined && !this.form) {
-      if (chunk.length - at - headLen < encoded.length) {
-        chunk = this.nextChunk(headLen + encoded.length);
-        at = 0;
-      }
-      chunk.set(encoded, at + headLen);
-      end = at + headLen + encoded.length;
-    } else if (value !== null) {
+    if (value !== null) {
       const stored = this.form ? this.form.toDisk(value) : value;
       end = this.type.encode(stored, chunk, at + headLen);
       if (end < 0) {
@@ -444,7 +433,7 @@ export class FileLog extends EventEmitter {
     for (let i = 0; i < records.length; i++) {
       const r = records[i]!;
       const log = this.partitionLogs(r.topic)[partitionForHost(r.host, this.partitions)];
-      appended[i] = log.append(r.key, r.value, now, r.encoded);
+      appended[i] = log.append(r.key, r.value, now);
       this.dirty.add(log);
     }
     this.scheduleFlush();

@@ -55,9 +55,7 @@ export async function encodeRecords(rt: KafkaRuntime, outs: readonly OutRecord[]
       partition: partitionForHost(o.host, rt.partitions),
       key: o.key,
       // The id is our own schema's (registerSchemas), so its local avsc type encodes it exactly.
-      value: o.value === null ? null
-        : o.encoded ? rt.registry.frameWith(rt.schemaIds.get(o.topic)!, o.encoded)
-        : rt.registry.encodeWith(rt.schemaIds.get(o.topic)!, avroType(topics[o.topic].valueSchema), o.value),
+      value: o.value === null ? null : rt.registry.encodeWith(rt.schemaIds.get(o.topic)!, avroType(topics[o.topic].valueSchema), o.value),
       compression: topics[o.topic].compression,
     })),
   );

@@ -25,14 +25,6 @@ export interface OutRecord {
   /** The host: decides the partition (lib/partitioner.ts). */
   host: string;
   value: unknown;
-  /**
-   * The value's Avro bytes under its topic's schema, when the stage has them already (the
-   * frontier encodes a row once for its store and the changelog): exactly what
-   * `avroType(topics[topic].valueSchema)` encodes `value` to. The runtimes write these bytes
-   * instead of encoding the value again (the embedded log copies them into its frame, Kafka
-   * mode puts the registry's 5-byte header before them); `value` stays the record's value.
-   */
-  encoded?: Buffer;
 }
 
 /** A row of a compacted table; value null is a tombstone. */

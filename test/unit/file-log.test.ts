@@ -106,43 +106,6 @@ describe('FileLog', () => {
     expect(log2.read('links', p, 0, 100).map((r) => (r.value as LinkMsg).url)).toEqual(sizes.map((_, i) => `http://a.test/l${i}`));
   });
 
-  it('writes a value given already encoded (OutRecord.encoded) as the same bytes as one it encodes, across its frame buffers', () => {
-    const type = avro.Type.forSchema(loadSchema('crawl.UrlState.v1') as avro.Schema);
-    // Rows of a few bytes to past a frame buffer's first 16 KiB, so copies cross chunks as encodes do.
-    const rows = Array.from({ length: 400 }, (_, i) => urlRow(`http://h${i % 7}.test/${'p'.repeat(i * i % 20_000)}`, i % 3 ? 'QUEUED' : 'FETCHED'));
-    const plainDir = join(dir, 'plain');
-    const givenDir = join(dir, 'given');
-    const plain = new FileLog({ dir: plainDir, partitions: P });
-    const given = new FileLog({ dir: givenDir, partitions: P });
-    open.push(plain, given);
-    for (let i = 0; i < rows.length; i += 50) {
-      const batch = rows.slice(i, i + 50);
-      plain.append(batch.map((r) => ({ topic: 'urls', key: r.url, host: r.host, value: r })), 1000 + i);
-      // A view into a larger buffer, as the frontier's encoder hands them on.
-      given.append(batch.map((r) => {
-        const b = type.toBuffer(r);
-        const big = Buffer.concat([Buffer.from('xx'), b, Buffer.from('yy')]);
-        return { topic: 'urls', key: r.url, host: r.host, value: r, encoded: big.subarray(2, 2 + b.length) };
-      }), 1000 + i);
-    }
-    plain.close();
-    given.close();
-    let files = 0;
-    for (let p = 0; p < P; p++) {
-      const a = segFiles(plainDir, 'urls', p);
-      const b = segFiles(givenDir, 'urls', p);
-      expect(b.map((f) => f.slice(givenDir.length))).toEqual(a.map((f) => f.slice(plainDir.length)));
-      a.forEach((f, i) => expect(readFileSync(b[i]).equals(readFileSync(f))).toBe(true));
-      files += a.length;
-    }
-    expect(files).toBeGreaterThan(0);
-    const back = new FileLog({ dir: givenDir, partitions: P });
-    open.push(back);
-    const read = Array.from({ length: P }, (_, p) => back.table('urls', p)).flat();
-    expect(read.length).toBe(new Set(rows.map((r) => r.url)).size);
-    for (const r of read) expect(r.value).toEqual(rows.filter((x) => x.url === r.key).pop());
-  });
-
   it('read honours from and max; append emits "append"', () => {
     const log = newLog();
     let events = 0;

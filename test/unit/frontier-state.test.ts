@@ -10,7 +10,6 @@ import pino from 'pino';
 import { frontierStage } from '../../processors/frontier';
 import type { InRecord, OutRecord } from '../../runtime/stage';
 import { MemoryChangelog } from '../support/memory-changelog';
-import { encodeRow } from '../../processors/frontier-store';
 
 const POLICY: FrontierPolicy = {
   minHostDelayMs: 1000,
@@ -572,55 +571,6 @@ describe('FrontierState: rows the store has and the changelog may not', () => {
     // Redelivered after the restart: /2 (queued a minute before the restore) is written again; /old is not.
     expect(urlRows(await again.handleBatch!([candRec('http://a.test/2'), candRec('http://a.test/old')], ctx))).toEqual(['http://a.test/2']);
     await again.close!();
-    rmSync(dir, { recursive: true, force: true });
-  });
-});
-
-describe('frontier: each row encoded once, for its store and the changelog', () => {
-  it('a row record carries its value\'s changelog bytes (encodeRow\'s) through intake, leases, every kind of answer and lost leases; the store reads them back', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'encoded-once-'));
-    let clock = 1_000_000;
-    const ctx = { now: () => clock, log: pino({ level: 'silent' }) };
-    const stage = frontierStage({ ...POLICY, leaseMs: 5_000 }, { partitions: 1, stateDir: dir, now: () => clock });
-    await stage.restoreChangelog!([0], new MemoryChangelog(), ctx);
-    const rnd = rng(7);
-    const urls = Array.from({ length: 300 }, (_, i) => `http://h${i % 17}.test/${'ü'.repeat(i % 3)}p${i}?q=${'x'.repeat(Math.floor(rnd() * 200))}`);
-    const outcomes: Array<Partial<FetchStatusMsg>> = [
-      { outcome: 'FETCHED', sha256: 'ab'.repeat(32), etag: '"e"', warc_uri: 'file:///w.warc.gz', warc_offset: 10, warc_length: 99 },
-      { outcome: 'FAILED', http_status: 503, reason: 'http-503', retry_after_ms: 2_000 },
-      { outcome: 'ROBOTS_DISALLOWED', http_status: null },
-      { outcome: 'NOT_HTML' },
-      { outcome: 'REFUSED', http_status: null, reason: 'backoff' },
-    ];
-    const rows: OutRecord[] = [];
-    const take = (outs: OutRecord[]): OutRecord[] => {
-      rows.push(...outs.filter((o) => o.topic === 'urls'));
-      return outs;
-    };
-    for (let i = 0; i < urls.length; i += 30) {
-      take(await stage.handleBatch!(urls.slice(i, i + 30).map((u, k) => ({ topic: 'frontier', partition: 0, offset: i + k, key: new URL(u).hostname, value: cand(u), timestamp: 0 })), ctx));
-    }
-    let answered = 0;
-    for (let round = 0; round < 40; round++) {
-      clock += 1_500;
-      const fetches = take(await stage.tick!(ctx)).filter((o) => o.topic === 'fetch').map((o) => o.value as FetchRequestMsg);
-      // Every fifth lease is never answered: it expires and is re-issued.
-      const answers = fetches.filter((_, k) => (round + k) % 5 !== 0).map((f, k) => statusFor(f, { finished_at: clock, ...outcomes[(round + k) % outcomes.length] }));
-      answered += answers.length;
-      if (answers.length) take(await stage.handleBatch!(answers.map((s, k) => ({ topic: 'fetchStatus', partition: 0, offset: k, key: s.host, value: s, timestamp: 0 })), ctx));
-    }
-    expect(answered).toBeGreaterThan(100);
-    const states = new Set(rows.map((o) => (o.value as UrlStateMsg).state));
-    for (const s of ['QUEUED', 'LEASED', 'FETCHED', 'FAILED', 'DISALLOWED'] as const) expect(states).toContain(s);
-    expect(rows.some((o) => (o.value as UrlStateMsg).reason === 'lease-expired')).toBe(true);
-    for (const o of rows) {
-      expect(o.encoded).toBeDefined();
-      expect(o.encoded!.equals(encodeRow(o.value as UrlStateMsg))).toBe(true);
-    }
-    // The store holds each URL's last row as emitted.
-    const last = new Map(rows.map((o) => [o.key, o.value as UrlStateMsg]));
-    for (const [url, r] of last) expect(encodeRow((await stage.state.row(url))!).equals(encodeRow(r))).toBe(true);
-    await stage.close!();
     rmSync(dir, { recursive: true, force: true });
   });
 });

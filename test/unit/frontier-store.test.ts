@@ -17,7 +17,7 @@ import { priorityLevel, queueLayout, queueSlotOf } from '../../processors/fronti
 import { DEFAULTS } from '../../lib/config';
 import { schemaBefore, loadSchema } from '../../lib/avro';
 import * as avro from 'avsc';
-import { decodeStoredRow, encodeRow, encodeStoredRow, RowEncoder, STORE_LAYOUT, storedRow, UrlStore } from '../../processors/frontier-store';
+import { decodeStoredRow, encodeRow, encodeStoredRow, STORE_LAYOUT, storedRow, UrlStore } from '../../processors/frontier-store';
 import { MemoryChangelog } from '../support/memory-changelog';
 import { rng } from '../support/rng';
 import { UrlTable } from '../support/url-table';
@@ -410,24 +410,6 @@ describe('store layout (STORE_LAYOUT)', () => {
     for (let i = 0; i < 500; i++) {
       const r = randomRow(rnd, hosts, []);
       expect(encodeStoredRow(r).equals(storedRow(encodeRow(r)))).toBe(true);
-    }
-  });
-
-  it('RowEncoder gives encodeRow\'s bytes for rows one after another, across its buffers, and keeps each row\'s bytes as given', () => {
-    const rnd = rng(12);
-    const hosts = ['a.test', 'www.b.test', 'bücher.test'];
-    const enc = new RowEncoder();
-    const got: Array<[UrlStateMsg, Buffer]> = [];
-    for (let i = 0; i < 3000; i++) {
-      const r = randomRow(rnd, hosts, []);
-      // Now and then a row larger than a buffer's first 8 KiB, and one larger than its largest (256 KiB).
-      if (i % 500 === 7) r.url += 'y'.repeat(9_000);
-      if (i === 1234) r.url += 'z'.repeat(300_000);
-      got.push([r, enc.encode(r)]);
-    }
-    for (const [r, b] of got) {
-      expect(b.equals(encodeRow(r))).toBe(true);
-      expect(storedRow(b).equals(encodeStoredRow(r))).toBe(true);
     }
   });
 
