@@ -28,12 +28,12 @@ import { encodeAvro, avroType } from '../lib/avro';
 import { loadConfig } from '../lib/config';
 import { fetchedBody } from '../lib/fetched-body';
 import { decodeBody, extract, scanForm } from '../lib/html/extract';
-import type { FetchedPageMsg, LinkMsg } from '../lib/messages';
+import type { FetchedPageMsg, HostPolicyMsg, LinkMsg } from '../lib/messages';
 import { simhashWithCount } from '../lib/simhash';
 import { DEFAULT_GZIP_LEVEL } from '../lib/warc/record';
 import { GZIP_MEM_LEVEL, gzipEngine, gzipMember } from '../lib/warc/gzip-member';
 import { WarcWriter } from '../lib/warc/writer';
-import { fetchOptions, fetchStage } from '../processors/fetch';
+import { fetchOptions, fetchStage, robotsFetcher } from '../processors/fetch';
 import { frontierStage } from '../processors/frontier';
 import { buildStages } from '../runtime/build-stages';
 import type { HandleResult, InRecord, OutRecord, Stage, StageContext } from '../runtime/stage';
@@ -200,6 +200,31 @@ export async function stageCpu(port: number, hosts: number, rounds = 4): Promise
   }
   await httpOnly.close();
 
+  // robots.txt of the hosts first met in the measured rounds (fetch reads it before a host's
+  // first page; in these rounds most pages are their host's first, far more than in a crawl's
+  // sustained run): each fetched again through a client of its own (new connections, as fetch's
+  // were) and archived as fetch archives it (request and response records, built and stored).
+  const robotsOrigins = emitted
+    .filter((o) => o.topic === 'hostPolicy' && (o.value as HostPolicyMsg).field === 'robots' && (o.value as HostPolicyMsg).robots_origin)
+    .map((o) => (o.value as HostPolicyMsg).robots_origin!);
+  if (robotsOrigins.length > 0) {
+    const robotsHttp = createHttpClient();
+    const robotsWarc = new WarcWriter({ store, prefix: 'stage-robots', maxRecords: 100_000, maxAgeMs: 600_000 });
+    const archived: Promise<unknown>[] = [];
+    const fetchRobots = robotsFetcher({ http: robotsHttp, config, archive: (e) => {
+      const p = robotsWarc.append(e);
+      archived.push(p);
+      return p;
+    } });
+    await new Promise((r) => setTimeout(r, 1_100));
+    await timed(parts, 'robots.txt', async () => {
+      await eachLimited(robotsOrigins, 32, (o) => fetchRobots(o));
+      await robotsWarc.flush();
+      await Promise.all(archived);
+    });
+    await robotsHttp.close();
+  }
+
   // The parts, over the same pages.
   const bodies = measuredPages.map((p) => fetchedBody(p));
   // As parse reads a page: a UTF-8 page as its bytes, decoded only where kept (charset.ts scanForm).
@@ -223,6 +248,7 @@ export async function stageCpu(port: number, hosts: number, rounds = 4): Promise
     { stage: '  of which SHA-256', msPerPage: per(parts.get('SHA-256')!), note: 'payload and WARC block digests: the body twice' },
     { stage: '  of which gzip', msPerPage: per(parts.get('gzip')!), note: `the body at level ${DEFAULT_GZIP_LEVEL} as the WARC writer makes it (${gzipEngine(DEFAULT_GZIP_LEVEL) === 'libdeflate' ? 'libdeflate' : `zlib, memLevel ${GZIP_MEM_LEVEL}`})` },
     { stage: '  of which HTTP', msPerPage: per(parts.get('HTTP') ?? 0), note: 'the same pages fetched again by the HTTP client alone (undici, body kept as its chunks), robots.txt aside' },
+    { stage: '  of which robots.txt', msPerPage: per(parts.get('robots.txt') ?? 0), note: `the ${robotsOrigins.length} robots.txt exchanges of hosts first met (${(robotsOrigins.length / Math.max(pages, 1)).toFixed(2)} a page), fetched again on new connections and archived` },
     { stage: '  of which WARC store', msPerPage: per(cpu.get('WARC store') ?? 0), note: 'the WARC files written, fsynced, renamed and indexed' },
     { stage: 'parse', msPerPage: per(cpu.get('parse') ?? 0), note: 'the parse stage on one thread: inflate, charset, extraction, SimHash, language, duplicates, links, text record' },
     { stage: '  of which extraction', msPerPage: per(parts.get('extraction')!), note: 'charset decoding (a UTF-8 page: read as its bytes) and extract()' },
