@@ -81,13 +81,22 @@ describe('crawl run: the fetch budget by priority class', () => {
   test('below demand every class gets its share; a budget cut in half is taken from class 3', async () => {
     const runs = { A: crawl(3), B1: crawl(16), B2: crawl(8) };
     const window: Record<string, { from: Counts; to: Counts }> = {};
+    // The window's length as the counters saw it: each read is answered somewhere between its
+    // request and its response, which a loaded machine can delay by a second or more.
+    let shortest = 0;
+    let longest = 0;
     try {
       for (const r of Object.values(runs)) expect(await waitFor(() => r.port() !== null, 200, 100)).toBe(true);
       // Counted from 15 s to 40 s: every class has work by then (the tail once its lists are read).
       await sleep(15_000);
+      const fromAsked = Date.now();
       const from = await Promise.all(Object.values(runs).map((r) => classCounts(r.port()!)));
+      const fromAnswered = Date.now();
       await sleep(25_000);
+      const toAsked = Date.now();
       const to = await Promise.all(Object.values(runs).map((r) => classCounts(r.port()!)));
+      shortest = (toAsked - fromAnswered) / 1000;
+      longest = (Date.now() - fromAsked) / 1000;
       Object.keys(runs).forEach((k, i) => (window[k] = { from: from[i], to: to[i] }));
     } finally {
       for (const r of Object.values(runs)) r.run.child.kill('SIGINT');
@@ -96,11 +105,13 @@ describe('crawl run: the fetch budget by priority class', () => {
     const d = (k: string): Counts => window[k].to.map((n, i) => n - window[k].from[i]) as Counts;
     const [a, b1, b2] = [d('A'), d('B1'), d('B2')];
     const total = (c: Counts): number => c[0] + c[1] + c[2];
-    const report = `A ${a.join('/')}, B1 ${b1.join('/')}, B2 ${b2.join('/')} pages by class in 25 s`;
+    const report = `A ${a.join('/')}, B1 ${b1.join('/')}, B2 ${b2.join('/')} pages by class in ${shortest.toFixed(1)}-${longest.toFixed(1)} s`;
     const share = (c: Counts, i: number): number => c[i] / total(c);
     const checks: Array<[string, boolean]> = [
-      // A: 3 pages/s for 25 s, every class asking for more than its share: 45/22.5/7.5.
-      ['A spends its budget', total(a) >= 60 && total(a) <= 80],
+      // A: 3 pages/s for 25 s, every class asking for more than its share: 45/22.5/7.5. At most
+      // the window's pages, its 1 s burst and 2 pages leased before the window and fetched in it
+      // (the budget is spent at the lease; the counter counts fetches).
+      ['A spends its budget', total(a) >= 0.8 * 3 * shortest && total(a) <= 3 * longest + 3 + 2],
       ['A: class 1 gets 50-70%', share(a, 0) >= 0.5 && share(a, 0) <= 0.7],
       ['A: class 2 gets 20-40%', share(a, 1) >= 0.2 && share(a, 1) <= 0.4],
       ['A: class 3 gets some, at most 20%', a[2] > 0 && share(a, 2) <= 0.2],
@@ -109,7 +120,7 @@ describe('crawl run: the fetch budget by priority class', () => {
       ['B2: class 1 keeps its pages (within 15%)', Math.abs(b2[0] - b1[0]) / b1[0] <= 0.15],
       ['B2: class 2 keeps its pages (within 20%)', Math.abs(b2[1] - b1[1]) / b1[1] <= 0.2],
       ['B2: class 3 loses at least 55%', b2[2] <= 0.45 * b1[2]],
-      ['B2 stays within its budget', total(b2) <= 8 * 25 * 1.1],
+      ['B2 stays within its budget', total(b2) <= 8 * longest * 1.1],
     ];
     expect({ report, failed: checks.filter(([, ok]) => !ok).map(([name]) => name) }).toEqual({ report, failed: [] });
   });
