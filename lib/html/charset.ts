@@ -83,12 +83,12 @@ export function decodeBody(body: Buffer, contentTypeHeader: string | null): { te
  * (test/embedded/parse-pool.test.ts): scanned as its bytes, a page takes little of the heap
  * whatever its size.
  */
-export const IMAGE_MAX_BYTES = 4 * 1024 * 1024;
+export const BYTES_SCAN_MAX = 4 * 1024 * 1024;
 
 /**
  * The body as extract() scans it: a UTF-8 page (the web's usual) as its bytes, which
  * tag-scanner.ts reads in Latin-1 pieces of SCAN_CHUNK bytes and decodes only where it keeps
- * something (names, values, text); any other charset, and a page past IMAGE_MAX_BYTES, decoded
+ * something (names, values, text); any other charset, and a page past BYTES_SCAN_MAX, decoded
  * whole as `charset` (the one found here: the page is not sniffed twice). Decoding a page whole
  * made a string of up to twice its size (UTF-16 once any character is past U+00FF), and a page
  * read as one Latin-1 string (branch i45cpu) still made one of its size: any string past 128 KiB
@@ -99,6 +99,6 @@ export const IMAGE_MAX_BYTES = 4 * 1024 * 1024;
  */
 export function scanForm(body: Buffer, contentTypeHeader: string | null): { html: string | Buffer; charset: string } {
   const charset = sniffCharset(body, contentTypeHeader);
-  if (charset !== 'utf-8' || body.length > IMAGE_MAX_BYTES) return { html: decodeAs(body, charset), charset };
+  if (charset !== 'utf-8' || body.length > BYTES_SCAN_MAX) return { html: decodeAs(body, charset), charset };
   return { html: body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf ? body.subarray(3) : body, charset };
 }

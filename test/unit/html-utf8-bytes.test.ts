@@ -8,7 +8,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { IMAGE_MAX_BYTES } from '../../lib/html/charset';
+import { BYTES_SCAN_MAX } from '../../lib/html/charset';
 import { decodeBody, extract, extractWith, scanForm, type Extracted } from '../../lib/html/extract';
 import { scanTags } from '../../lib/html/tag-scanner';
 
@@ -26,10 +26,10 @@ describe('extract over the bytes of a UTF-8 page', () => {
     expect(scanForm(body, 'text/html; charset=utf-8').html).toBe(body);
     const latin = scanForm(Buffer.from('<p>caf\xe9</p>', 'latin1'), 'text/html; charset=iso-8859-1');
     expect(latin.html).toBe('<p>caf\u00e9</p>');
-    // A page past IMAGE_MAX_BYTES is decoded whole, on the heap, where a parse worker's heap limit counts it.
-    const big = scanForm(Buffer.from('<p>\u00e9' + 'x'.repeat(IMAGE_MAX_BYTES) + '</p>'), null);
+    // A page past BYTES_SCAN_MAX is decoded whole, on the heap, where a parse worker's heap limit counts it.
+    const big = scanForm(Buffer.from('<p>\u00e9' + 'x'.repeat(BYTES_SCAN_MAX) + '</p>'), null);
     expect(typeof big.html === 'string' && big.html.startsWith('<p>\u00e9x')).toBe(true);
-    expect(Buffer.isBuffer(scanForm(Buffer.alloc(IMAGE_MAX_BYTES, 0x61), null).html)).toBe(true);
+    expect(Buffer.isBuffer(scanForm(Buffer.alloc(BYTES_SCAN_MAX, 0x61), null).html)).toBe(true);
     const bom = scanForm(Buffer.from('\ufeff<p>x</p>'), null);
     expect(bom.html).toEqual(Buffer.from('<p>x</p>'));
   });
@@ -42,8 +42,8 @@ describe('extract over the bytes of a UTF-8 page', () => {
       [Buffer.concat([Buffer.from('<meta charset="utf-8"><p>'), Buffer.from([0x82, 0xa0, 0x93, 0xfa]), Buffer.from('</p>')]), 'text/html; charset=Shift_JIS', 'shift_jis'],
       // By a BOM, over the header.
       [Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('<p>\u00e9\u4e2d</p>', 'utf16le')]), 'text/html; charset=iso-8859-2', 'utf-16le'],
-      // UTF-8 past IMAGE_MAX_BYTES, with a <meta> past the prescan's 1024 bytes that must not count.
-      [Buffer.from('<p>\u2019' + 'x'.repeat(IMAGE_MAX_BYTES) + '<meta charset=latin1></p>'), null, 'utf-8'],
+      // UTF-8 past BYTES_SCAN_MAX, with a <meta> past the prescan's 1024 bytes that must not count.
+      [Buffer.from('<p>\u2019' + 'x'.repeat(BYTES_SCAN_MAX) + '<meta charset=latin1></p>'), null, 'utf-8'],
     ];
     for (const [body, ct, charset] of cases) {
       const f = scanForm(body, ct);
