@@ -33,6 +33,28 @@ const START_SCRATCH = 64 * 1024;
 /** A scratch buffer grown past this by one huge record shrinks back after it. */
 const KEEP_SCRATCH = 1024 * 1024;
 
+/**
+ * The size a reused scratch buffer of `current` bytes grows to when `need` bytes (at most `keep`)
+ * must fit: doubling, but never past `keep`. A record larger than `keep` gets a buffer of its own
+ * for that one member and the reused buffer stays as it is. Before, doubling overshot the keep
+ * size for records of 0.5-1 MiB (a 600 KiB buffer grown for a 700 KiB record became 1.2 MiB), and
+ * a buffer past it was dropped back to 64 KiB after the member and grown again step by step by
+ * the next large pages: on the benchmark's real-page web the crawl's event loop allocated ~250 KB
+ * a page of ArrayBuffers that way, external memory that forces V8's scavenges
+ * (docs/performance.md, branch i49gc).
+ */
+export function grownScratchSize(current: number, need: number, keep = KEEP_SCRATCH): number {
+  if (need <= current) return current;
+  return Math.max(need, Math.min(current * 2, keep));
+}
+
+/** `kept` if `need` bytes fit it; else a buffer for them: the reused one grown, or one of its own past KEEP_SCRATCH. */
+function scratchFor(kept: Buffer<ArrayBuffer>, need: number): { buf: Buffer<ArrayBuffer>; keep: boolean } {
+  if (need <= kept.length) return { buf: kept, keep: true };
+  if (need > KEEP_SCRATCH) return { buf: Buffer.allocUnsafe(need), keep: false };
+  return { buf: Buffer.allocUnsafe(grownScratchSize(kept.length, need)), keep: true };
+}
+
 class ReusedGzip {
   private readonly z: RawZlib;
   private scratch = Buffer.allocUnsafe(START_SCRATCH);
@@ -92,22 +114,21 @@ class LibDeflateGzip {
       inLen = whole.length;
     } else {
       for (const p of parts) inLen += p.length;
-      if (this.input.length < inLen) this.input = Buffer.allocUnsafe(Math.max(inLen, this.input.length * 2));
+      const input = scratchFor(this.input, inLen);
+      if (input.keep) this.input = input.buf;
       let at = 0;
       for (const p of parts) {
-        this.input.set(p, at);
+        input.buf.set(p, at);
         at += p.length;
       }
-      whole = this.input;
+      whole = input.buf;
     }
     const bound = this.lib.bound(this.compressor, inLen);
-    if (this.output.length < bound) this.output = Buffer.allocUnsafe(Math.max(bound, this.output.length * 2));
-    const n = Number(this.lib.gzipCompress(this.compressor, whole, inLen, this.output, this.output.length));
+    const output = scratchFor(this.output, bound);
+    if (output.keep) this.output = output.buf;
+    const n = Number(this.lib.gzipCompress(this.compressor, whole, inLen, output.buf, output.buf.length));
     if (n === 0) throw new Error('libdeflate_gzip_compress: output buffer too small');
-    const gz = Buffer.from(this.output.subarray(0, n));
-    if (this.input.length > KEEP_SCRATCH) this.input = Buffer.allocUnsafe(START_SCRATCH);
-    if (this.output.length > KEEP_SCRATCH) this.output = Buffer.allocUnsafe(START_SCRATCH);
-    return gz;
+    return Buffer.from(output.buf.subarray(0, n));
   }
 }
 

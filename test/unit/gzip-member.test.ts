@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
-import { GZIP_MEM_LEVEL, gzipEngine, gzipMember, gzipMemberZlib, reusedGzipInUse } from '../../lib/warc/gzip-member';
+import { GZIP_MEM_LEVEL, grownScratchSize, gzipEngine, gzipMember, gzipMemberZlib, reusedGzipInUse } from '../../lib/warc/gzip-member';
 
 /** Deterministic pseudo-random splits (no Math.random: a failure must replay). */
 function splits(buf: Buffer, seed: number): Buffer[] {
@@ -103,6 +103,26 @@ test('a member is a buffer of its own: the next member does not overwrite it', (
   expect(first.equals(copy)).toBe(true);
   // Exactly sized: no spare room of the scratch buffer is kept alive with it.
   expect(first.buffer.byteLength).toBeLessThanOrEqual(Math.max(first.length, 8192));
+});
+
+test('a scratch buffer grows by doubling up to the keep size, never past it for a record that fits it', () => {
+  const K = 1024;
+  expect(grownScratchSize(64 * K, 10 * K)).toBe(64 * K); // fits: unchanged
+  expect(grownScratchSize(64 * K, 100 * K)).toBe(128 * K); // doubling covers it
+  expect(grownScratchSize(64 * K, 300 * K)).toBe(300 * K); // the need itself
+  // Doubling would pass the keep size (1 MiB): capped there, so the buffer is kept, not dropped after the member.
+  expect(grownScratchSize(600 * K, 700 * K)).toBe(1024 * K);
+  expect(grownScratchSize(600 * K, 1024 * K)).toBe(1024 * K);
+  expect(grownScratchSize(100, 150, 160)).toBe(160);
+});
+
+test('records past the keep size, in parts, between smaller ones: every member whole', () => {
+  const big = Buffer.concat([noise, noise, html, noise].map((b) => Buffer.concat([b, b, b, b]))).subarray(0, 1_600_000);
+  const seq = [html.subarray(0, 700_000), big, html.subarray(0, 300_000), big.subarray(0, 1_100_000), noise.subarray(0, 900_000)];
+  for (const [i, b] of seq.entries()) {
+    const gz = gzipMember(splits(b, i + 3), 3);
+    expect(gunzipSync(gz).equals(b)).toBe(true);
+  }
 });
 
 test('no parts is an empty member; a bad level fails as gzipSync does', () => {
