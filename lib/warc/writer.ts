@@ -72,8 +72,6 @@ export interface WarcWriterStats {
 
 interface OpenFile {
   key: string;
-  /** The plan it was opened for (0: none). */
-  plan: number;
   builder: WarcFileBuilder;
   timer: NodeJS.Timeout;
   stored: { promise: Promise<string>; resolve(uri: string): void; reject(err: unknown): void };
@@ -90,29 +88,14 @@ interface Added {
 }
 
 /**
- * An entry appended and not yet added. With a record thread its records are begun at once, for
- * the file it is planned into (Plan), and added in its turn.
+ * An entry appended and not yet added. Its records are begun on the record thread at once, for
+ * the file open then (or the next one, if none is): an entry is added to the file open when its
+ * turn comes, so one appended just before a rotation is begun again for the next file (seal()).
  */
 interface Job {
   entry: WarcEntry;
-  /** The plan (file) it was begun for; 0 without a record thread. */
-  plan: number;
   ctx: RecordContext;
   built: Promise<EntryRecords> | null;
-}
-
-/**
- * The file entries appended now are planned into, decided at append time by the same rules add()
- * applies in turn: a file ends after the entry that brings it to maxRecords, at its age (the
- * timer ends its plan at once: entries appended before then are still added before its seal,
- * as ever), at flush(), or at maxBytes (known only once built: entries begun for a file that
- * ended early are built again here, on the caller's thread). So an entry's records are begun
- * once, naming the warcinfo record of the file they will be in.
- */
-interface Plan {
-  seq: number;
-  warcinfoId: string;
-  records: number;
 }
 
 async function pointerOnceStored(a: Added): Promise<WarcPointer> {
@@ -136,13 +119,12 @@ export class WarcWriter {
   private serial = 0;
   private closed = false;
   private readonly builder: RecordBuilder | null;
-  /** Entries whose records came from the record thread, or were built here. */
-  private readonly jobCounts = { thread: 0, here: 0 };
-  /** The plan appends go into now; null: the next append begins one. */
-  private plan: Plan | null = null;
-  private planSeq = 0;
-  /** The plan of the last file opened. */
-  private openedPlan = 0;
+  /** Entries whose records came from the record thread, were begun there again (a rotation), or were built here. */
+  private readonly jobCounts = { thread: 0, again: 0, here: 0 };
+  /** Jobs appended and not yet added, in order. */
+  private readonly waiting = new Set<Job>();
+  /** The WARC-Record-ID of the next file's warcinfo record, chosen ahead so records can be begun for it. */
+  private nextWarcinfoId = newWarcRecordId();
   private readonly counters: WarcWriterStats = { files: 0, bytes: 0, records: 0, failedFiles: 0, failedIndexes: 0 };
 
   constructor(private readonly opts: WarcWriterOptions) {
@@ -168,8 +150,8 @@ export class WarcWriter {
     return { ...this.counters };
   }
 
-  /** Where entries' records were built: on the record thread, or here. */
-  get recordJobs(): { thread: number; here: number } {
+  /** Where entries' records were built: on the record thread, begun there again for the next file, or here. */
+  get recordJobs(): { thread: number; again: number; here: number } {
     return { ...this.jobCounts };
   }
 
@@ -194,48 +176,28 @@ export class WarcWriter {
     // every page body of the open file alive until it is stored.
     const bytes = entryBytes(entry);
     this.queuedBytes += bytes;
-    const job: Job = { entry, plan: 0, ctx: { warcinfoId: '', gzipLevel: this.opts.gzipLevel }, built: null };
+    const job: Job = { entry, ctx: this.context(), built: null };
     if (this.builder && !this.closed) {
-      if (!this.plan || this.plan.records >= this.limits.maxRecords) this.plan = this.newPlan();
-      this.plan.records += entry.type === 'exchange' ? 2 : 1;
-      job.plan = this.plan.seq;
-      job.ctx.warcinfoId = this.plan.warcinfoId;
       job.built = this.builder.build(entry, job.ctx);
-      // Awaited in add(), which may fail first (a closed writer): never "unhandled".
+      // Awaited in add(); one superseded by seal() is not, and must not be "unhandled".
       job.built.catch(() => undefined);
+      this.waiting.add(job);
     }
     return this.exclusive(() => {
       this.queuedBytes -= bytes;
+      this.waiting.delete(job);
       return this.add(job, onBuilt);
     }).then(pointerOnceStored);
   }
 
-  private newPlan(): Plan {
-    return { seq: ++this.planSeq, warcinfoId: newWarcRecordId(), records: 0 };
-  }
-
-  /** Ends the plan of `file` (or any, with null): later appends go to the next file. */
-  private endPlan(file: OpenFile | null): void {
-    if (this.plan && (file === null || this.plan.seq === file.plan)) this.plan = null;
-  }
-
-  /** The file the job goes into, opened or rotated to as its plan says. */
-  private fileFor(job: Job): OpenFile {
-    if (this.current && job.plan > this.current.plan) {
-      // Its plan begins a file here: the open one ended at the same point (by age or flush),
-      // ordinarily sealed already; this only keeps the two in step.
-      void this.seal();
-    }
-    if (this.current) return this.current;
-    if (job.plan > this.openedPlan) return (this.current = this.openFile(job.plan, job.ctx.warcinfoId));
-    // No plan, or one whose file ended early (maxBytes): the next plan's file, if it has none yet.
-    if (this.plan && this.plan.seq > this.openedPlan) return (this.current = this.openFile(this.plan.seq, this.plan.warcinfoId));
-    return (this.current = this.openFile(0, newWarcRecordId()));
+  /** Where records begun now go: the open file, or the next one. */
+  private context(): RecordContext {
+    return { warcinfoId: this.current?.builder.warcinfoId ?? this.nextWarcinfoId, gzipLevel: this.opts.gzipLevel };
   }
 
   private async add(job: Job, onBuilt?: () => void): Promise<Added> {
     if (this.closed) throw new Error('WarcWriter is closed');
-    const file = this.fileFor(job);
+    const file = this.current ?? (this.current = this.openFile());
     const warcinfoId = file.builder.warcinfoId;
     // Built on the record thread for this file, or else here (no thread, a thread that failed).
     let built = job.built ? await job.built.catch(() => null) : null;
@@ -252,17 +214,12 @@ export class WarcWriter {
     }
     onBuilt?.();
     const { recordCount, byteLength } = file.builder;
-    if (recordCount - 1 >= this.limits.maxRecords || byteLength >= this.limits.maxBytes) {
-      this.endPlan(file);
-      await this.seal();
-    }
+    if (recordCount - 1 >= this.limits.maxRecords || byteLength >= this.limits.maxBytes) await this.seal();
     return { stored: file.stored.promise, span, recordId: main.id, gz: main.gz };
   }
 
   /** Store the current file now. Rejects if storing it fails. */
   async flush(): Promise<void> {
-    // Entries appended from now on go to a file after the one this stores.
-    this.endPlan(null);
     const sealed = await this.exclusive(async () => {
       const file = this.current;
       await this.seal();
@@ -286,15 +243,16 @@ export class WarcWriter {
     return run;
   }
 
-  private openFile(plan: number, warcinfoId: string): OpenFile {
-    if (plan > 0) this.openedPlan = plan;
+  private openFile(): OpenFile {
     const now = new Date();
     this.serial += 1;
     const stamp = now.toISOString().replace(/[-:T]/g, '').slice(0, 14);
     const serial = String(this.serial).padStart(5, '0');
     const filename = `${this.opts.prefix}-${stamp}-${serial}-${randomBytes(4).toString('hex')}.warc.gz`;
+    const id = this.nextWarcinfoId;
+    this.nextWarcinfoId = newWarcRecordId();
     const builder = new WarcFileBuilder(filename, {
-      id: warcinfoId,
+      id,
       software: this.opts.software ?? 'kcrawl',
       hostname: hostname(),
       operator: this.opts.operator,
@@ -308,12 +266,9 @@ export class WarcWriter {
     promise.catch(() => undefined);
     const file: OpenFile = {
       key: `warc/${filename}`,
-      plan,
       builder,
       stored: { promise, resolve, reject },
       timer: setTimeout(() => {
-        // Entries appended from now on go to the next file; those before are added first.
-        this.endPlan(file);
         void this.exclusive(async () => {
           if (this.current === file) await this.seal();
         });
@@ -338,6 +293,16 @@ export class WarcWriter {
     this.current = null;
     clearTimeout(file.timer);
     const bytes = file.builder.byteLength;
+    // Entries waiting for their turn go to the next file: begin their records again for it.
+    if (this.builder) {
+      for (const job of this.waiting) {
+        if (job.ctx.warcinfoId === this.nextWarcinfoId) continue;
+        job.ctx = { ...job.ctx, warcinfoId: this.nextWarcinfoId };
+        job.built = this.builder.build(job.entry, job.ctx);
+        job.built.catch(() => undefined);
+        this.jobCounts.again += 1;
+      }
+    }
     this.sealedBytes += bytes;
     this.inFlight = this.inFlight.then(() => this.store(file)).finally(() => void (this.sealedBytes -= bytes));
   }
