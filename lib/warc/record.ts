@@ -145,13 +145,6 @@ export interface WarcinfoOptions {
   isPartOf?: string;
   description?: string;
   date?: Date;
-  /** Its WARC-Record-ID (`<urn:uuid:...>`), when chosen beforehand (lib/warc/writer.ts); else a new one. */
-  id?: string;
-}
-
-/** A new WARC-Record-ID. */
-export function newWarcRecordId(): string {
-  return newRecordId();
 }
 
 export function warcinfoRecord(o: WarcinfoOptions): WarcRecord {
@@ -166,7 +159,6 @@ export function warcinfoRecord(o: WarcinfoOptions): WarcRecord {
   if (o.description) pairs.push(['description', o.description]);
   return buildRecord({
     type: 'warcinfo',
-    id: o.id,
     date: o.date ?? new Date(),
     fields: [['WARC-Filename', o.filename]],
     contentType: 'application/warc-fields',

@@ -10,9 +10,15 @@ import type { HttpCapture, PageStore } from '../../connectors/types';
 import type { RecordPointer } from '../messages';
 import { bodyLength } from '../net/capture-body';
 import { WarcFileBuilder, type RecordSpan } from './file-builder';
-import { newWarcRecordId, type RecordContext, type RevisitProfile } from './record';
-import { entryRecords, type EntryRecords } from './record-job';
-import { recordThreadFromEnv, type RecordBuilder } from './record-thread';
+import {
+  conversionRecord,
+  exchangeRecords,
+  metadataRecord,
+  revisitRecord,
+  type RecordContext,
+  type RevisitProfile,
+  type WarcRecord,
+} from './record';
 
 export type WarcEntry =
   /** A fetched page: request and response records; the response is the main record. */
@@ -54,12 +60,6 @@ export interface WarcWriterOptions {
   isPartOf?: string;
   /** Told of failures that reject no append (a CDXJ index not stored). */
   onError?: (err: unknown, key: string) => void;
-  /**
-   * Where entries' records are built: a thread of their own (lib/warc/record-thread.ts) or, with
-   * null, this thread, when each is added. Unset: the process's record thread unless
-   * CRAWL_WARC_RECORD_THREAD=0 (recordThreadFromEnv).
-   */
-  recordBuilder?: RecordBuilder | null;
 }
 
 export interface WarcWriterStats {
@@ -87,17 +87,6 @@ interface Added {
   gz: Buffer;
 }
 
-/**
- * An entry appended and not yet added. Its records are begun on the record thread at once, for
- * the file open then (or the next one, if none is): an entry is added to the file open when its
- * turn comes, so one appended just before a rotation is begun again for the next file (seal()).
- */
-interface Job {
-  entry: WarcEntry;
-  ctx: RecordContext;
-  built: Promise<EntryRecords> | null;
-}
-
 async function pointerOnceStored(a: Added): Promise<WarcPointer> {
   return { uri: await a.stored, ...a.span, recordId: a.recordId, recordGz: a.gz };
 }
@@ -118,13 +107,6 @@ export class WarcWriter {
   private queue: Promise<unknown> = Promise.resolve();
   private serial = 0;
   private closed = false;
-  private readonly builder: RecordBuilder | null;
-  /** Entries whose records came from the record thread, were begun there again (a rotation), or were built here. */
-  private readonly jobCounts = { thread: 0, again: 0, here: 0 };
-  /** Jobs appended and not yet added, in order. */
-  private readonly waiting = new Set<Job>();
-  /** The WARC-Record-ID of the next file's warcinfo record, chosen ahead so records can be begun for it. */
-  private nextWarcinfoId = newWarcRecordId();
   private readonly counters: WarcWriterStats = { files: 0, bytes: 0, records: 0, failedFiles: 0, failedIndexes: 0 };
 
   constructor(private readonly opts: WarcWriterOptions) {
@@ -143,16 +125,10 @@ export class WarcWriter {
     if (!/^[A-Za-z0-9._-]+$/.test(opts.prefix)) {
       throw new Error(`WarcWriter: prefix must be letters, digits, '.', '_' or '-', got "${opts.prefix}"`);
     }
-    this.builder = opts.recordBuilder === undefined ? recordThreadFromEnv() : opts.recordBuilder;
   }
 
   get stats(): WarcWriterStats {
     return { ...this.counters };
-  }
-
-  /** Where entries' records were built: on the record thread, begun there again for the next file, or here. */
-  get recordJobs(): { thread: number; again: number; here: number } {
-    return { ...this.jobCounts };
   }
 
   /**
@@ -176,37 +152,16 @@ export class WarcWriter {
     // every page body of the open file alive until it is stored.
     const bytes = entryBytes(entry);
     this.queuedBytes += bytes;
-    const job: Job = { entry, ctx: this.context(), built: null };
-    if (this.builder && !this.closed) {
-      job.built = this.builder.build(entry, job.ctx);
-      // Awaited in add(); one superseded by seal() is not, and must not be "unhandled".
-      job.built.catch(() => undefined);
-      this.waiting.add(job);
-    }
     return this.exclusive(() => {
       this.queuedBytes -= bytes;
-      this.waiting.delete(job);
-      return this.add(job, onBuilt);
+      return this.add(entry, onBuilt);
     }).then(pointerOnceStored);
   }
 
-  /** Where records begun now go: the open file, or the next one. */
-  private context(): RecordContext {
-    return { warcinfoId: this.current?.builder.warcinfoId ?? this.nextWarcinfoId, gzipLevel: this.opts.gzipLevel };
-  }
-
-  private async add(job: Job, onBuilt?: () => void): Promise<Added> {
+  private async add(entry: WarcEntry, onBuilt?: () => void): Promise<Added> {
     if (this.closed) throw new Error('WarcWriter is closed');
     const file = this.current ?? (this.current = this.openFile());
-    const warcinfoId = file.builder.warcinfoId;
-    // Built on the record thread for this file, or else here (no thread, a thread that failed).
-    let built = job.built ? await job.built.catch(() => null) : null;
-    if (!built || built.warcinfoId !== warcinfoId) {
-      built = entryRecords(job.entry, { warcinfoId, gzipLevel: this.opts.gzipLevel });
-      this.jobCounts.here += 1;
-    } else this.jobCounts.thread += 1;
-    const { records } = built;
-    const main = records[built.main];
+    const { records, main } = entryRecords(entry, { warcinfoId: file.builder.warcinfoId, gzipLevel: this.opts.gzipLevel });
     let span: RecordSpan = { offset: 0, length: 0 };
     for (const record of records) {
       const s = file.builder.add(record);
@@ -249,10 +204,7 @@ export class WarcWriter {
     const stamp = now.toISOString().replace(/[-:T]/g, '').slice(0, 14);
     const serial = String(this.serial).padStart(5, '0');
     const filename = `${this.opts.prefix}-${stamp}-${serial}-${randomBytes(4).toString('hex')}.warc.gz`;
-    const id = this.nextWarcinfoId;
-    this.nextWarcinfoId = newWarcRecordId();
     const builder = new WarcFileBuilder(filename, {
-      id,
       software: this.opts.software ?? 'kcrawl',
       hostname: hostname(),
       operator: this.opts.operator,
@@ -293,16 +245,6 @@ export class WarcWriter {
     this.current = null;
     clearTimeout(file.timer);
     const bytes = file.builder.byteLength;
-    // Entries waiting for their turn go to the next file: begin their records again for it.
-    if (this.builder) {
-      for (const job of this.waiting) {
-        if (job.ctx.warcinfoId === this.nextWarcinfoId) continue;
-        job.ctx = { ...job.ctx, warcinfoId: this.nextWarcinfoId };
-        job.built = this.builder.build(job.entry, job.ctx);
-        job.built.catch(() => undefined);
-        this.jobCounts.again += 1;
-      }
-    }
     this.sealedBytes += bytes;
     this.inFlight = this.inFlight.then(() => this.store(file)).finally(() => void (this.sealedBytes -= bytes));
   }
@@ -344,5 +286,26 @@ function entryBytes(e: WarcEntry): number {
       return typeof e.text === 'string' ? e.text.length : e.text.byteLength;
     default:
       return 0;
+  }
+}
+
+function entryRecords(e: WarcEntry, ctx: RecordContext): { records: WarcRecord[]; main: WarcRecord } {
+  switch (e.type) {
+    case 'exchange': {
+      const [request, response] = exchangeRecords(e.capture, { ...ctx, payloadSha256: e.payloadSha256 });
+      return { records: [request, response], main: response };
+    }
+    case 'revisit': {
+      const main = revisitRecord(e.capture, { ...e, ...ctx });
+      return { records: [main], main };
+    }
+    case 'metadata': {
+      const main = metadataRecord({ ...e, ...ctx });
+      return { records: [main], main };
+    }
+    case 'conversion': {
+      const main = conversionRecord({ ...e, ...ctx });
+      return { records: [main], main };
+    }
   }
 }

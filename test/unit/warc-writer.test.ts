@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -8,10 +8,7 @@ import { gunzipSync } from 'node:zlib';
 import { WARCParser } from 'warcio';
 import { LocalPageStore } from '../../connectors/page-store-local';
 import type { PageStore } from '../../connectors/types';
-import type { RecordContext } from '../../lib/warc/record';
-import { entryRecords, type EntryRecords } from '../../lib/warc/record-job';
-import type { RecordBuilder } from '../../lib/warc/record-thread';
-import { WarcWriter, type WarcEntry, type WarcWriterOptions } from '../../lib/warc/writer';
+import { WarcWriter, type WarcWriterOptions } from '../../lib/warc/writer';
 import { capture } from './warc-fixtures';
 import { until } from '../support/until';
 
@@ -262,63 +259,5 @@ describe('WarcWriter', () => {
       sizes.push(p.length);
     }
     expect(sizes[1]!).toBeLessThan(sizes[0]!);
-  });
-});
-
-/**
- * Records begun elsewhere (the record thread, lib/warc/record-thread.ts) before their entry's
- * turn: a builder that answers later, on this thread, with the same code.
- */
-class LaterBuilder implements RecordBuilder {
-  built: string[] = [];
-  async build(entry: WarcEntry, ctx: RecordContext): Promise<EntryRecords> {
-    await new Promise((r) => setTimeout(r, 2));
-    this.built.push(ctx.warcinfoId);
-    return entryRecords(entry, ctx);
-  }
-  async close(): Promise<void> {}
-}
-
-describe('WarcWriter with records begun ahead (the record thread)', () => {
-  test('every record names its own file\'s warcinfo, across rotations by count and by age; entries begun for a file they missed are begun again', async () => {
-    const b = new LaterBuilder();
-    const w = writer({ maxRecords: 5, maxAgeMs: 40, recordBuilder: b });
-    const appended: Array<Promise<unknown>> = [];
-    for (let n = 0; n < 40; n++) {
-      appended.push(w.append(page(n)));
-      if (n % 10 === 9) await new Promise((r) => setTimeout(r, 60));
-    }
-    await Promise.all(appended);
-    await w.close();
-    const files = (await store.list('warc/')).filter((k) => k.endsWith('.warc.gz'));
-    const urls: string[] = [];
-    for (const key of files.sort()) {
-      const parser = new WARCParser([await readFile(path.join(dir, key))]);
-      let info: string | null | undefined = null;
-      for await (const r of parser) {
-        const id = r.warcHeaders.headers.get('WARC-Record-ID');
-        if (r.warcType === 'warcinfo') info = id;
-        else {
-          expect(r.warcHeaders.headers.get('WARC-Warcinfo-ID')).toBe(info);
-          if (r.warcType === 'response') urls.push(r.warcTargetURI!);
-        }
-      }
-    }
-    expect(urls).toEqual(Array.from({ length: 40 }, (_, n) => `http://example.com/p${n}`));
-    const jobs = w.recordJobs;
-    expect(jobs.thread).toBe(40);
-    expect(jobs.here).toBe(0);
-    // 40 pages, 2 records each, 5 a file: entries queued behind a rotation were begun again.
-    expect(jobs.again).toBeGreaterThan(0);
-    expect(b.built.length).toBe(40 + jobs.again);
-  });
-
-  test('a builder that fails leaves the entry to this thread', async () => {
-    const failing: RecordBuilder = { build: () => Promise.reject(new Error('thread gone')), close: async () => undefined };
-    const w = writer({ recordBuilder: failing });
-    const [ptr] = await Promise.all([w.append(page(1)), w.flush()]);
-    expect(w.recordJobs).toEqual({ thread: 0, again: 0, here: 1 });
-    const r = await WARCParser.parse([gunzipSync(await store.read(ptr.uri, ptr.offset, ptr.length))]);
-    expect(r?.warcTargetURI).toBe('http://example.com/p1');
   });
 });
