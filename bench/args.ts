@@ -30,6 +30,8 @@ export interface BenchArgs {
   kafkaProcs: string[][];
   /** Node flags added after the launcher's for every kcrawl process (experiments: `--node-flags "--v8-pool-size=1"`). */
   nodeFlags: string[];
+  /** Folder to write each embedded run's stdout to (`--trace-gc` output: `--node-flags "--trace-gc"`). */
+  crawlerStdout?: string;
   /** frontier-scale: URLs to take in, and seconds of leasing measured with them in the table. */
   urls: number;
   leaseSecs: number;
@@ -67,6 +69,7 @@ export const USAGE = `usage: npm run bench -- [flags]   (or node dist/bench/run.
   --json FILE                  also write the results as JSON
   --kafka-procs SPEC           Kafka mode's processes, e.g. ${DEFAULT_KAFKA_PROCS}
   --node-flags "FLAGS"         Node/V8 flags added to every kcrawl process
+  --crawler-stdout DIR         write each embedded run's stdout to DIR/embedded-<latency>.stdout (e.g. --trace-gc's lines)
   --stages N                   per-stage CPU a page over N hosts' pages before the contenders (64; 0: skip)
   --urls N                     frontier-scale: distinct URLs into one frontier (1000000; the acceptance run is 50000000)
   --lease-secs S               frontier-scale: seconds of leasing measured with the table full (30)
@@ -135,6 +138,10 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
         break;
       case '--stages': a.stageHosts = wholeNumber(flag, v, 0); break;
       case '--json': a.json = v; break;
+      case '--crawler-stdout':
+        if (!v || v.startsWith('--')) throw new Error('--crawler-stdout: expected a folder');
+        a.crawlerStdout = v;
+        break;
       case '--kafka-procs': a.kafkaProcs = parseKafkaProcs(v ?? ''); break;
       case '--urls': a.urls = wholeNumber(flag, v, 1000); break;
       case '--lease-secs': a.leaseSecs = wholeNumber(flag, v, 3); break;

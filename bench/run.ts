@@ -11,7 +11,7 @@
  *   npm run bench -- [--only embedded,kafka,peer] [--web real|lorem] [--hosts 5000] [--latency 0,200]
  *                    [--secs 20] [--max-pages N] [--concurrency 256] [--profile DIR] [--json FILE]
  *                    [--kafka-procs parse,handoff,seen-test/frontier,fetch] [--node-flags "--flag …"]
- *                    [--warmup 15] [--stages 64] [--help]
+ *                    [--warmup 15] [--stages 64] [--crawler-stdout DIR] [--help]
  *
  * Besides the whole window (first page served to last), each run is also measured sustained:
  * from --warmup seconds after its first page to its stop (bench/sustained.ts), pages done and
@@ -126,6 +126,10 @@ async function runEmbedded(a: BenchArgs, web: Web, latencyMs: number, dir: strin
   const sustained = bounds ? sustainedWindow(bounds, growthBetween(parsedSoFar, bounds.from, bounds.to), watch, [child.pid!], web, s!.firstPageAt) : undefined;
   if (sustained && bounds) sustained.fetched = growthBetween(fetchedSoFar, bounds.from, bounds.to);
   rmSync(out, { recursive: true, force: true });
+  if (a.crawlerStdout) {
+    mkdirSync(a.crawlerStdout, { recursive: true });
+    writeFileSync(join(a.crawlerStdout, `embedded-${latencyMs}.stdout`), m.stdout);
+  }
   const handedOff = Number(/(\d+) handoff events/.exec(m.stdout)?.[1] ?? 0);
   const parsed = Number(/(\d+) parsed/.exec(m.stdout)?.[1] ?? 0);
   // Pages parse finished only while the crawl was stopping do not count in pages/s (as in Kafka mode).

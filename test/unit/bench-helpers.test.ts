@@ -246,6 +246,13 @@ describe('bench flags', () => {
     expect(parseBenchArgs(['--node-flags', ' --v8-pool-size=1  --no-parallel-scavenge ']).nodeFlags).toEqual(['--v8-pool-size=1', '--no-parallel-scavenge']);
     expect(() => parseBenchArgs(['--node-flags', '--v8-pool-size=1 rm'])).toThrow(/--node-flags rm/);
   });
+
+  it('takes a folder for the embedded runs\' stdout (--trace-gc lines), and refuses a missing one', () => {
+    expect(parseBenchArgs([]).crawlerStdout).toBeUndefined();
+    expect(parseBenchArgs(['--crawler-stdout', '/tmp/gc', '--secs', '5'])).toMatchObject({ crawlerStdout: '/tmp/gc', secs: 5 });
+    expect(() => parseBenchArgs(['--crawler-stdout'])).toThrow(/--crawler-stdout: expected a folder/);
+    expect(() => parseBenchArgs(['--crawler-stdout', '--secs', '5'])).toThrow(/--crawler-stdout: expected a folder/);
+  });
 });
 
 describe('crawler node flags', () => {
