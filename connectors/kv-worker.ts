@@ -140,7 +140,10 @@ class Link {
   stores = 0;
 
   constructor() {
-    const w = (this.w = new Worker(workerFile()));
+    // Its young generation small: what it allocates (a view a value, the binding's Buffers) dies
+    // at once, and the process's --max-semi-space-size (32 MB from the launcher) would otherwise
+    // give this thread as large a one as the main thread's.
+    const w = (this.w = new Worker(workerFile(), { resourceLimits: { maxYoungGenerationSizeMb: YOUNG_MB } }));
     w.on('message', (a: Answer) => {
       const cb = this.waiting.get(a.id);
       if (!cb) return;
@@ -183,6 +186,9 @@ class Link {
     return this.w.terminate();
   }
 }
+
+/** The store thread's young generation (MB). */
+const YOUNG_MB = 16;
 
 let link: Link | null = null;
 let nextStore = 0;
