@@ -6,7 +6,8 @@
  */
 import { writeFileSync } from 'node:fs';
 import { parentPort } from 'node:worker_threads';
-import { LevelKvStore } from './kv-store';
+import { LevelKvStore, type KvRange, type KvStore, type KvStoreOptions } from './kv-store';
+import { RocksKvStore } from './kv-rocksdb';
 import { OP_DEL, OP_PUT, Packer, packedSize, unpackList, type Reply, type Request } from './kv-worker';
 
 const port = parentPort!;
@@ -26,12 +27,18 @@ function nameThread(): void {
     // no /proc
   }
 }
-const stores = new Map<number, LevelKvStore>();
+type ThreadStore = KvStore & { iterator(range: KvRange): { nextv(n: number): Promise<Array<[Buffer, Buffer]>>; close(): Promise<void> } };
+const stores = new Map<number, ThreadStore>();
+
+/** The engine: LevelDB, or RocksDB for a measurement (CRAWL_STORE_ENGINE=rocksdb; kv-rocksdb.ts). */
+function openStore(dir: string, o: KvStoreOptions): Promise<ThreadStore> {
+  return process.env.CRAWL_STORE_ENGINE === 'rocksdb' ? RocksKvStore.open(dir, o) : LevelKvStore.open(dir, o);
+}
 const iters = new Map<number, { nextv(n: number): Promise<Array<[Buffer, Buffer]>>; close(): Promise<void> }>();
 
 const buf = (u: Uint8Array): Buffer => Buffer.from(u.buffer, u.byteOffset, u.length);
 
-function storeOf(s: number): LevelKvStore {
+function storeOf(s: number): ThreadStore {
   const st = stores.get(s);
   if (!st) throw new Error(`store thread: no store ${s} open`);
   return st;
@@ -60,7 +67,7 @@ function packedPairs(pairs: ReadonlyArray<[Buffer, Buffer]>): { ab: ArrayBuffer;
 }
 
 /** A batch's puts and deletes from its packed bytes, into the store's own batch (classic-level copies each key and value). */
-function write(st: LevelKvStore, ab: ArrayBuffer, len: number, durable: boolean): Promise<void> {
+function write(st: ThreadStore, ab: ArrayBuffer, len: number, durable: boolean): Promise<void> {
   const b = st.batch();
   const bytes = Buffer.from(ab, 0, len);
   for (let at = 0; at < len; ) {
@@ -81,7 +88,7 @@ function write(st: LevelKvStore, ab: ArrayBuffer, len: number, durable: boolean)
 async function handle(m: Request): Promise<Reply> {
   switch (m.op) {
     case 'open':
-      stores.set(m.s, await LevelKvStore.open(m.dir, m.o));
+      stores.set(m.s, await openStore(m.dir, m.o));
       nameThread();
       return {};
     case 'write':
