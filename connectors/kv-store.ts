@@ -8,15 +8,9 @@
  * Writes are asynchronous (LevelDB's log goes to the OS, not to the disk); `write(batch, true)`
  * is a synchronous write that makes every earlier write durable too, which is what a checkpoint
  * needs before it claims the store holds a changelog offset.
- *
- * `KvStore.open` opens the database on this thread (LevelKvStore) or, with `thread: 'worker'` or
- * CRAWL_STORE_THREAD=worker, on a worker thread that owns every such store of the process
- * (connectors/kv-worker.ts): the same interface, the same order and durability.
  */
 import { mkdirSync, rmSync } from 'node:fs';
 import { ClassicLevel } from 'classic-level';
-import { readAhead } from './kv-read-ahead';
-import { WorkerKvStore } from './kv-worker';
 
 export interface KvRange {
   /** Inclusive lower bound. */
@@ -36,61 +30,7 @@ export interface KvRange {
  * `DisposeSliceBuffer`), so every empty one leaks its allocation (8 bytes with jemalloc: 8.0
  * bytes a put measured), for good. A put or delete of one throws instead.
  */
-export interface KvBatch {
-  put(key: Buffer, value: Buffer): void;
-  del(key: Buffer): void;
-  /** Puts and deletes added. */
-  readonly size: number;
-  /** Whether the batch was written or discarded (no put or del is taken after). */
-  readonly closed: boolean;
-  /** Close the batch without writing it (an operation that failed). */
-  discard(): Promise<void>;
-}
-
-/** The store's interface, whichever thread runs its engine (LevelKvStore here, WorkerKvStore). */
-export interface KvStore {
-  readonly dir: string;
-  getMany(keys: readonly Buffer[]): Promise<Array<Buffer | undefined>>;
-  get(key: Buffer): Promise<Buffer | undefined>;
-  getSync(key: Buffer): Buffer | undefined;
-  batch(): KvBatch;
-  write(batch: KvBatch, durable?: boolean): Promise<void>;
-  entries(range: KvRange): Promise<Array<[Buffer, Buffer]>>;
-  keys(range: KvRange): Promise<Buffer[]>;
-  scan(range: KvRange, chunk: number, onChunk: (entries: Array<[Buffer, Buffer]>) => Promise<void> | void): Promise<number>;
-  scanUtf8Keys(range: KvRange, chunk: number, onChunk: (entries: Array<[string, Buffer]>) => Promise<void> | void): Promise<number>;
-  flushMemtable(): Promise<void>;
-  approximateBytes(range: KvRange): Promise<number>;
-  close(): Promise<void>;
-}
-
-/** Where a store's engine runs: `main` (the calling thread and libuv's pool) or `worker` (connectors/kv-worker.ts). */
-export type KvThread = 'main' | 'worker';
-
-/** The thread stores are opened on: `o.thread`, else CRAWL_STORE_THREAD, else `main`. */
-export function storeThread(o: KvStoreOptions = {}): KvThread {
-  const t = o.thread ?? process.env.CRAWL_STORE_THREAD ?? 'main';
-  if (t !== 'main' && t !== 'worker') throw new Error(`CRAWL_STORE_THREAD: unknown store thread ${JSON.stringify(t)} (main or worker)`);
-  return t;
-}
-
-export const KvStore = {
-  /**
-   * Open (creating) the database in `dir`, on the thread `storeThread(o)` names. A database
-   * another process still has open (a partition being handed over) is retried until
-   * `lockWaitMs`; a damaged one fails with the library's error (the caller rebuilds it from the
-   * changelog).
-   */
-  open(dir: string, o: KvStoreOptions = {}): Promise<KvStore> {
-    return storeThread(o) === 'worker' ? WorkerKvStore.open(dir, o) : LevelKvStore.open(dir, o);
-  },
-  /** Remove a database's files (it must be closed). */
-  destroy(dir: string): void {
-    rmSync(dir, { recursive: true, force: true });
-  },
-};
-
-export class LevelBatch implements KvBatch {
+export class KvBatch {
   private n = 0;
 
   constructor(private readonly batch: ReturnType<ClassicLevel<Buffer, Buffer>['batch']>) {}
@@ -118,13 +58,13 @@ export class LevelBatch implements KvBatch {
     return this.done;
   }
 
-  /** @internal LevelKvStore.write */
+  /** @internal KvStore.write */
   commit(sync: boolean): Promise<void> {
     this.done = true;
     return this.batch.write({ sync });
   }
 
-  /** Close without writing (also LevelKvStore.write's for a batch with nothing to write): detached from its database, which holds every open batch. */
+  /** @internal KvStore.write: a batch with nothing to write, closed (detached from its database, which holds every open batch). */
   discard(): Promise<void> {
     this.done = true;
     return this.batch.close();
@@ -154,8 +94,6 @@ export interface KvStoreOptions {
   compression?: boolean;
   /** How long to keep retrying while another process still holds the database's lock. */
   lockWaitMs?: number;
-  /** The thread the engine runs on (default: CRAWL_STORE_THREAD, else `main`). */
-  thread?: KvThread;
 }
 
 /** Files LevelDB keeps open besides its table cache (its log, manifest, ...): maxOpenFiles less these is the table cache. */
@@ -181,12 +119,15 @@ const GET_SPLIT_MIN = 128;
 const SYNC_KEY = Buffer.from([0]);
 const SYNC_VALUE = Buffer.from([0]);
 
-/** The store with LevelDB driven from the calling thread (its reads and writes on libuv's pool). */
-export class LevelKvStore implements KvStore {
+export class KvStore {
   private constructor(readonly dir: string, private readonly db: ClassicLevel<Buffer, Buffer>) {}
 
-  /** KvStore.open on this thread. */
-  static async open(dir: string, o: KvStoreOptions = {}): Promise<LevelKvStore> {
+  /**
+   * Open (creating) the database in `dir`. A database another process still has open (a
+   * partition being handed over) is retried until `lockWaitMs`; a damaged one fails with the
+   * library's error (the caller rebuilds it from the changelog).
+   */
+  static async open(dir: string, o: KvStoreOptions = {}): Promise<KvStore> {
     mkdirSync(dir, { recursive: true });
     const deadline = Date.now() + (o.lockWaitMs ?? 0);
     for (let wait = 50; ; wait = Math.min(wait * 2, 1000)) {
@@ -197,12 +138,17 @@ export class LevelKvStore implements KvStore {
           maxOpenFiles: o.openTables === undefined ? 1000 : o.openTables + LEVELDB_OTHER_FILES, maxFileSize: o.fileBytes ?? 32 << 20,
           compression: o.compression ?? true,
         });
-        return new LevelKvStore(dir, db);
+        return new KvStore(dir, db);
       } catch (err) {
         if (!isLockError(err) || Date.now() >= deadline) throw err;
         await new Promise((r) => setTimeout(r, wait));
       }
     }
+  }
+
+  /** Remove a database's files (it must be closed). */
+  static destroy(dir: string): void {
+    rmSync(dir, { recursive: true, force: true });
   }
 
   /**
@@ -238,8 +184,8 @@ export class LevelKvStore implements KvStore {
   }
 
   /** A new, empty batch. */
-  batch(): LevelBatch {
-    return new LevelBatch(this.db.batch());
+  batch(): KvBatch {
+    return new KvBatch(this.db.batch());
   }
 
   /**
@@ -247,7 +193,6 @@ export class LevelKvStore implements KvStore {
    * batch is closed either way (an empty one too: the database keeps every open batch).
    */
   async write(batch: KvBatch, durable = false): Promise<void> {
-    if (!(batch instanceof LevelBatch)) throw new Error('LevelKvStore.write: a batch of another store');
     if (batch.size === 0 && !durable) return batch.discard();
     if (batch.size === 0) batch.put(SYNC_KEY, SYNC_VALUE);
     await batch.commit(durable);
@@ -269,12 +214,7 @@ export class LevelKvStore implements KvStore {
    * snapshot taken when the scan starts, so writes `onChunk` makes are not seen.
    */
   async scan(range: KvRange, chunk: number, onChunk: (entries: Array<[Buffer, Buffer]>) => Promise<void> | void): Promise<number> {
-    return readAhead(this.iterator(range), chunk, onChunk);
-  }
-
-  /** An iterator over a range (its snapshot taken now), read `n` entries a call: scan's, and the store thread's (kv-worker-thread.ts). */
-  iterator(range: KvRange): { nextv(n: number): Promise<Array<[Buffer, Buffer]>>; close(): Promise<void> } {
-    return this.db.iterator({ gte: range.gte, lt: range.lt, limit: range.limit ?? -1 });
+    return readAhead(this.db.iterator({ gte: range.gte, lt: range.lt, limit: range.limit ?? -1 }), chunk, onChunk);
   }
 
   /**
@@ -307,4 +247,25 @@ export class LevelKvStore implements KvStore {
   async close(): Promise<void> {
     await this.db.close();
   }
+}
+
+/** An iterator read to its end `chunk` items at a time, the next chunk read while `onChunk` works on the last. */
+async function readAhead<T>(it: { nextv(n: number): Promise<T[]>; close(): Promise<void> }, chunk: number, onChunk: (items: T[]) => Promise<void> | void): Promise<number> {
+  let n = 0;
+  let next: Promise<T[]> | null = it.nextv(chunk);
+  try {
+    for (;;) {
+      const items = await next;
+      next = null;
+      if (items.length === 0) break;
+      n += items.length;
+      next = it.nextv(chunk);
+      await onChunk(items);
+    }
+  } finally {
+    // A read still in flight (onChunk failed) settles before the iterator closes.
+    await next?.catch(() => undefined);
+    await it.close();
+  }
+  return n;
 }

@@ -81,8 +81,7 @@ export class DedupStore implements DedupTable {
   ) {}
 
   static async open(dir: string, o: KvStoreOptions = {}): Promise<DedupStore> {
-    // On this thread whatever CRAWL_STORE_THREAD says: its reads are synchronous (getSync).
-    const kv = await KvStore.open(dir, { ...o, thread: 'main' });
+    const kv = await KvStore.open(dir, o);
     const [id, layout, rows] = await kv.getMany([ID_KEY, LAYOUT_KEY, ROWS_KEY]);
     if (id) return new DedupStore(kv, id.toString('utf8'), Number(layout?.toString('utf8') ?? 0), Number(rows?.toString('utf8') ?? 0));
     const storeId = randomUUID();
