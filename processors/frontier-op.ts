@@ -23,8 +23,11 @@ export class FrontierOp {
 
   constructor(
     private readonly storeFor: (host: string) => UrlStore | undefined,
-    /** Rows decided by earlier operations that a store read may not see yet (FrontierState.pending). */
-    private readonly pending?: ReadonlyMap<string, { row: UrlStateMsg | null }>,
+    /**
+     * A row decided by earlier operations that a store read may not see yet (FrontierState's
+     * pending operations): the row (null: removed), or undefined when none of them staged it.
+     */
+    private readonly pending?: (url: string) => UrlStateMsg | null | undefined,
   ) {}
 
   batch(store: UrlStore): KvBatch {
@@ -38,9 +41,9 @@ export class FrontierOp {
     const unread: Array<{ url: string; host: string }> = [];
     for (const item of items) {
       if (this.cur.has(item.url)) continue;
-      const p = this.pending?.get(item.url);
-      this.cur.set(item.url, p ? p.row : null);
-      if (!p) unread.push(item);
+      const p = this.pending?.(item.url);
+      this.cur.set(item.url, p ?? null);
+      if (p === undefined) unread.push(item);
     }
     await Promise.all(
       [...this.byStore(unread, (i) => i.host)].map(async ([store, list]) => {
@@ -95,9 +98,9 @@ export class FrontierOp {
     if (!this.cur.has(row.url)) this.cur.set(row.url, row);
   }
 
-  /** Rows this operation staged (null: removed), as they will be once written. */
-  *staged(): IterableIterator<[string, UrlStateMsg | null]> {
-    for (const url of this.changed) yield [url, this.cur.get(url) ?? null];
+  /** The URL's row as this operation staged it (null: removed), or undefined when it staged none. */
+  stagedRow(url: string): UrlStateMsg | null | undefined {
+    return this.changed.has(url) ? (this.cur.get(url) ?? null) : undefined;
   }
 
   /** Stage a row (new or changed) with its index entries. */

@@ -181,8 +181,15 @@ export class FrontierState {
   /** Operations numbered as they decide; how many have written. */
   private opSeq = 0;
   private opsWritten = 0;
-  /** Rows decided by operations whose writes a store read started since may not have seen. */
-  private readonly pending = new Map<string, { row: UrlStateMsg | null; seq: number }>();
+  /**
+   * Operations decided whose writes a store read started since may not have seen, oldest first:
+   * their staged rows are read from the operations themselves (`pendingRow`), and an operation
+   * leaves whole once every reader sees its write. One Map of rows for all of them, with an
+   * entry set per row decided and deleted per row forgotten (and the whole Map iterated after
+   * every write), reallocated its hash tables as it grew and shrank: ~150 B a URL of garbage that
+   * went to the old generation (docs/frontier-store.md, "What the intake promotes").
+   */
+  private readonly pending: Array<{ seq: number; op: FrontierOp }> = [];
   /** Operations reading now, by the number of writes done when they began. */
   private readonly reading = new Set<number>();
   /** This cycle (a frontier process's life): fetches counted against hostBudgetPerCycle. */
@@ -269,7 +276,7 @@ export class FrontierState {
       const op = this.newOp();
       try {
         await decide(op);
-        for (const [url, row] of op.staged()) this.pending.set(url, { row, seq });
+        this.pending.push({ seq, op });
         return op;
       } catch (err) {
         await op.discard().catch(() => undefined);
@@ -289,12 +296,23 @@ export class FrontierState {
     return written;
   }
 
-  /** Drop pending rows every reader now sees in the store: written before the oldest read began. */
+  /** Drop pending operations every reader now sees in the store: written before the oldest read began. */
   private forgetPending(): void {
     let oldest = this.opsWritten;
     for (const r of this.reading) oldest = Math.min(oldest, r);
-    for (const [url, p] of this.pending) if (p.seq <= oldest) this.pending.delete(url);
+    let n = 0;
+    while (n < this.pending.length && this.pending[n].seq <= oldest) n++;
+    if (n > 0) this.pending.splice(0, n);
   }
+
+  /** A URL's row as the latest pending operation that staged it left it (null: removed); undefined if none did. */
+  private readonly pendingRow = (url: string): UrlStateMsg | null | undefined => {
+    for (let i = this.pending.length - 1; i >= 0; i--) {
+      const row = this.pending[i].op.stagedRow(url);
+      if (row !== undefined) return row;
+    }
+    return undefined;
+  };
 
   private lastHost = '';
   private lastPartition = 0;
@@ -593,7 +611,7 @@ export class FrontierState {
   }
 
   private newOp(): FrontierOp {
-    return new FrontierOp((host) => this.storeFor(host), this.pending);
+    return new FrontierOp((host) => this.storeFor(host), this.pendingRow);
   }
 
   /** Run `fn` on a new operation after every operation before it (serial); if it fails, the batches it staged and did not write are closed before the error goes on. */

@@ -18,7 +18,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { HostPolicyTable, hostPolicyKey } from '../lib/host-policy';
-import type { CandidateMsg, FeedStateMsg, FetchStatusMsg, HostPolicyMsg, OptOutMsg } from '../lib/messages';
+import type { CandidateMsg, FeedStateMsg, FetchStatusMsg, HostPolicyMsg, OptOutMsg, UrlStateMsg } from '../lib/messages';
 import { OptOutRegistry } from '../lib/optout-registry';
 import type { FollowsOptOuts } from '../runtime/registry-report';
 import type { InRecord, OutRecord, Stage, StageContext, TableRecord } from '../runtime/stage';
@@ -70,6 +70,46 @@ export function frontierRecords(e: FrontierEmits): OutRecord[] {
   return out;
 }
 
+/**
+ * One intake batch's rows emitted and not yet in the log, known by the array of records its
+ * handleBatch returned. One Map for all batches, with an entry set and deleted per row, cost
+ * ~117 B a URL of hash tables that went to the old generation (docs/frontier-store.md, "What
+ * the intake promotes"). A candidate for a URL the table knows is rare at the frontier
+ * (seen-test sends on only what its filter has not seen), so a batch's rows are searched in
+ * place, and indexed only once looked up often or changed.
+ */
+export class Unjournaled {
+  private index: Map<string, UrlStateMsg> | null = null;
+  private scans = 0;
+
+  constructor(
+    readonly outs: readonly OutRecord[],
+    private readonly rows: readonly UrlStateMsg[],
+  ) {}
+
+  has(url: string): boolean {
+    if (this.index) return this.index.has(url);
+    if (++this.scans > Unjournaled.SCANS) return this.indexed().has(url);
+    for (const r of this.rows) if (r.url === url) return true;
+    return false;
+  }
+
+  /** The URL's row is a later batch's now; whether none is left. */
+  drop(url: string): boolean {
+    const index = this.indexed();
+    index.delete(url);
+    return index.size === 0;
+  }
+
+  private indexed(): Map<string, UrlStateMsg> {
+    if (!this.index) this.index = new Map(this.rows.map((r) => [r.url, r]));
+    return this.index;
+  }
+
+  /** Look-ups a batch's rows are searched in place for before they are indexed. */
+  static readonly SCANS = 8;
+}
+
 export interface FrontierStage extends Stage, FollowsOptOuts {
   readonly state: FrontierState;
   idle(): boolean;
@@ -110,10 +150,20 @@ export function frontierStage(policy: FrontierPolicy & Partial<FrontierTuning>, 
   let log: Logger | null = null;
   let checkpointAt = now();
   /**
-   * New rows emitted and not yet written to the log (produced): a candidate for one of them
-   * (its record replayed after a failed produce) emits the row again (FrontierState.onCandidates).
+   * New rows emitted and not yet written to the log (produced), a batch's together: a candidate
+   * for one of them (its record replayed after a failed produce) emits the row again
+   * (FrontierState.onCandidates), and the row is then the later batch's.
    */
-  const unjournaled = new Map<string, unknown>();
+  const unjournaled: Unjournaled[] = [];
+  const isUnjournaled = (url: string, moved: Array<[Unjournaled, string]>): boolean => {
+    for (let i = unjournaled.length - 1; i >= 0; i--) {
+      if (unjournaled[i].has(url)) {
+        moved.push([unjournaled[i], url]);
+        return true;
+      }
+    }
+    return false;
+  };
 
   /** Record each store's changelog offset (read before the store is made durable). */
   const checkpointAll = async (stores: ReadonlyMap<number, UrlStore>): Promise<void> => {
@@ -139,8 +189,11 @@ export function frontierStage(policy: FrontierPolicy & Partial<FrontierTuning>, 
     const out: OutRecord[] = [];
     if (statuses.length) out.push(...frontierRecords(await state.onStatuses(statuses, at)));
     if (cands.length) {
-      const e = await state.onCandidates(cands, at, (url) => unjournaled.has(url));
-      for (const r of e.rows) unjournaled.set(r.url, r);
+      const moved: Array<[Unjournaled, string]> = [];
+      const e = await state.onCandidates(cands, at, (url) => isUnjournaled(url, moved));
+      // Rows emitted again are this batch's now; a batch whose rows all went leaves.
+      for (const [u, url] of moved) if (u.drop(url) && unjournaled.includes(u)) unjournaled.splice(unjournaled.indexOf(u), 1);
+      if (e.rows.length) unjournaled.push(new Unjournaled(out, e.rows));
       out.push(...frontierRecords(e));
     }
     return out;
@@ -184,7 +237,9 @@ export function frontierStage(policy: FrontierPolicy & Partial<FrontierTuning>, 
     handle: (rec) => handleBatch([rec]),
     handleBatch,
     produced(outs) {
-      for (const o of outs) if (o.topic === 'urls' && unjournaled.get(o.key) === o.value) unjournaled.delete(o.key);
+      // The runtimes hand over the array handleBatch returned (runtime/stage.ts): its batch leaves whole.
+      const i = unjournaled.findIndex((u) => u.outs === outs);
+      if (i >= 0) unjournaled.splice(i, 1);
     },
     async tick() {
       const cap = opts.maxLeases ?? 0;

@@ -87,7 +87,8 @@ export interface Stage {
   /**
    * Told of a batch's emits once they are durably in the log, before its offsets are
    * committed. seen-test marks URLs seen only here, so a crash between the two costs a
-   * duplicate candidate, never a hidden URL.
+   * duplicate candidate, never a hidden URL. `outs` is the very array handle, handleBatch or
+   * tick returned (not a copy): the frontier knows its batch's unjournaled rows by it.
    */
   produced?(outs: readonly OutRecord[]): void | Promise<void>;
   /**

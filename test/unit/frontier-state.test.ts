@@ -545,6 +545,36 @@ describe('FrontierState: pipelined intake', () => {
 });
 
 describe('FrontierState: rows the store has and the changelog may not', () => {
+  it('a batch\'s new rows stay unwritten until that batch is produced, however often they are looked up, and move with a batch that emits them again', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'unjournaled-'));
+    const ctx = { now: () => 600_000, log: pino({ level: 'silent' }) };
+    const stage = frontierStage(POLICY, { partitions: 1, stateDir: dir, now: () => 600_000 });
+    await stage.restoreChangelog!([0], new MemoryChangelog(), ctx);
+    const candRec = (url: string): InRecord => ({ topic: 'frontier', partition: 0, offset: 0, key: 'a.test', value: cand(url), timestamp: 0 });
+    const urlRows = (outs: OutRecord[]): string[] => outs.filter((o) => o.topic === 'urls').map((o) => o.key);
+    const batch = async (...urls: string[]): Promise<OutRecord[]> => stage.handleBatch!(urls.map(candRec), ctx);
+    try {
+      // Two batches emitted; only the second is written to the log.
+      expect(urlRows(await batch('http://a.test/1', 'http://a.test/2'))).toEqual(['http://a.test/1', 'http://a.test/2']);
+      await stage.produced!(await batch('http://a.test/3'));
+      // /3 is journaled: a plain duplicate, looked up (and not found) in the first batch's rows, over and over.
+      for (let i = 0; i < 12; i++) expect(urlRows(await batch('http://a.test/3'))).toEqual([]);
+      // The first batch's rows were never written: emitted again, now by the batch that found them.
+      const again = await batch('http://a.test/1');
+      expect(urlRows(again)).toEqual(['http://a.test/1']);
+      expect(urlRows(await batch('http://a.test/2', 'http://a.test/3'))).toEqual(['http://a.test/2']);
+      // The batch that emitted /1 again is written: /1 is done, /2 (its batch not written) is not.
+      await stage.produced!(again);
+      expect(urlRows(await batch('http://a.test/1', 'http://a.test/2'))).toEqual(['http://a.test/2']);
+      // A tick's records, produced, change nothing.
+      await stage.produced!(await stage.tick!(ctx));
+      expect(urlRows(await batch('http://a.test/2'))).toEqual(['http://a.test/2']);
+    } finally {
+      await stage.close!();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('a candidate found again writes the row again when it was queued just before a restore, or is still unwritten by the runtime', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'reassert-'));
     const ctx = { now: () => clock, log: pino({ level: 'silent' }) };
