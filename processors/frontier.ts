@@ -79,7 +79,7 @@ export function frontierRecords(e: FrontierEmits): OutRecord[] {
  * place, and indexed only once looked up often or changed.
  */
 export class Unjournaled {
-  private index: Map<string, UrlStateMsg> | null = null;
+  private index: Set<string> | null = null;
   private scans = 0;
 
   constructor(
@@ -101,8 +101,8 @@ export class Unjournaled {
     return index.size === 0;
   }
 
-  private indexed(): Map<string, UrlStateMsg> {
-    if (!this.index) this.index = new Map(this.rows.map((r) => [r.url, r]));
+  private indexed(): Set<string> {
+    if (!this.index) this.index = new Set(this.rows.map((r) => r.url));
     return this.index;
   }
 
@@ -192,7 +192,10 @@ export function frontierStage(policy: FrontierPolicy & Partial<FrontierTuning>, 
       const moved: Array<[Unjournaled, string]> = [];
       const e = await state.onCandidates(cands, at, (url) => isUnjournaled(url, moved));
       // Rows emitted again are this batch's now; a batch whose rows all went leaves.
-      for (const [u, url] of moved) if (u.drop(url) && unjournaled.includes(u)) unjournaled.splice(unjournaled.indexOf(u), 1);
+      for (const [u, url] of moved) {
+        const i = u.drop(url) ? unjournaled.indexOf(u) : -1;
+        if (i >= 0) unjournaled.splice(i, 1);
+      }
       if (e.rows.length) unjournaled.push(new Unjournaled(out, e.rows));
       out.push(...frontierRecords(e));
     }
