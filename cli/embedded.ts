@@ -21,6 +21,7 @@ import { embeddedHoldRules, holdWhileOf, UncommittedBytes, withParseBacklogBytes
 import { fetchedBytes } from '../lib/fetched-body';
 import { fetchedWithoutBody } from '../runtime/fetched-disk-form';
 import { FileLog } from '../runtime/file-log';
+import { TimeSlice } from '../runtime/time-slice';
 import type { OutRecord, Stage } from '../runtime/stage';
 import { topics } from '../topologies/crawl';
 import type { GroupLag } from '../api/embedded-status';
@@ -136,12 +137,12 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   const store = new LocalPageStore(opts.out);
   const warc = new WarcWriter({
     store, prefix: config.warcPrefix, maxRecords: config.warcMaxRecords, maxBytes: config.warcMaxBytes, maxAgeMs: config.warcMaxAgeMs, gzipLevel: config.warcGzipLevel,
-    software: 'kcrawl/0.1', onError: (err, key) => log.error({ err, key }, 'CDXJ index not stored'),
+    software: 'kcrawl/0.1', onError: (err, key) => log.error({ err, key }, 'CDXJ index not stored'), slice: new TimeSlice(),
   });
   // parse's WET-style text records go to their own files (warc/<prefix>-wet-*.warc.gz).
   const textWarc = new WarcWriter({
     store, prefix: `${config.warcPrefix}-wet`, maxRecords: config.warcMaxRecords, maxBytes: config.warcMaxBytes, maxAgeMs: config.warcMaxAgeMs, gzipLevel: config.warcGzipLevel,
-    software: 'kcrawl/0.1', onError: (err, key) => log.error({ err, key }, 'CDXJ index not stored'),
+    software: 'kcrawl/0.1', onError: (err, key) => log.error({ err, key }, 'CDXJ index not stored'), slice: new TimeSlice(),
   });
   const http = createHttpClient({ maxPools: config.httpMaxPools });
   mkdirSync(join(opts.out, 'handoff'), { recursive: true });

@@ -22,6 +22,7 @@ import { buildStages, STAGE_NAMES, type StageName } from '../runtime/build-stage
 import { holdWhileOf, kafkaHoldRules, withWarcBacklog } from '../runtime/backlog-holds';
 import { encodeRecords, runStageOnKafka, type KafkaRuntime, type RunningStage } from '../runtime/kafka-runner';
 import { Deadline, stopSignals } from '../runtime/shutdown';
+import { TimeSlice } from '../runtime/time-slice';
 import { allTopics, topics, type TopicId } from '../topologies/crawl';
 import { argLines, feedSeeds, seedBatches, seedLines, seedLink, SeedTally, type SeedLine } from '../lib/seed-source';
 import type { OutRecord } from '../runtime/stage';
@@ -142,12 +143,12 @@ export async function processes(names: string[], o: { allowPrivateNetwork: boole
   const store = createPageStore(pageStoreConfigFromEnv(), log);
   const warc = new WarcWriter({
     store, prefix: `${config.warcPrefix}-${process.pid}`, maxRecords: config.warcMaxRecords, maxBytes: config.warcMaxBytes,
-    maxAgeMs: config.warcMaxAgeMs, gzipLevel: config.warcGzipLevel, software: 'kcrawl/0.1', onError: (err, key) => log.error({ err, key }, 'CDXJ index not stored'),
+    maxAgeMs: config.warcMaxAgeMs, gzipLevel: config.warcGzipLevel, software: 'kcrawl/0.1', onError: (err, key) => log.error({ err, key }, 'CDXJ index not stored'), slice: new TimeSlice(),
   });
   // parse's WET-style text records: their own files, warc/<prefix>-<pid>-wet-*.warc.gz.
   const textWarc = new WarcWriter({
     store, prefix: `${config.warcPrefix}-${process.pid}-wet`, maxRecords: config.warcMaxRecords, maxBytes: config.warcMaxBytes,
-    maxAgeMs: config.warcMaxAgeMs, gzipLevel: config.warcGzipLevel, software: 'kcrawl/0.1', onError: (err, key) => log.error({ err, key }, 'CDXJ index not stored'),
+    maxAgeMs: config.warcMaxAgeMs, gzipLevel: config.warcGzipLevel, software: 'kcrawl/0.1', onError: (err, key) => log.error({ err, key }, 'CDXJ index not stored'), slice: new TimeSlice(),
   });
   const http = createHttpClient({ maxPools: config.httpMaxPools });
   const running: RunningStage[] = [];

@@ -60,7 +60,18 @@ export interface WarcWriterOptions {
   isPartOf?: string;
   /** Told of failures that reject no append (a CDXJ index not stored). */
   onError?: (err: unknown, key: string) => void;
+  /**
+   * The writer's share of a turn of the event loop (runtime/time-slice.ts TimeSlice): once it
+   * says `spent`, the next entry's records are built in a later turn, after sockets are read.
+   * Without it appends queued together are compressed in one run of microtasks: in `crawl run`
+   * the responses that complete in one turn (hundreds after any stall) were built back to back,
+   * up to 1.4 s in which no socket was read (docs/performance.md, branch i50wait).
+   */
+  slice?: { spent(): boolean };
 }
+
+/** Resolves in the next turn of the event loop, after I/O is polled. */
+const nextTurn = (): Promise<void> => new Promise<void>((r) => setImmediate(r));
 
 export interface WarcWriterStats {
   files: number;
@@ -152,7 +163,9 @@ export class WarcWriter {
     // every page body of the open file alive until it is stored.
     const bytes = entryBytes(entry);
     this.queuedBytes += bytes;
-    return this.exclusive(() => {
+    const slice = this.opts.slice;
+    return this.exclusive(async () => {
+      if (slice?.spent()) await nextTurn();
       this.queuedBytes -= bytes;
       return this.add(entry, onBuilt);
     }).then(pointerOnceStored);

@@ -10,6 +10,7 @@ import { LocalPageStore } from '../../connectors/page-store-local';
 import type { PageStore } from '../../connectors/types';
 import { WarcWriter, type WarcWriterOptions } from '../../lib/warc/writer';
 import { capture } from './warc-fixtures';
+import { TimeSlice } from '../../runtime/time-slice';
 import { until } from '../support/until';
 
 let dir: string;
@@ -259,5 +260,33 @@ describe('WarcWriter', () => {
       sizes.push(p.length);
     }
     expect(sizes[1]!).toBeLessThan(sizes[0]!);
+  });
+
+  test('with a time slice, entries queued together are built over several turns of the event loop, in order', async () => {
+    const events: string[] = [];
+    const appendThree = (w: WarcWriter): Promise<Array<{ offset: number }>> => {
+      const ptrs = [0, 1, 2].map((n) => w.append(page(n), () => events.push(`built p${n}`)));
+      setImmediate(() => events.push('next turn'));
+      return Promise.all(ptrs);
+    };
+    // Without a slice all three are built in the turn they were queued in.
+    const plain = writer({ maxRecords: 100 });
+    const plainPtrs = appendThree(plain);
+    await plain.flush();
+    await plainPtrs;
+    expect(events).toEqual(['built p0', 'built p1', 'built p2', 'next turn']);
+    // A slice spent after its first call in a turn (TimeSlice of 0 ms): one entry a turn.
+    events.length = 0;
+    const sliced = writer({ maxRecords: 100, slice: new TimeSlice(0) });
+    const ptrs = appendThree(sliced);
+    await sliced.flush();
+    const at = await ptrs;
+    expect(events.indexOf('next turn')).toBeGreaterThan(events.indexOf('built p0'));
+    expect(events.indexOf('next turn')).toBeLessThan(events.indexOf('built p2'));
+    expect(events.filter((e) => e.startsWith('built'))).toEqual(['built p0', 'built p1', 'built p2']);
+    // Still written in append order, one file.
+    expect(at[0].offset).toBeLessThan(at[1].offset);
+    expect(at[1].offset).toBeLessThan(at[2].offset);
+    expect(sliced.stats).toMatchObject({ files: 1, records: 1 + 6 });
   });
 });
