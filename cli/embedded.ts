@@ -166,8 +166,6 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   const parseStateDir = join(opts.out, 'state', 'parse');
   const stages = buildStages(STAGE_NAMES, {
     config, http, warc, textWarc, scope: feed.scope, frontierStateDir: join(opts.out, 'state', 'frontier'), parseStateDir, hostPolicy,
-    // Parse's workers take each page as soon as its records are built, not when its file is stored.
-    earlyParse: true,
     onOutcome: (outcome) => {
       if (outcome === 'FAILED' || outcome === 'REFUSED' || outcome === 'ROBOTS_UNAVAILABLE') counts.failures++;
     },

@@ -139,26 +139,6 @@ export const metrics = {
       if (s) this.set(s.waiting);
     },
   }),
-  earlyParsePages: new Gauge({
-    name: 'crawl_parse_early_pages',
-    help: 'Pages analysed (or being analysed) before their WARC file is stored, not yet taken by parse (crawl run; processors/parse-early.ts)',
-    registers: [registry],
-    collect() {
-      const s = sources.earlyParse?.();
-      if (s) this.set(s.pages);
-    },
-  }),
-  earlyParseAnalyses: new Counter({
-    name: 'crawl_parse_early_total',
-    help: 'Early analyses by what became of them: started, taken (used by parse), dropped (untaken), skipped (not started: no room)',
-    labelNames: ['result'] as const,
-    registers: [registry],
-    collect() {
-      const s = sources.earlyParse?.();
-      if (!s) return;
-      for (const result of ['started', 'taken', 'dropped', 'skipped'] as const) catchUp(this, s[result], { result });
-    },
-  }),
   // --- Priority classes, the fetch budget and feeds (issue #39; processors/frontier-budget.ts).
   // Read from the frontier's own counts at scrape time: frontier processes and `crawl run`.
   frontierLeasesByClass: new Counter({
@@ -278,8 +258,6 @@ export interface MetricSources {
   warc?: () => { bytes: number; files: number };
   /** The parse workers' queue (processes that parse on worker threads). */
   parseAnalyzer?: () => { bytes: number; waiting: number };
-  /** parse's analyses started before the pages' WARC files were stored (`crawl run`). */
-  earlyParse?: () => { pages: number; started: number; taken: number; dropped: number; skipped: number };
   prices?: { processHourUsd: number; storedGbMonthUsd: number };
   /** The frontier's counts by priority class (frontier processes, `crawl run`). */
   classes?: () => ReadonlyArray<{ priority_class: number; leased: number; fetched: number; left: number | null; pages_per_day: number | null; waiting_hosts: number }>;

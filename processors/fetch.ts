@@ -12,12 +12,12 @@ import { FetchError, type HttpCapture, type HttpClient, type HttpFetchOptions } 
 import type { CrawlConfig } from '../lib/config';
 import { bodyHead, bodyLength, bodySha256 } from '../lib/net/capture-body';
 import { HostPolicyTable, hostPolicyKey } from '../lib/host-policy';
-import type { FetchOutcome, FetchRequestMsg, FetchStatusMsg, FetchedPageMsg, HostPolicyMsg, LinkMsg, OptOutMsg, RecordPointer } from '../lib/messages';
+import type { FetchOutcome, FetchRequestMsg, FetchStatusMsg, FetchedPageMsg, HostPolicyMsg, LinkMsg, OptOutMsg } from '../lib/messages';
 import { OptOutRegistry } from '../lib/optout-registry';
 import { partitionForHost } from '../lib/partitioner';
 import { nextRedirectHop, TOO_MANY_REDIRECTS } from '../lib/redirect-hops';
 import { crawlDelayMs, isAllowed, sitemaps, type RobotsFetchResult } from '../lib/robots';
-import type { BuiltRecord, WarcEntry, WarcPointer } from '../lib/warc/writer';
+import type { WarcEntry, WarcPointer } from '../lib/warc/writer';
 import type { FollowsOptOuts } from '../runtime/registry-report';
 import type { HandleResult, OutRecord, Stage, StageContext } from '../runtime/stage';
 import { backoffWait, firstContactAt, gate, HostPacer, PartitionGains, type HostSlot } from './fetch-gate';
@@ -27,22 +27,10 @@ import { newsEntries, sitemapLinks, sitemapOf, sitemapSeeds } from './sitemaps';
 
 /**
  * Stores an entry; resolves with its pointer once the file holding it is stored. `onBuilt`, if
- * the archive calls it, says the entry's records are built (compressed), with the main record:
- * from then on the caller need not keep the capture's body (lib/warc/writer.ts calls it; test
- * doubles may not).
+ * the archive calls it, says the entry's records are built (compressed): from then on the
+ * caller need not keep the capture's body (lib/warc/writer.ts calls it; test doubles may not).
  */
-export type Archive = (entry: WarcEntry, onBuilt?: (main?: BuiltRecord) => void) => Promise<WarcPointer>;
-
-/**
- * Told of each page as soon as its records are built, before its WARC file is stored (`crawl
- * run` starts parse's analysis then: processors/parse-early.ts), and of a page whose file was
- * then not stored. The page is the crawl.fetched record it will be, but for its `warc` pointer
- * (NOT_STORED_YET: the file is not stored). Nothing durable may follow from it.
- */
-export interface EarlyPages {
-  built(page: FetchedPageMsg): void;
-  lost(recordId: string): void;
-}
+export type Archive = (entry: WarcEntry, onBuilt?: () => void) => Promise<WarcPointer>;
 
 export interface FetchDeps {
   http: HttpClient;
@@ -54,13 +42,9 @@ export interface FetchDeps {
   onOutcome?: (outcome: FetchOutcome, status: number | null, reason: string | null) => void;
   /** The host-policy view, when stages of one process share it (runtime/build-stages.ts); else one of its own. */
   policy?: HostPolicyTable;
-  /** Told of each page once its records are built, before its file is stored (`crawl run`'s early parse). */
-  early?: EarlyPages;
 }
 
 const EMPTY_BODY = Buffer.alloc(0);
-/** The `warc` pointer of a page handed to EarlyPages: its file is not stored yet, so it has none. */
-export const NOT_STORED_YET: Readonly<RecordPointer> = Object.freeze({ uri: '', offset: 0, length: 0 });
 const HTML_TYPES = /^\s*(text\/html|application\/xhtml\+xml)\b/i;
 const MAX_ROBOTS_REDIRECTS = 5;
 
@@ -341,25 +325,7 @@ export function fetchStage(deps: FetchDeps): Stage & FollowsOptOuts {
     const xRobotsTag = header(c, 'x-robots-tag');
     // The capture, not its `body`, which would join the page's chunks into a copy.
     let bodyUntilBuilt: HttpCapture | null = c;
-    const pageMsg = (recordGz: Buffer | null, body: Buffer, recordId: string | null, warc: RecordPointer): FetchedPageMsg => ({
-      url: req.url, final_url: req.url, host: req.host, depth: req.depth, fetched_at: finished, http_status: httpStatus,
-      content_type: contentType, body, record_gz: recordGz, truncated, sha256: sha256!,
-      prev_sha256: req.prev_sha256, warc, x_robots_tag: xRobotsTag, record_id: recordId, priority: req.priority ?? null,
-    });
-    const earlyPages = isPage ? deps.early : undefined;
-    let earlyId: string | null = null;
-    const onBuilt = (main?: BuiltRecord): void => {
-      bodyUntilBuilt = null;
-      if (!earlyPages || !main) return;
-      earlyId = main.recordId;
-      try {
-        earlyPages.built(pageMsg(main.gz, EMPTY_BODY, main.recordId, NOT_STORED_YET));
-      } catch (err) {
-        // Only an optimisation: the page is still analysed when parse reads its record.
-        ctx.log.warn({ url: req.url, err: (err as Error).message }, 'early parse not started');
-      }
-    };
-    const archived = v.entry ? deps.archive(v.entry, onBuilt) : null;
+    const archived = v.entry ? deps.archive(v.entry, () => void (bodyUntilBuilt = null)) : null;
     v.entry = null;
     const pending = (async (): Promise<OutRecord[]> => {
       let ptr: WarcPointer | null = null;
@@ -368,7 +334,6 @@ export function fetchStage(deps: FetchDeps): Stage & FollowsOptOuts {
       } catch (err) {
         // Not stored, so not announced: the URL is retried later (a full disk, a store outage).
         ctx.log.error({ url: req.url, err: (err as Error).message }, 'WARC store failed');
-        if (earlyId) earlyPages!.lost(earlyId);
         const failed = { ...base, outcome: 'FAILED' as const, reason: 'store-failed' };
         report(failed);
         return [statusRecord(failed)];
@@ -380,7 +345,12 @@ export function fetchStage(deps: FetchDeps): Stage & FollowsOptOuts {
         // The page goes on as its stored response record (lib/fetched-body), compressed: the
         // body itself is not kept until parse gets to it.
         if (!ptr.recordGz && !bodyUntilBuilt) throw new Error(`${req.url}: the archive said the record was built but handed back no record`);
-        const page = pageMsg(ptr.recordGz ?? null, ptr.recordGz ? EMPTY_BODY : bodyUntilBuilt!.body, ptr.recordId, { uri: ptr.uri, offset: ptr.offset, length: ptr.length });
+        const page: FetchedPageMsg = {
+          url: req.url, final_url: req.url, host: req.host, depth: req.depth, fetched_at: finished, http_status: httpStatus,
+          content_type: contentType, body: ptr.recordGz ? EMPTY_BODY : bodyUntilBuilt!.body, record_gz: ptr.recordGz ?? null, truncated, sha256: sha256!,
+          prev_sha256: req.prev_sha256, warc: { uri: ptr.uri, offset: ptr.offset, length: ptr.length }, x_robots_tag: xRobotsTag,
+          record_id: ptr.recordId, priority: req.priority ?? null,
+        };
         out.push({ topic: 'fetched', key: req.host, host: req.host, value: page });
       }
       for (const url of links) {

@@ -25,8 +25,6 @@ import { createTextRings, TextRingReader } from './parse-text-ring';
 
 export interface ParseAnalyzer {
   analyze(page: FetchedPageMsg): Promise<PageAnalysis>;
-  /** As analyze when the workers' queue has room for the page now; null (nothing started) when it has not. */
-  tryAnalyze?(page: FetchedPageMsg): Promise<PageAnalysis> | null;
   readonly threads: number;
   /** Bytes of the pages handed to the workers and not yet analysed, and pages waiting to be handed over. */
   backlog(): { bytes: number; waiting: number };
@@ -157,10 +155,6 @@ export function createParseAnalyzer(threads: number, userAgent: string, maxOldGe
       waiting.add(later);
       void later.finally(() => waiting.delete(later)).catch(() => undefined);
       return later;
-    },
-    tryAnalyze: (page) => {
-      const bytes = fetchedBytes(page);
-      return budget.tryAcquire(bytes) ? send(page).finally(() => budget.release(bytes)) : null;
     },
     backlog: () => ({ bytes: budget.heldBytes, waiting: budget.queued }),
     // Graceful: pages already submitted are analysed first, those still waiting for room

@@ -26,7 +26,6 @@ import type { ChangelogSource } from '../runtime/changelog';
 import { checkpointDedup, dedupStoreBudget, dedupStoreDir, restoreDedupStores, type DedupStore } from './dedup-store';
 import { contentRecord, ParseDedup, trapRecord } from './parse-dedup';
 import type { ParseAnalyzer } from './parse-pool';
-import type { EarlyAnalyses } from './parse-early';
 
 export interface ParseOptions {
   userAgent: string;
@@ -54,11 +53,6 @@ export interface ParseOptions {
    * Its close() is called when the stage closes.
    */
   analyzer?: ParseAnalyzer | null;
-  /**
-   * Analyses fetch started before the pages' WARC files were stored (processors/parse-early.ts),
-   * taken here by record ID instead of analysing the page again. Closed when the stage closes.
-   */
-  early?: EarlyAnalyses<PageAnalysis> | null;
 }
 
 /**
@@ -245,13 +239,7 @@ export function parseStage(opts: ParseOptions): ParseStage {
   }
 
   function handle(page: FetchedPageMsg, ctx: StageContext): HandleResult | Promise<HandleResult> {
-    const analyzer = opts.analyzer;
-    if (analyzer) {
-      const early = opts.early && page.record_id ? opts.early.take({ recordId: page.record_id, url: page.url, sha256: page.sha256, fetchedAt: page.fetched_at }) : null;
-      // An early analysis that failed is tried once more the usual way (it was only a head start).
-      const analysis = early ? early.catch(() => analyzer.analyze(page)) : analyzer.analyze(page);
-      return analysis.then((a) => decide(page, a, ctx));
-    }
+    if (opts.analyzer) return opts.analyzer.analyze(page).then((a) => decide(page, a, ctx));
     return decide(page, analyzePage(page, opts), ctx);
   }
 
@@ -264,8 +252,7 @@ export function parseStage(opts: ParseOptions): ParseStage {
     let release = a.releaseText;
     try {
       const d = dedup.decide(a.parsed, a.linkUrls.length, ctx.now());
-      // The WARC pointer is the record's own: an early analysis ran before the file was stored.
-      const parsed: ParsedPageMsg = { ...a.parsed, warc: page.warc, change: d.change, fetched_at: d.fetchedAt, near_duplicate_of: d.nearDuplicateOf };
+      const parsed: ParsedPageMsg = { ...a.parsed, change: d.change, fetched_at: d.fetchedAt, near_duplicate_of: d.nearDuplicateOf };
       if (d.kind) ctx.log.debug({ url: page.url, duplicate: d.kind, of: d.nearDuplicateOf }, 'duplicate: not handed off');
       if (d.trap) ctx.log.info({ host: page.host, field: d.trap.field, url: page.url }, 'trap rule from near-duplicates');
       const early = [
@@ -321,10 +308,6 @@ export function parseStage(opts: ParseOptions): ParseStage {
     handle: (rec, ctx) => handle(rec.value as FetchedPageMsg, ctx),
     close: async () => {
       await opts.flushText?.();
-      if (opts.early) {
-        log?.info({ ...opts.early.counts, left: opts.early.size }, 'parse: pages analysed before their WARC file was stored');
-        opts.early.close();
-      }
       await opts.analyzer?.close();
       if (stateDir) await letGo(stores(dedup.index.retain(() => false)));
     },

@@ -4,14 +4,13 @@
  */
 import type { HttpClient } from '../connectors/types';
 import type { CrawlConfig } from '../lib/config';
-import type { FetchOutcome, FetchStatusMsg, FetchedPageMsg } from '../lib/messages';
+import type { FetchOutcome, FetchStatusMsg } from '../lib/messages';
 import type { HostPolicyTable } from '../lib/host-policy';
 import type { WarcWriter } from '../lib/warc/writer';
-import { fetchStage, type EarlyPages } from '../processors/fetch';
+import { fetchStage } from '../processors/fetch';
 import { frontierStage } from '../processors/frontier';
 import { handoffStage, type UsagePolicy } from '../processors/handoff';
-import { parseStage, type PageAnalysis } from '../processors/parse';
-import { EarlyAnalyses } from '../processors/parse-early';
+import { parseStage } from '../processors/parse';
 import { createParseAnalyzer } from '../processors/parse-pool';
 import { seenTestStage, type SeenSet } from '../processors/seen-test';
 import { MemoryBloom } from '../lib/bloom/memory';
@@ -54,19 +53,7 @@ export interface StageDeps {
    * at its own pace, so each keeps its own.
    */
   hostPolicy?: HostPolicyTable;
-  /**
-   * `crawl run`: when fetch and parse are built together here, fetch hands each page to parse's
-   * workers as soon as its records are built, before its WARC file is stored
-   * (processors/parse-early.ts). Kafka mode leaves it off: its parse reads crawl.fetched through
-   * its consumer group, whose partitions need not be this process's.
-   */
-  earlyParse?: boolean;
 }
-
-/** Analyses started early and not yet taken, at most: about eight of `crawl run`'s WARC files of pages. */
-export const EARLY_PARSE_MAX_PAGES = 4096;
-/** An early analysis not taken by then is dropped (its page's record is then analysed again if it comes). */
-export const EARLY_PARSE_MAX_AGE_MS = 60_000;
 
 export function buildStages(names: readonly StageName[], deps: StageDeps): Stage[] {
   const c = deps.config;
@@ -78,16 +65,6 @@ export function buildStages(names: readonly StageName[], deps: StageDeps): Stage
     metrics.linkRejections.inc({ reason });
     deps.onReject?.(reason, url);
   };
-  // Fetch is built before parse; the analyses start once parse's workers exist.
-  let startEarly: ((page: FetchedPageMsg) => Promise<PageAnalysis> | null) | null = null;
-  const early = deps.earlyParse && names.includes('fetch') && names.includes('parse') && c.parseThreads > 0
-    ? new EarlyAnalyses<PageAnalysis>({ maxEntries: EARLY_PARSE_MAX_PAGES, maxAgeMs: EARLY_PARSE_MAX_AGE_MS, now: Date.now, dispose: (a) => a.releaseText?.() })
-    : null;
-  const earlyPages: EarlyPages | undefined = early ? {
-    built: (page) => early.offer({ recordId: page.record_id!, url: page.url, sha256: page.sha256, fetchedAt: page.fetched_at }, () => startEarly?.(page) ?? null),
-    lost: (recordId) => early.drop(recordId),
-  } : undefined;
-  if (early) setMetricSources({ earlyParse: () => ({ pages: early.size, ...early.counts }) });
   const make: Record<StageName, () => Stage> = {
     'seen-test': () =>
       // The embedded default: the same Bloom filter code as Kafka mode's Redis one, over process memory.
@@ -100,7 +77,7 @@ export function buildStages(names: readonly StageName[], deps: StageDeps): Stage
       return stage;
     },
     fetch: () => {
-      const stage = fetchStage({ http: deps.http, archive: (e, onBuilt) => deps.warc.append(e, onBuilt), config: c, onOutcome, policy: deps.hostPolicy, early: earlyPages });
+      const stage = fetchStage({ http: deps.http, archive: (e, onBuilt) => deps.warc.append(e, onBuilt), config: c, onOutcome, policy: deps.hostPolicy });
       // Closing the fetch stage stores the open WARC file so waiting fetches are announced.
       const observed = observeEmits(stage, (o) => {
         if (o.topic !== 'fetchStatus') return;
@@ -115,10 +92,9 @@ export function buildStages(names: readonly StageName[], deps: StageDeps): Stage
       const text = deps.textWarc;
       const analyzer = createParseAnalyzer(c.parseThreads, c.userAgent);
       if (analyzer) setMetricSources({ parseAnalyzer: () => analyzer.backlog() });
-      if (analyzer?.tryAnalyze) startEarly = (page) => analyzer.tryAnalyze!(page);
       return parseStage({
         userAgent: c.userAgent, partitions: c.partitions, stateDir: deps.parseStateDir, archiveText: text && ((e, onBuilt) => text.append(e, onBuilt)), flushText: text && (() => text.flush()),
-        analyzer, early: analyzer ? early : null,
+        analyzer,
       });
     },
     handoff: () => handoffStage(deps.usage),

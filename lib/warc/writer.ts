@@ -36,12 +36,6 @@ export type WarcEntry =
   /** Extracted text (a string, or its UTF-8 bytes) of a stored response, whose WARC-Record-ID is `refersTo`. */
   | { type: 'conversion'; targetUri: string; text: string | Uint8Array; refersTo: string; date?: Date };
 
-/** An entry's main record as soon as it is built (before its file is stored): its WARC-Record-ID and gzip member. */
-export interface BuiltRecord {
-  recordId: string;
-  gz: Buffer;
-}
-
 /** A RecordPointer to the entry's main record, plus that record's WARC-Record-ID. */
 export interface WarcPointer extends RecordPointer {
   recordId: string;
@@ -150,9 +144,9 @@ export class WarcWriter {
   /**
    * Add an entry's records to the open file; resolves with the main record's pointer once that
    * file is stored. `onBuilt` is called as soon as the records are built and added (before the
-   * file is stored), with the main record: the caller may drop the entry's bytes then.
+   * file is stored): the caller may drop the entry's bytes then.
    */
-  append(entry: WarcEntry, onBuilt?: (main: BuiltRecord) => void): Promise<WarcPointer> {
+  append(entry: WarcEntry, onBuilt?: () => void): Promise<WarcPointer> {
     // No closure made here outlives the record's building: one that did (waiting for the file
     // to be stored, up to maxAgeMs) would share this call's scope, and with it `entry`, keeping
     // every page body of the open file alive until it is stored.
@@ -164,7 +158,7 @@ export class WarcWriter {
     }).then(pointerOnceStored);
   }
 
-  private async add(entry: WarcEntry, onBuilt?: (main: BuiltRecord) => void): Promise<Added> {
+  private async add(entry: WarcEntry, onBuilt?: () => void): Promise<Added> {
     if (this.closed) throw new Error('WarcWriter is closed');
     const file = this.current ?? (this.current = this.openFile());
     const { records, main } = entryRecords(entry, { warcinfoId: file.builder.warcinfoId, gzipLevel: this.opts.gzipLevel });
@@ -173,7 +167,7 @@ export class WarcWriter {
       const s = file.builder.add(record);
       if (record === main) span = s;
     }
-    onBuilt?.({ recordId: main.id, gz: main.gz });
+    onBuilt?.();
     const { recordCount, byteLength } = file.builder;
     if (recordCount - 1 >= this.limits.maxRecords || byteLength >= this.limits.maxBytes) await this.seal();
     return { stored: file.stored.promise, span, recordId: main.id, gz: main.gz };
