@@ -78,7 +78,6 @@ async function main(): Promise<void> {
   /** URLs are being fed (the intake measured). */
   let feeding = false;
   const frontier = frontierStage(config, { partitions: PARTITIONS, stateDir: join(dir, 'state', 'frontier') });
-  // While URLs are fed, ticks release nothing (intake is measured alone); then they do.
   // Bench-only hook (not a product setting; read here and nowhere else): FRONTIER_SCALE_SKIP_ROW_READS=1
   // answers the intake's exact seen check (UrlStore.rows) without reading the stores, every URL
   // absent, which is true of this benchmark's web (each URL fed once, seen-test's filter before it).
@@ -90,6 +89,7 @@ async function main(): Promise<void> {
       return !feeding ? rows.call(this, urls) : Promise.resolve(new Array<undefined>(urls.length).fill(undefined));
     };
   }
+  // While URLs are fed, ticks release nothing (intake is measured alone); then they do.
   const gated: Stage = {
     ...frontier,
     tick: async () => (leasing ? frontier.tick!({ now: Date.now, log }) : frontierRecords(await frontier.state.tick(Date.now(), 0))),
