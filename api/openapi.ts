@@ -211,3 +211,24 @@ export function openApiDocument(): object {
     },
   };
 }
+
+const METHODS = new Set(['get', 'put', 'post', 'delete', 'patch']);
+
+/**
+ * The document a read-only server publishes (`crawl run --status-port`): without the operations
+ * that need the operator token, which such a server does not serve.
+ */
+export function readOnlyOpenApiDocument(): object {
+  type Op = { security?: Array<Record<string, unknown>> };
+  const doc = openApiDocument() as { info: { description: string }; paths: Record<string, Record<string, unknown>> };
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const [path, item] of Object.entries(doc.paths)) {
+    const kept = Object.entries(item).filter(([k, op]) => !METHODS.has(k) || !(op as Op).security?.some((s) => 'bearer' in s));
+    if (kept.some(([k]) => METHODS.has(k))) paths[path] = Object.fromEntries(kept);
+  }
+  return {
+    ...doc,
+    info: { ...doc.info, description: `A read-only server (\`crawl run --status-port\`): the status page, /stats, /metrics, URL and feed look-ups and the webmaster API; the operator's endpoints are served by \`crawl serve\` only. ${doc.info.description}` },
+    paths,
+  };
+}

@@ -20,7 +20,7 @@ import { givenClass, priorityClassOf } from '../processors/priority-class';
 import type { CrawlView } from './crawl-view';
 import { feedRoutes } from './feed-routes';
 import { checkBearer, MAX_BODY_BYTES, Router, sendError, sendJson } from './http';
-import { openApiDocument } from './openapi';
+import { openApiDocument, readOnlyOpenApiDocument } from './openapi';
 import { extractPayload } from './page-read';
 import { operatorRoutes } from './operator-routes';
 import { webmasterRoutes, type WebmasterDeps } from './webmaster-routes';
@@ -49,6 +49,24 @@ export interface ApiOptions {
   title?: string;
 }
 
+/**
+ * What a read-only server says of the operator's endpoints. Before, `crawl run --status-port`
+ * answered POST /seeds with "no route /seeds; see GET /openapi.json", and its /openapi.json listed
+ * that route.
+ */
+export const READ_ONLY_NOTE =
+  'the operator\'s endpoints (seeds, feeds, blocks, crawl rates, opt-outs) are not served by `crawl run --status-port`, only by `crawl serve` (Kafka mode). ' +
+  'To add seeds to an embedded crawl, stop it (Ctrl-C) and run the same command with more --seed: it resumes where it stopped.';
+
+/** The routes only a server that can write serves, for telling them apart from unknown paths. */
+function operatorOnlyRouter(view: CrawlView, now: () => number): Router {
+  const r = new Router();
+  const send = async (): Promise<void> => undefined;
+  operatorRoutes(r, { view, send, now, maxBodyBytes: 0 });
+  feedRoutes(r, { view, send, now, maxBodyBytes: 0 });
+  return r;
+}
+
 export function createApiServer(backend: ApiBackend, opts: ApiOptions): Server {
   if (backend.send && !opts.token) throw new Error('the control API needs an operator token: set CRAWL_API_TOKEN');
   const now = backend.now ?? Date.now;
@@ -59,7 +77,7 @@ export function createApiServer(backend: ApiBackend, opts: ApiOptions): Server {
     .add('GET', '/', (_req, res) => {
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' }).end(html);
     })
-    .add('GET', '/openapi.json', (_req, res) => sendJson(res, 200, openApiDocument()))
+    .add('GET', '/openapi.json', (_req, res) => sendJson(res, 200, backend.send ? openApiDocument() : readOnlyOpenApiDocument()))
     .add('GET', '/healthz', (_req, res) => sendJson(res, 200, { ok: true }))
     .add('GET', '/stats', (_req, res) => sendJson(res, 200, backend.view.snapshot(now(), backend.lag?.() ?? {})))
     .add('GET', '/metrics', async (_req, res) => {
@@ -107,6 +125,8 @@ export function createApiServer(backend: ApiBackend, opts: ApiOptions): Server {
   if (backend.send) operatorRoutes(router, { view: backend.view, send: backend.send, now, maxBodyBytes: opts.maxBodyBytes ?? MAX_BODY_BYTES });
   if (backend.webmaster) webmasterRoutes(router, { ...backend.webmaster, view: backend.view, now, maxBodyBytes: opts.maxBodyBytes ?? MAX_BODY_BYTES });
   feedRoutes(router, { view: backend.view, send: backend.send, now, maxBodyBytes: opts.maxBodyBytes ?? MAX_BODY_BYTES });
+  // A read-only server (`crawl run --status-port`) knows the operator's routes only to say they are not served here.
+  const notServed = backend.send ? null : operatorOnlyRouter(backend.view, now);
 
   const server = createServer((req, res) => {
     const started = Date.now();
@@ -130,6 +150,10 @@ export function createApiServer(backend: ApiBackend, opts: ApiOptions): Server {
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://api.invalid');
     const found = router.find(req.method ?? 'GET', url.pathname);
+    if (found === null || found === 'methodNotAllowed') {
+      const operatorRoute = notServed?.find(req.method ?? 'GET', url.pathname);
+      if (operatorRoute && operatorRoute !== 'methodNotAllowed') throw new ApiError(404, 'not_served', `${req.method} ${url.pathname}: ${READ_ONLY_NOTE}`);
+    }
     if (found === null) throw new ApiError(404, 'not_found', `no route ${url.pathname}; see GET /openapi.json`);
     if (found === 'methodNotAllowed') throw new ApiError(405, 'method_not_allowed', `${req.method} is not allowed on ${url.pathname}`);
     if (found.route.operator) checkBearer(req, opts.token!);

@@ -27,7 +27,7 @@ import { LocalPageStore } from '../connectors/page-store-local';
 import { encodeAvro, avroType } from '../lib/avro';
 import { loadConfig } from '../lib/config';
 import { fetchedBody } from '../lib/fetched-body';
-import { decodeBody, extract, scanForm } from '../lib/html/extract';
+import { extract, scanForm, wholeText } from '../lib/html/extract';
 import type { FetchedPageMsg, HostPolicyMsg, LinkMsg } from '../lib/messages';
 import { simhashWithCount } from '../lib/simhash';
 import { DEFAULT_GZIP_LEVEL } from '../lib/warc/record';
@@ -57,6 +57,19 @@ export interface StageCpu {
 }
 
 const asIn = (o: OutRecord, offset: number): InRecord => ({ topic: o.topic, partition: 0, offset, key: o.key, value: o.value, timestamp: 0 });
+
+/**
+ * A batch's emits, told to the stage as written to the log, as the runtimes do
+ * (runtime/embedded-runner.ts): produced() gets the very array handleBatch or tick returned
+ * (runtime/stage.ts), by which the frontier knows which batch's new rows are now written and
+ * stops looking them up. Before, the frontier here was never told: it kept every batch's rows
+ * as unwritten, searched them for each candidate, and emitted a known URL's row again.
+ */
+export async function produced(stage: Stage, outs: OutRecord[] | Promise<OutRecord[]>): Promise<OutRecord[]> {
+  const o = await outs;
+  await stage.produced?.(o);
+  return o;
+}
 
 /** Run `fn` and add the process CPU it took to `into[name]`. */
 async function timed<T>(into: Map<string, number>, name: string, fn: () => Promise<T> | T): Promise<T> {
@@ -125,9 +138,7 @@ export async function stageCpu(port: number, hosts: number, rounds = 4): Promise
       const out: OutRecord[] = [];
       const recs = links.map((l) => asIn(l, offset++));
       for (let i = 0; i < recs.length; i += 64) {
-        const outs = await seen.handleBatch!(recs.slice(i, i + 64), ctx);
-        await seen.produced?.(outs);
-        out.push(...outs);
+        out.push(...(await produced(seen, seen.handleBatch!(recs.slice(i, i + 64), ctx))));
       }
       return keep(out);
     });
@@ -135,8 +146,8 @@ export async function stageCpu(port: number, hosts: number, rounds = 4): Promise
     clock += 2_000;
     const requests = await timed(into, 'frontier', async () => {
       const out: OutRecord[] = [];
-      out.push(...(await frontier.handleBatch!(candidates.filter((c) => c.topic === 'frontier').map((c) => asIn(c, offset++)), ctx)));
-      out.push(...(await frontier.tick!(ctx)));
+      out.push(...(await produced(frontier, frontier.handleBatch!(candidates.filter((c) => c.topic === 'frontier').map((c) => asIn(c, offset++)), ctx))));
+      out.push(...(await produced(frontier, frontier.tick!(ctx))));
       // At most 4 fetches a seed host a round: the links of real pages reach ~25 new hosts a
       // page, and every measured page is kept in memory for the parts below (64 seed hosts
       // unbounded went past 5,000 pages of 280 KiB and out of a 4 GiB heap).
@@ -153,7 +164,7 @@ export async function stageCpu(port: number, hosts: number, rounds = 4): Promise
     });
     // The statuses go back to the frontier (twice a page: response in, file stored).
     await timed(into, 'frontier', async () => {
-      keep(await frontier.handleBatch!(fetched.filter((s) => s.topic === 'fetchStatus').map((s) => asIn(s, offset++)), ctx));
+      keep(await produced(frontier, frontier.handleBatch!(fetched.filter((s) => s.topic === 'fetchStatus').map((s) => asIn(s, offset++)), ctx)));
     });
     const pages = fetched.filter((o) => o.topic === 'fetched').map((o) => o.value as FetchedPageMsg);
     if (measured) {
@@ -228,9 +239,11 @@ export async function stageCpu(port: number, hosts: number, rounds = 4): Promise
   // The parts, over the same pages.
   const bodies = measuredPages.map((p) => fetchedBody(p));
   // As parse reads a page: a UTF-8 page as its bytes, decoded only where kept (charset.ts scanForm).
-  const texts = await timed(parts, 'extraction', () => measuredPages.map((p, i) => extract(scanForm(bodies[i], p.content_type).html, p.final_url).text));
-  // The parser floors read the page decoded whole, as a bare parser is given it.
-  const htmls = measuredPages.map((p, i) => decodeBody(bodies[i], p.content_type).text);
+  const scanned: Array<ReturnType<typeof scanForm>> = new Array(measuredPages.length);
+  const texts = await timed(parts, 'extraction', () => measuredPages.map((p, i) => extract((scanned[i] = scanForm(bodies[i], p.content_type)).html, p.final_url).text));
+  // The parser floors read the page decoded whole, as a bare parser is given it: from what scanForm
+  // made of it (a page of another charset was decoded there already; decodeBody decoded it again).
+  const htmls = scanned.map((s) => wholeText(s));
   const utf8 = texts.map((t) => Buffer.from(t, 'utf8'));
   await timed(parts, 'SimHash', () => utf8.forEach((u) => simhashWithCount(u)));
   await timed(parts, 'SHA-256', () => bodies.forEach((b) => {

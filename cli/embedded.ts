@@ -28,6 +28,8 @@ import type { GroupLag } from '../api/embedded-status';
 import { crawlView, ProgressReporter, type ProgressCounts } from './progress';
 import { RunTally, type NotHandedOff } from './run-summary';
 import { SeedFeed } from './seed-feed';
+import { prepareOutDir } from './out-dir';
+import { refusedSeedHint } from './seed-hint';
 
 export interface RunOptions {
   /** Seed URLs (--seed); one without a scheme is taken as https://. */
@@ -114,7 +116,7 @@ export const EMBEDDED_WARC_DEFAULTS: Readonly<Partial<CrawlConfig>> = { warcMaxA
 export const EMBEDDED_LEASE_DEFAULTS: Readonly<Partial<CrawlConfig>> = { frontierMaxLeases: 8192 };
 
 export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promise<RunSummary> {
-  mkdirSync(opts.out, { recursive: true });
+  prepareOutDir(opts.out);
   const log = opts.logger ?? createLogger({ file: join(opts.out, 'crawl.log') });
   const config = loadConfig(
     process.env,
@@ -217,6 +219,14 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
     }));
   };
   appendSeeds(firstSeeds);
+  // Said once, for the first seed (of the first batch) the SSRF guard will refuse.
+  for (const l of firstSeeds) {
+    const hint = refusedSeedHint(l.url, new URL(l.url).hostname, config);
+    if (hint) {
+      (opts.notice ?? ((line) => log.warn(line)))(hint);
+      break;
+    }
+  }
   // How long the start took (node's own start included): restoring state, reading back the journal.
   log.info({ out: opts.out, startMs: Math.round(performance.now()) }, 'crawl started');
   // The rest of the seeds, a batch at a time while seen-test keeps up (CRAWL_STAGE_BACKLOG_MAX).

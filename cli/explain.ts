@@ -5,6 +5,7 @@
  * The crawl's state comes from an embedded run's journal (--out) or from Kafka (--kafka:
  * crawl.host-policy, crawl.optout and the URL's crawl.urls row).
  */
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createHttpClient } from '../connectors/http-undici';
 import { HostPolicyTable } from '../lib/host-policy';
@@ -35,6 +36,8 @@ export interface CrawlState {
 
 export async function stateFromJournal(out: string, url: string, host: string | null): Promise<CrawlState> {
   const dir = join(out, 'state');
+  // A mistyped folder would otherwise read as a crawl that knows nothing of the URL.
+  if (!existsSync(dir)) throw new Error(`--out ${out}: no crawl there (no ${dir}); give the folder \`crawl run --out\` wrote to`);
   const policy = new HostPolicyTable();
   for (const [k, v] of readJournaledTable<HostPolicyMsg>(dir, 'hostPolicy')) policy.apply(k, v);
   const optout = new OptOutRegistry();

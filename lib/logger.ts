@@ -1,4 +1,6 @@
 /** pino loggers: JSON lines, data first and message second; one child logger per stage. */
+import { mkdirSync, openSync } from 'node:fs';
+import { dirname } from 'node:path';
 import pino, { type Logger } from 'pino';
 
 export type { Logger } from 'pino';
@@ -16,10 +18,21 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
   const redact = { paths: ['headers.authorization', 'token', '*.token'], censor: '[redacted]' };
   if (!opts.file) return pino({ level, redact }, pino.destination(2));
   const streams = [
-    { level: level as pino.Level, stream: pino.destination({ dest: opts.file, mkdir: true, sync: false }) },
+    { level: level as pino.Level, stream: pino.destination({ dest: openLogFile(opts.file), sync: false }) },
     { level: (opts.stderrLevel ?? 'warn') as pino.Level, stream: pino.destination(2) },
   ];
   return pino({ level, redact }, pino.multistream(streams));
+}
+
+/**
+ * The log file opened now, for appending. Given a path, pino's destination opens it in the
+ * background, and until it has, flushing it throws ("sonic boom is not ready yet"): pino flushes
+ * on exit, so a command that failed at once (`crawl run` with no valid seed, a seeds file that is
+ * not there) printed its error and then that stack trace. Given the descriptor, it is ready at once.
+ */
+export function openLogFile(file: string): number {
+  mkdirSync(dirname(file), { recursive: true });
+  return openSync(file, 'a');
 }
 
 /**

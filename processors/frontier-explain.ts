@@ -93,7 +93,7 @@ export function explain(i: ExplainInput): Explanation {
   }
 
   if (i.robotsError?.startsWith('SSRF_BLOCKED')) {
-    never({ code: 'refused-target', detail: `the crawler never contacts this address (${i.robotsError})` });
+    never({ code: 'refused-target', detail: `the crawler never contacts this address unless allowed (--allow-private-network or --allow-cidr; give explain the same flags as the crawl) (${i.robotsError})` });
   } else if (i.robots) {
     const a = isAllowed(i.robots.rules, n.url, i.userAgent);
     out.robots = { kind: i.robots.kind, allowed: a.allowed && !i.robots.retryLater, rule: a.rule, ...(i.robots.stale ? { stale: true } : {}) };

@@ -102,3 +102,12 @@ export function scanForm(body: Buffer, contentTypeHeader: string | null): { html
   if (charset !== 'utf-8' || body.length > BYTES_SCAN_MAX) return { html: decodeAs(body, charset), charset };
   return { html: body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf ? body.subarray(3) : body, charset };
 }
+
+/**
+ * The page decoded whole from what scanForm made of it, as decodeBody gives it: the string where
+ * scanForm decoded the page already, else its bytes decoded as the charset scanForm found (not
+ * sniffed or decoded a second time). For the benchmark's parser floors (bench/stage-cpu.ts).
+ */
+export function wholeText(scanned: { html: string | Buffer; charset: string }): string {
+  return typeof scanned.html === 'string' ? scanned.html : decodeAs(scanned.html, scanned.charset);
+}

@@ -346,4 +346,4 @@ export function extractWith(scan: TagScan, html: string | Buffer, pageUrl: strin
   };
 }
 
-export { decodeBody, scanForm, sniffCharset } from './charset';
+export { decodeBody, scanForm, sniffCharset, wholeText } from './charset';

@@ -84,6 +84,11 @@ describe('explain', () => {
     expect(e.findings.map((f) => f.code).filter((x) => x !== 'crawl-rate')).toEqual(c.codes);
   });
 
+  it('says how to let the crawler reach a refused address', () => {
+    const e = explain({ url: 'http://a.test/x', now: NOW, userAgent: UA, robots: robotsFromFetch({ error: 'SSRF_BLOCKED: 10.0.0.1' }), robotsError: 'SSRF_BLOCKED: 10.0.0.1', policy: new HostPolicyTable(), optout: new OptOutRegistry(), row: null });
+    expect(explanationText(e, NOW)).toContain('unless allowed (--allow-private-network or --allow-cidr; give explain the same flags as the crawl) (SSRF_BLOCKED: 10.0.0.1)');
+  });
+
   it('names the matching robots rule with its line, in text and JSON', () => {
     const e = explain({ url: 'http://a.test/nokc/x', now: NOW, userAgent: UA, robots: ROBOTS, policy: new HostPolicyTable(), optout: new OptOutRegistry(), row: null });
     expect(e.robots).toEqual({ kind: 'parsed', allowed: false, rule: { directive: 'disallow', pattern: '/nokc', line: 6 } });
@@ -148,6 +153,8 @@ describe('stateFromJournal (read-only view of an embedded run)', () => {
     expect(s.row).toMatchObject({ state: 'FAILED', attempts: 1 });
     expect(s.optout.allows('b.test', 'crawl')).toBe(false);
     expect((await stateFromJournal(out, 'http://a.test/other', 'a.test')).row).toBeNull();
+    // A folder no crawl wrote to is an error, not a crawl that knows nothing.
+    await expect(stateFromJournal(join(out, 'typo'), 'http://a.test/', 'a.test')).rejects.toThrow(`--out ${join(out, 'typo')}: no crawl there (no ${join(out, 'typo', 'state')})`);
     expect(s.feed).toBeNull();
 
     // The frontier's store, where there is one (here it says FETCHED, the journal FAILED): read it.

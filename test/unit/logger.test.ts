@@ -1,0 +1,36 @@
+/**
+ * createLogger with a file (crawl run's crawl.log): pino flushes its streams synchronously on
+ * exit, so a command that fails at once must find the file's stream ready. Before the file was
+ * opened up front, flushing right after start-up threw "sonic boom is not ready yet", and
+ * `crawl run --seed 'bad url'` printed that stack trace after its own error.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { createLogger } from '../../lib/logger';
+
+describe('createLogger with a file', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kcrawl-logger-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('can be flushed synchronously at once (as pino does on exit), and the line is in the file', () => {
+    const file = join(dir, 'nested', 'crawl.log');
+    const log = createLogger({ file, level: 'info', stderrLevel: 'fatal' });
+    log.info({ n: 1 }, 'first line');
+    const stream = (log as unknown as Record<symbol, { flushSync(): void }>)[pino.symbols.streamSym];
+    expect(() => stream.flushSync()).not.toThrow();
+    const lines = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { msg: string; n: number });
+    expect(lines).toEqual([expect.objectContaining({ msg: 'first line', n: 1 })]);
+  });
+
+  it('appends to a log a previous run left', () => {
+    const file = join(dir, 'again.log');
+    for (const msg of ['run 1', 'run 2']) {
+      const log = createLogger({ file, level: 'info', stderrLevel: 'fatal' });
+      log.info(msg);
+      (log as unknown as Record<symbol, { flushSync(): void }>)[pino.symbols.streamSym].flushSync();
+    }
+    expect(readFileSync(file, 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { msg: string }).msg)).toEqual(['run 1', 'run 2']);
+  });
+});
