@@ -31,7 +31,7 @@ export type BudgetPolicy = Pick<CrawlConfig, 'budgetPagesPerDay' | 'budgetClassS
 const DAY_MS = 24 * 3600_000;
 /** Rates are fractions of a token a millisecond: a sum that should be whole may fall short by rounding. */
 const EPS = 1e-9;
-const MIN_BUCKET = 2;
+export const MIN_BUCKET = 2;
 
 /** Per class, for metrics and `crawl explain`. */
 export interface ClassBudgetView {
