@@ -4,9 +4,7 @@
  * with a warning that names no flag; a first crawl of a local test site ended "0 pages stored,
  * 1 failures" with nothing on the terminal that said how to allow it.
  */
-import { classifyAddress, isAddressAllowed, parseHostLiteral, type AddressPolicy } from '../lib/net/ssrf';
-
-const PRIVATE = new Set(['loopback', 'private', 'link-local', 'cgnat']);
+import { classifyAddress, isAddressAllowed, parseHostLiteral, PRIVATE_CLASSES, type AddressPolicy } from '../lib/net/ssrf';
 
 /** The line to show for a seed at `host` that `policy` refuses, or null (a name to resolve later, or an allowed address). */
 export function refusedSeedHint(url: string, host: string, policy: AddressPolicy): string | null {
@@ -15,6 +13,6 @@ export function refusedSeedHint(url: string, host: string, policy: AddressPolicy
   if (ip === null || isAddressAllowed(ip, policy)) return null;
   const cls = classifyAddress(ip);
   const cidr = ip.includes(':') ? `${ip}/128` : `${ip}/32`;
-  const how = PRIVATE.has(cls) ? `--allow-private-network (or --allow-cidr ${cidr})` : `--allow-cidr ${cidr}`;
+  const how = PRIVATE_CLASSES.has(cls) ? `--allow-private-network (or --allow-cidr ${cidr})` : `--allow-cidr ${cidr}`;
   return `seed ${url} is a ${cls} address (${ip}): the crawler refuses it unless given ${how}`;
 }

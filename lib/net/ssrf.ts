@@ -27,7 +27,7 @@ export interface AddressPolicy {
 }
 
 /** Classes `allowPrivateNetwork` opens. Metadata/unspecified/multicast/reserved stay closed. */
-const PRIVATE_CLASSES: ReadonlySet<AddressClass> = new Set(['loopback', 'private', 'link-local', 'cgnat']);
+export const PRIVATE_CLASSES: ReadonlySet<AddressClass> = new Set(['loopback', 'private', 'link-local', 'cgnat']);
 
 /** Cloud instance-metadata endpoints: credentials live there, so never reachable by default. */
 const METADATA = new Set([

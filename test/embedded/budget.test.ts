@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FixtureWeb, page, type SiteSpec } from '../fixtures/web';
 import { runCli, sleep, waitFor, type RunningCli } from '../support/cli';
+import { DEFAULTS } from '../../lib/config';
 import { MIN_BUCKET } from '../../processors/frontier-budget';
 
 const N = 300;
@@ -42,9 +43,12 @@ async function classCounts(port: number): Promise<[Counts, Counts]> {
 /**
  * The most a budget of `pagesPerSecond` lets the frontier lease at once beyond its rate: every
  * class's bucket full, each holding max(2, its share x the rate x the 1 s burst)
- * (processors/frontier-budget.ts ClassBudget.capacity; shares 60/30/10).
+ * (processors/frontier-budget.ts ClassBudget.capacity; the default shares, 60/30/10).
  */
-const burstOf = (pagesPerSecond: number): number => [0.6, 0.3, 0.1].reduce((sum, share) => sum + Math.max(MIN_BUCKET, share * pagesPerSecond * 1), 0);
+const burstOf = (pagesPerSecond: number): number => {
+  const sum = DEFAULTS.budgetClassShares.reduce((a, b) => a + b, 0);
+  return DEFAULTS.budgetClassShares.reduce((burst, share) => burst + Math.max(MIN_BUCKET, (share / sum) * pagesPerSecond * 1), 0);
+};
 
 describe('crawl run: the fetch budget by priority class', () => {
   let web: FixtureWeb;
