@@ -132,6 +132,50 @@ export function queueKey(host: string, level: number, front: boolean, queuedAt: 
   return b;
 }
 
+/**
+ * rowKey(url) and queueKey(host, level, front, queuedAt, url) written one after the other into
+ * `out` from index 0, the URL encoded once: the queue key's host and rest are copied from the
+ * row key's bytes within `out` (copyWithin: no Buffer made, no second UTF-8 pass). The row key is
+ * `out[0, rowEnd)` and the queue key `out[rowEnd, end)`; returns `end`, or -1 when `out` is
+ * shorter than rowAndQueueKeyRoom(url, host) (nothing is then written that the caller may use).
+ * The frontier stages a queued row with these keys (frontier-store.ts UrlStore.stage), byte for
+ * byte those of rowKey and queueKey (test/unit/frontier-keys.test.ts).
+ */
+export function writeRowAndQueueKeys(out: Buffer, host: string, level: number, front: boolean, queuedAt: number, url: string): { rowEnd: number; end: number } | null {
+  if (out.length < rowAndQueueKeyRoom(url, host)) return null;
+  out[0] = KEY_ROW;
+  const rowEnd = 1 + out.write(url, 1, 'utf8');
+  let form = QUEUE_URL_WHOLE;
+  for (let f = 1; f < QUEUE_URL_PREFIX.length; f++) {
+    const p = QUEUE_URL_PREFIX[f];
+    if (url.startsWith(p) && url.startsWith(host, p.length)) {
+      form = f;
+      break;
+    }
+  }
+  let at = rowEnd;
+  out[at++] = KEY_QUEUE;
+  if (form === QUEUE_URL_WHOLE) {
+    at += out.write(host, at, 'utf8');
+    at = writeQueueFields(out, at, level, front, queuedAt, form);
+    out.copyWithin(at, 1, rowEnd);
+    return { rowEnd, end: at + rowEnd - 1 };
+  }
+  // The row key: KEY_ROW, the prefix (ASCII), the host's bytes, the rest's bytes. An all-ASCII URL
+  // (a normalised one: WHATWG serialisation percent-encodes the rest, hosts are punycode) has one byte a character.
+  const hs = 1 + QUEUE_URL_PREFIX[form].length;
+  const he = hs + (rowEnd - 1 === url.length ? host.length : Buffer.byteLength(host, 'utf8'));
+  out.copyWithin(at, hs, he);
+  at = writeQueueFields(out, at + he - hs, level, front, queuedAt, form);
+  out.copyWithin(at, he, rowEnd);
+  return { rowEnd, end: at + rowEnd - he };
+}
+
+/** Bytes writeRowAndQueueKeys may need: UTF-8 takes at most 3 bytes a UTF-16 unit. */
+export function rowAndQueueKeyRoom(url: string, host: string): number {
+  return 2 + 6 * url.length + 3 * host.length + 12;
+}
+
 /** A queue key's fields after its host, written at `at`: a 0 byte, the level, front (0) or back (1), the time queued, the URL's form. Returns where the URL's rest goes. */
 function writeQueueFields(b: Buffer, at: number, level: number, front: boolean, queuedAt: number, form: number): number {
   b[at++] = 0;
@@ -186,7 +230,7 @@ export function dueRange(now: number): { gte: Buffer; lt: Buffer } {
 export function indexEntry(row: UrlStateMsg, levelOf: (row: UrlStateMsg) => number, rowKeyBytes?: Buffer): [key: Buffer, value: Buffer] | null {
   switch (row.state) {
     case 'QUEUED':
-      return [queueKey(row.host, levelOf(row), queuedAtFront(row), row.updated_at, row.url, rowKeyBytes), QUEUED];
+      return [queueKey(row.host, levelOf(row), queuedAtFront(row), row.updated_at, row.url, rowKeyBytes), QUEUED_VALUE];
     case 'LEASED':
       return [leaseKey(row.url), Buffer.from(row.host)];
     case 'FAILED':
@@ -202,7 +246,7 @@ export function indexEntry(row: UrlStateMsg, levelOf: (row: UrlStateMsg) => numb
  * classic-level leaks its copy of an empty value (connectors/kv-store.ts KvBatch), 8 bytes a
  * queued URL. Stores written before hold empty ones, read the same.
  */
-const QUEUED = Buffer.from([1]);
+export const QUEUED_VALUE = Buffer.from([1]);
 
 /** A host's summary: URLs queued, and fetches released in the cycle `cycle` (a frontier process's start). */
 export interface HostSummary {

@@ -18,7 +18,8 @@ import type { UrlStateMsg, UrlStatus } from '../lib/messages';
 import { ownString } from '../lib/own-string';
 import {
   decodeHostSummary, dueOfKey, hashKeyOfHex, dueRange, encodeHostSummary, hostKey, hostOfHostKey, hostQueueRange, hostSlotRange, indexEntry, KEY_DUE, KEY_HOST, KEY_LEASE,
-  KEY_QUEUE, KEY_ROW, metaKey, prefixRange, rowKey, urlOfQueueKey, urlOfRowKey, type HostSummary, type IndexRef,
+  KEY_QUEUE, KEY_ROW, metaKey, prefixRange, QUEUED_VALUE, queuedAtFront, queueKey, rowAndQueueKeyRoom, rowKey, urlOfQueueKey, urlOfRowKey, writeRowAndQueueKeys,
+  type HostSummary, type IndexRef,
 } from './frontier-keys';
 
 /**
@@ -71,6 +72,44 @@ export function decodeStoredRow(key: Buffer, value: Buffer): UrlStateMsg {
   at += key.copy(b, at, 1);
   at += value.copy(b, at);
   return decodeRow(b.subarray(0, at));
+}
+
+/**
+ * The scratch buffer stageQueued writes into (one for the process: staging is synchronous, and
+ * a batch copies each key and value at its put: connectors/kv-store.ts KvBatch). Grown for a
+ * longer URL or row up to SCRATCH_MAX; a larger row takes the allocating path.
+ */
+let scratch = Buffer.allocUnsafeSlow(64 << 10);
+const SCRATCH_MAX = 1 << 20;
+
+/**
+ * A QUEUED row's row key, queue key and stored bytes, as views of the scratch buffer, valid until
+ * the next call: rowKey(url), indexEntry's queue key and storedRow(encodeRow(row)) (or of
+ * `bytes`, the row's changelog bytes, when given), byte for byte, encoded without a Buffer each
+ * (frontier-keys.ts writeRowAndQueueKeys; the row by avsc's encode into the same buffer).
+ */
+function stageQueued(row: UrlStateMsg, level: number, bytes?: Buffer): { rowKey: Buffer; queueKey: Buffer; value: Buffer } {
+  const room = rowAndQueueKeyRoom(row.url, row.host);
+  if (room > scratch.length && room <= SCRATCH_MAX) scratch = Buffer.allocUnsafeSlow(Math.min(SCRATCH_MAX, Math.max(room, 2 * scratch.length)));
+  const keys = writeRowAndQueueKeys(scratch, row.host, level, queuedAtFront(row), row.updated_at, row.url);
+  if (!keys) {
+    const rk = rowKey(row.url);
+    return { rowKey: rk, queueKey: queueKey(row.host, level, queuedAtFront(row), row.updated_at, row.url, rk), value: bytes ? storedRow(bytes) : encodeStoredRow(row) };
+  }
+  const rk = scratch.subarray(0, keys.rowEnd);
+  const qk = scratch.subarray(keys.rowEnd, keys.end);
+  if (bytes) return { rowKey: rk, queueKey: qk, value: storedRow(bytes) };
+  const end = storedRowType.encode(row, scratch, keys.end);
+  if (end >= 0) return { rowKey: rk, queueKey: qk, value: scratch.subarray(keys.end, end) };
+  // Too long for what is left: the row encoded on its own (and the scratch grown for the next).
+  const value = encodeStoredRow(row);
+  if (keys.end + value.length <= SCRATCH_MAX) {
+    const rkCopy = Buffer.from(rk);
+    const qkCopy = Buffer.from(qk);
+    scratch = Buffer.allocUnsafeSlow(Math.min(SCRATCH_MAX, Math.max(keys.end + value.length, 2 * scratch.length)));
+    return { rowKey: rkCopy, queueKey: qkCopy, value };
+  }
+  return { rowKey: rk, queueKey: qk, value };
 }
 
 /** A queued URL as its host's queue holds it. */
@@ -249,10 +288,16 @@ export class UrlStore {
     const url = next?.url ?? prev?.url;
     if (url === undefined) return;
     const before = prev ? indexEntry(prev, this.levelOf) : null;
-    const after = next ? indexEntry(next, this.levelOf) : null;
-    if (before && !(after && after[0].equals(before[0]))) batch.del(before[0]);
-    if (after) batch.put(after[0], after[1]);
-    if (next) batch.put(rowKey(url), nextBytes ? storedRow(nextBytes) : encodeStoredRow(next));
+    // A queued row (every new URL of the intake) has its two keys and its bytes written into one
+    // scratch buffer (stageQueued); the batch copies each at its put.
+    const staged = next?.state === 'QUEUED' ? stageQueued(next, this.levelOf(next), nextBytes) : null;
+    const after = staged ? null : next ? indexEntry(next, this.levelOf) : null;
+    const afterKey = staged ? staged.queueKey : after?.[0];
+    if (before && !(afterKey && afterKey.equals(before[0]))) batch.del(before[0]);
+    if (staged) batch.put(staged.queueKey, QUEUED_VALUE);
+    else if (after) batch.put(after[0], after[1]);
+    if (staged) batch.put(staged.rowKey, staged.value);
+    else if (next) batch.put(rowKey(url), nextBytes ? storedRow(nextBytes) : encodeStoredRow(next));
     else batch.del(rowKey(url));
     const delta = deltaOf(batch);
     if (prev) delta[prev.state] = (delta[prev.state] ?? 0) - 1;

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import type { UrlStateMsg, UrlStatus } from '../../lib/messages';
-import { dueKey, hostQueueRange, indexEntry, prefixRange, queueKey, queuedAtFront, rowKey, urlOfQueueKey } from '../../processors/frontier-keys';
+import { dueKey, hostQueueRange, indexEntry, prefixRange, queueKey, queuedAtFront, rowAndQueueKeyRoom, rowKey, urlOfQueueKey, writeRowAndQueueKeys } from '../../processors/frontier-keys';
 import { KvStore } from '../../connectors/kv-store';
 import { checkpointPath, readCheckpoint, restoreStores } from '../../processors/frontier-restore';
 import { priorityLevel, queueLayout, queueSlotOf } from '../../processors/frontier-schedule';
@@ -374,6 +374,59 @@ describe('store layout (STORE_LAYOUT)', () => {
     // Made from the row key's bytes (a sorted rebuild): the same bytes.
     expect(queueKey(host, 3, true, 1_700_000_000_123, url, rowKey(url)).toString('hex')).toBe(key.toString('hex'));
   });
+
+  it.each<[string, string, string]>([
+    ['https', 'https://a.test/p?q=1', 'a.test'],
+    ['http with a port', 'http://a.test:8080/p', 'a.test'],
+    ['a longer host name with the host as its start', 'http://a.test.example/x', 'a.test'],
+    ['a URL not starting with its host', 'https://b.test/x', 'a.test'],
+    ['a URL not starting with its host, non-ASCII', 'https://bücher.test/ß', 'bücher.test.other'],
+    ['another scheme', 'ftp://a.test/x', 'a.test'],
+    ['non-ASCII path and host', 'https://bücher.test/straße/ü?x=ß', 'bücher.test'],
+    ['non-ASCII path only', 'http://a.test/straße/😀', 'a.test'],
+    ['the host alone', 'https://a.test', 'a.test'],
+  ])('the row and queue keys written together are rowKey and queueKey byte for byte: %s', (_label, url, host) => {
+    const out = Buffer.alloc(rowAndQueueKeyRoom(url, host));
+    for (const [level, front, at] of [[0, false, 0], [3, true, 1_700_000_000_123], [255, false, 2 ** 40 + 7]] as Array<[number, boolean, number]>) {
+      const k = writeRowAndQueueKeys(out, host, level, front, at, url)!;
+      expect(out.subarray(0, k.rowEnd).toString('hex')).toBe(rowKey(url).toString('hex'));
+      expect(out.subarray(k.rowEnd, k.end).toString('hex')).toBe(queueKey(host, level, front, at, url).toString('hex'));
+    }
+    expect(writeRowAndQueueKeys(Buffer.alloc(rowAndQueueKeyRoom(url, host) - 1), host, 0, false, 0, url)).toBeNull();
+  });
+
+  it('a queued row is staged under rowKey and queueKey with encodeStoredRow\'s bytes, whatever its size (the scratch buffer grown or passed by)', async () => {
+    const rnd = rng(23);
+    const rows: UrlStateMsg[] = [];
+    for (let i = 0; i < 300; i++) {
+      const r = randomRow(rnd, ['a.test', 'www.b.test', 'bücher.test'], []);
+      if (r.state === 'QUEUED') rows.push(asStored(r));
+    }
+    rows.push(asStored(row('https://a.test/' + 'x'.repeat(30_000), 'a.test'))); // keys past the first scratch buffer
+    rows.push(asStored(row('https://a.test/big-reason', 'a.test', { reason: 'r'.repeat(200_000) }))); // a row past what is left of it
+    rows.push(asStored(row('https://a.test/' + 'y'.repeat(400_000), 'a.test'))); // past the scratch buffer's limit: allocated
+    rows.push(asStored(row('https://c.test/not-its-host', 'a.test')));
+    rows.push(asStored(row('https://a.test/after', 'a.test', { updated_at: 5 })));
+    const store = await UrlStore.open(join(dir, 's'), levelOf);
+    const b = store.newBatch();
+    for (const r of rows) store.stage(b, undefined, r);
+    // A queued row changed to another queued row: its old queue entry goes, the new one comes.
+    const moved = { ...rows[rows.length - 1], updated_at: 6 };
+    store.stage(b, rows[rows.length - 1], moved);
+    await store.write(b, true);
+    await store.close();
+    const kv = await KvStore.open(join(dir, 's'));
+    const want = new Map<string, string>();
+    for (const r of [...rows.slice(0, -1), moved]) {
+      want.set(rowKey(r.url).toString('hex'), encodeStoredRow(r).toString('hex'));
+      want.set(indexEntry(r, levelOf)![0].toString('hex'), '01');
+    }
+    const got = new Map<string, string>();
+    for (const tag of ['u', 'q']) for (const [k, v] of await kv.entries(prefixRange(Buffer.from(tag)))) got.set(k.toString('hex'), v.toString('hex'));
+    expect(got.size).toBe(want.size);
+    expect(got).toEqual(want);
+    await kv.close();
+  }, 30_000);
 
   it('a queue key holds the URL without its scheme://host', () => {
     const url = 'https://www.example.test/articles/2026/12/06/a-long-path?id=12345';
