@@ -16,6 +16,14 @@
  * `pending` (rows decided and not yet known to be readable from the store). Every other
  * operation waits for all writes before it (`serial`).
  *
+ * Fetchers' answers and the tick go ahead of the intake (`ahead`): each starts at the next
+ * boundary between operations (once every operation begun before it has written, before the
+ * next one reads), not behind every candidate batch queued before it. Answers and ticks keep
+ * their order among themselves; the intake's batches keep theirs. With hundreds of candidate
+ * batches queued, a tick waited 3-5 s for its turn while hundreds of hosts were due and fetch
+ * had nothing to do, and answers as long while their hosts counted as in flight
+ * (docs/performance.md, "The frontier's answers and ticks ahead of its intake").
+ *
  * Politeness, in layers, all of which must allow a request:
  * - host: at most one request in flight, the next no sooner than finish + the host's gap,
  *   gap = max(the host's least gap (minHostDelayMs, or a webmaster's rate in its place, at least
@@ -257,9 +265,48 @@ export class FrontierState {
 
   /** Run one operation after every operation before it has decided and written. */
   serial<T>(fn: () => Promise<T>): Promise<T> {
-    const run = Promise.all([this.decided, this.written]).then(fn);
+    const run = Promise.all([this.decided, this.written]).then(() => this.runAhead()).then(fn);
     this.decided = this.written = run.catch(() => undefined);
     return run;
+  }
+
+  /** Operations to start at the next boundary between operations (`serialAhead`), oldest first. */
+  private readonly ahead: Array<() => Promise<unknown>> = [];
+
+  /**
+   * Run an operation as `serial` does, but ahead of operations queued before it that have not
+   * begun: it starts at the next boundary (every operation begun before it written, the next
+   * not yet reading) or at its own place in the queue, whichever comes first, and runs once.
+   * Its result is handed back as soon as it has run; its place in the queue stays (as a no-op
+   * once it has run), so what is queued after it still follows it.
+   */
+  serialAhead<T>(fn: () => Promise<T>): Promise<T> {
+    let run: Promise<T> | null = null;
+    let settle!: (run: Promise<T>) => void;
+    const result = new Promise<T>((resolve) => (settle = resolve));
+    const start = (): Promise<T> => {
+      if (!run) settle((run = fn()));
+      return run;
+    };
+    this.ahead.push(() => start().catch(() => undefined));
+    this.serial(start).catch(() => undefined); // its error goes to `result`
+    return result;
+  }
+
+  /**
+   * Start the operations waiting to go ahead, one after another: those waiting now, not those
+   * queued while they run (the intake's next batch then has its turn). Called at a boundary,
+   * where an operation that is not ahead would begin: what came before is written and its
+   * emits handed back first, as for any operation that follows it.
+   */
+  private async runAhead(): Promise<void> {
+    if (this.ahead.length === 0) return;
+    for (const start of this.ahead.splice(0)) await start();
+  }
+
+  /** Operations waiting to go ahead of the intake (for tests and metrics). */
+  get waitingAhead(): number {
+    return this.ahead.length;
   }
 
   /**
@@ -270,7 +317,13 @@ export class FrontierState {
   private pipelined(decide: (op: FrontierOp) => Promise<void>): Promise<FrontierEmits> {
     const seq = ++this.opSeq;
     let snapshot = 0;
+    const before = this.written;
     const decided = this.decided.then(async () => {
+      // Operations waiting to go ahead run here, once every write before this one is done.
+      if (this.ahead.length > 0) {
+        await before;
+        await this.runAhead();
+      }
       snapshot = this.opsWritten;
       this.reading.add(snapshot);
       const op = this.newOp();
@@ -614,9 +667,12 @@ export class FrontierState {
     return new FrontierOp((host) => this.storeFor(host), this.pendingRow);
   }
 
-  /** Run `fn` on a new operation after every operation before it (serial); if it fails, the batches it staged and did not write are closed before the error goes on. */
-  private serialOp<T>(fn: (op: FrontierOp) => Promise<T>): Promise<T> {
-    return this.serial(async () => {
+  /**
+   * Run `fn` on a new operation after every operation before it (serial; `ahead`: serialAhead);
+   * if it fails, the batches it staged and did not write are closed before the error goes on.
+   */
+  private serialOp<T>(fn: (op: FrontierOp) => Promise<T>, ahead = false): Promise<T> {
+    const run = async (): Promise<T> => {
       const op = this.newOp();
       try {
         return await fn(op);
@@ -624,7 +680,8 @@ export class FrontierState {
         await op.discard().catch(() => undefined);
         throw err;
       }
-    });
+    };
+    return ahead ? this.serialAhead(run) : this.serial(run);
   }
 
   /** Write the op's changes (rows, indexes, touched hosts' summaries) and return its emits. */
@@ -710,7 +767,7 @@ export class FrontierState {
       await op.load(held);
       for (const s of ss) this.applyStatus(s, now, op);
       return this.commit(op);
-    });
+    }, true);
   }
 
   onStatus(s: FetchStatusMsg, now: number): Promise<FrontierEmits> {
@@ -799,7 +856,7 @@ export class FrontierState {
       await this.releaseDue(now, maxFetches, op);
       this.evictIdle(now);
       return this.commit(op);
-    });
+    }, true);
   }
 
   private async requeueDue(now: number, op: FrontierOp): Promise<void> {

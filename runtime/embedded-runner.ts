@@ -19,7 +19,11 @@ export interface EmbeddedRunnerOptions {
    * ext4, for every group.
    */
   checkpointMs?: number;
-  /** Records read ahead per stage beyond what is running (fetch waits on WARC flushes). */
+  /**
+   * Records read ahead per stage and input topic beyond what is running (fetch waits on WARC
+   * flushes). Each input topic has its own: the frontier's answers (crawl.fetch-status) are
+   * never left unread behind a backlog of candidates (crawl.frontier) that filled it.
+   */
   readAhead?: number;
   retryDelayMs?: number;
   /**
@@ -49,6 +53,8 @@ class StageLoop {
   private readonly dispatcher: Dispatcher;
   private readonly position = new Map<string, number>();
   private readonly inflight = new InflightOffsets();
+  /** Records started and not yet finished, per input topic (each has readAhead of its own). */
+  private readonly runningBy = new Map<TopicId, number>();
   /** The input pump reads first: an index over inputs × partitions, topic-major. */
   private cursor = 0;
   private stopped = false;
@@ -167,13 +173,18 @@ class StageLoop {
     const parts = this.log.partitions;
     const n = inputs.length * parts;
     let empty = 0;
-    while (empty < n && this.inflight.running < this.readAhead) {
+    while (empty < n) {
       const i = this.cursor;
       this.cursor = (i + 1) % n;
       const topic = inputs[Math.floor(i / parts)]!;
+      const room = this.readAhead - (this.runningBy.get(topic) ?? 0);
+      if (room <= 0) {
+        empty++;
+        continue;
+      }
       const p = i % parts;
       const k = `${topic}/${p}`;
-      const recs = this.log.read(topic, p, this.position.get(k)!, Math.min(READ_CHUNK, this.readAhead - this.inflight.running));
+      const recs = this.log.read(topic, p, this.position.get(k)!, Math.min(READ_CHUNK, room));
       if (recs.length === 0) {
         empty++;
         continue;
@@ -186,7 +197,7 @@ class StageLoop {
   }
 
   private dispatchBatch(recs: InRecord[]): void {
-    const tracked = recs.map((r) => this.inflight.start(r.topic, r.partition, r.offset));
+    const tracked = recs.map((r) => this.track(r));
     const attempt = (): void => {
       Promise.resolve()
         .then(() => this.stage.handleBatch!(recs, this.ctx))
@@ -210,7 +221,7 @@ class StageLoop {
   }
 
   private dispatch(rec: InRecord): void {
-    const tracked = this.inflight.start(rec.topic, rec.partition, rec.offset);
+    const tracked = this.track(rec);
     const attempt = (): void => {
       this.dispatcher.run(rec, (early) => {
         if (!this.letGo) this.log.append(early);
@@ -238,6 +249,28 @@ class StageLoop {
     attempt();
   }
 
+  /** A record started: counted as running in all and for its topic until it finishes or is abandoned. */
+  private track(rec: InRecord): { finish(): number; abandon(): void } {
+    const t = this.inflight.start(rec.topic, rec.partition, rec.offset);
+    this.runningBy.set(rec.topic, (this.runningBy.get(rec.topic) ?? 0) + 1);
+    let running = true;
+    const ended = (): void => {
+      if (!running) return;
+      running = false;
+      this.runningBy.set(rec.topic, this.runningBy.get(rec.topic)! - 1);
+    };
+    return {
+      finish: () => {
+        ended();
+        return t.finish();
+      },
+      abandon: () => {
+        ended();
+        t.abandon();
+      },
+    };
+  }
+
   /** Commit up to `next` (-1: nothing new is contiguous yet). */
   private commit(topic: TopicId, partition: number, next: number): void {
     if (next >= 0) this.log.commit(this.group, topic, partition, next);
@@ -261,11 +294,13 @@ class StageLoop {
    */
   stalled(): boolean {
     if (this.handling() > 0 || this.dispatcher.waiting > 0) return false;
-    return this.inflight.running >= this.readAhead || !this.hasUnread();
+    return !this.hasUnread(true);
   }
 
-  private hasUnread(): boolean {
+  /** Records not yet read on any input (`withRoom`: on an input with read-ahead left). */
+  private hasUnread(withRoom = false): boolean {
     for (const topic of this.stage.inputs) {
+      if (withRoom && (this.runningBy.get(topic) ?? 0) >= this.readAhead) continue;
       for (let p = 0; p < this.log.partitions; p++) {
         if (this.position.get(`${topic}/${p}`)! < this.log.endOffset(topic, p)) return true;
       }
