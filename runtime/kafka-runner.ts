@@ -13,7 +13,6 @@ import { partitionForHost } from '../lib/partitioner';
 import { topics, type TopicId } from '../topologies/crawl';
 import { AbandonedError, Dispatcher, type InRecord, type OutRecord, type Stage, type StageContext } from './stage';
 import { InflightOffsets } from './inflight-offsets';
-import { ProduceQueue } from './produce-queue';
 import { kafkaChangelog } from './kafka-changelog';
 import { Deadline } from './shutdown';
 
@@ -184,11 +183,20 @@ export async function runStageOnKafka(stage: Stage, rt: KafkaRuntime, opts: Kafk
   const ctx = { now: Date.now, log };
   const ids = topicIdByName(rt.prefix);
   const producer = await createProducer(rt.kafka);
-  // Records finish one by one (PipelinedStage); what finishes while a produce is in flight goes
-  // together in the next one (runtime/produce-queue.ts), so produce requests stay batches of
-  // many records, fewer and larger the busier the stage.
-  const queue = new ProduceQueue<OutRecord>(async (batch) => produce(producer, await encodeRecords(rt, batch)));
-  const send = (outs: readonly OutRecord[]): Promise<void> => queue.send(outs);
+  // Records finish one by one now (PipelinedStage); what finishes in one turn of the event loop
+  // is produced together, so produce requests stay batches of many records.
+  let queued: OutRecord[] = [];
+  let flushing: Promise<void> | null = null;
+  const send = (outs: readonly OutRecord[]): Promise<void> => {
+    if (outs.length === 0) return Promise.resolve();
+    for (const o of outs) queued.push(o);
+    return (flushing ??= new Promise<void>((r) => setImmediate(r)).then(async () => {
+      const batch = queued;
+      queued = [];
+      flushing = null;
+      await produce(producer, await encodeRecords(rt, batch));
+    }));
+  };
   const pipeline = new PipelinedStage(stage, ctx, send);
   let owned = new Set<number>();
   let restoring: Promise<void> = Promise.resolve();
@@ -290,7 +298,6 @@ export async function runStageOnKafka(stage: Stage, rt: KafkaRuntime, opts: Kafk
       complete = (await deadline.step('leave group', () => member.disconnect(), log, 500)) && complete;
       for (const g of globals) complete = (await deadline.step('leave table feed', () => g.stop(), log, 250)) && complete;
       complete = (await deadline.step('producer', () => producer.disconnect(), log)) && complete;
-      log.info({ produceCalls: queue.flushes, records: queue.records }, 'stage stopped');
       return { complete };
     },
   };

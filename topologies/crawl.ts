@@ -67,11 +67,9 @@ export const topics = {
   },
   fetched: {
     // Carries the page as its stored WARC response record (a gzip member; lib/fetched-body), so
-    // parse needs no store read and the bytes travel compressed. Not LZ4 on top: a gzip member
-    // does not compress again, and LZ4 cost fetch a compression, the broker a decompression to
-    // validate the batch, and parse another, of every page's bytes (#35, i51kafka).
+    // parse needs no store read and the bytes travel compressed.
     name: 'crawl.fetched', key: 'host', valueSchema: 'crawl.FetchedPage.v1',
-    cleanupPolicy: 'delete', retentionMs: 1 * DAY_MS, maxMessageBytes: 4 * MIB, encoding: 'avro-registry', compression: 'none',
+    cleanupPolicy: 'delete', retentionMs: 1 * DAY_MS, maxMessageBytes: 4 * MIB, encoding: 'avro-registry', compression: 'lz4',
   },
   parsed: {
     name: 'crawl.parsed', key: 'host', valueSchema: 'crawl.ParsedPage.v1',
