@@ -30,6 +30,7 @@ import { RunTally, type NotHandedOff } from './run-summary';
 import { SeedFeed } from './seed-feed';
 import { prepareOutDir } from './out-dir';
 import { refusedSeedHint } from './seed-hint';
+import { OperatorInbox, type InboxRequest } from './operator-inbox';
 
 export interface RunOptions {
   /** Seed URLs (--seed); one without a scheme is taken as https://. */
@@ -54,6 +55,8 @@ export interface RunOptions {
   progress?: boolean;
   /** Serve the live status page, /stats and /metrics on 127.0.0.1:<port> while crawling (0 = any free port). */
   statusPort?: number;
+  /** With statusPort: also serve the operator's endpoints (seeds, feeds, blocks, crawl rates, opt-outs) to this bearer token (CRAWL_API_TOKEN). */
+  apiToken?: string;
 }
 
 export interface RunSummary {
@@ -132,6 +135,9 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
     throw new Error(`no valid seed URL (${feed.tally.summary()}): give --seed URL, --seeds-file FILE or --feed URL`);
   }
 
+  // The operator's changes from other processes (`crawl seed|block|optout … --out DIR`).
+  const inbox = new OperatorInbox(opts.out);
+  inbox.claim();
   const opening = performance.now();
   const fileLog = new FileLog({ dir: join(opts.out, 'state'), partitions: config.partitions, diskForms: { fetched: fetchedWithoutBody } });
   log.info({ ms: Math.round(performance.now() - opening), sinceStartMs: Math.round(performance.now()) }, 'journal opened');
@@ -191,12 +197,33 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   const lags = (): GroupLag[] =>
     [...stages, sinkStage].flatMap((s) => s.inputs.map((t) => ({ group: `crawl.${s.id}`, topic: topics[t].name, records: fileLog.lag(`crawl.${s.id}`, t) })));
   const frontier = stages.find((s) => s.id === 'frontier') as FrontierStage;
+  const urlTable = (await import('../api/url-table')).frontierTable(frontier.state);
+  // The operator's records (the inbox's, the API's): seeds widen the scope as `--seed` does; in the journal before they are answered.
+  const operatorAppend = (outs: OutRecord[]): void => {
+    for (const o of outs) if (o.topic === 'links' && o.host) feed.admit(o.host);
+    fileLog.append(outs);
+    fileLog.flush();
+  };
   const status = opts.statusPort === undefined ? null : (await import('../api/embedded-status')).embeddedStatus(
     opts.statusPort, log, {
       warcStats: () => warc.stats, lags, webmaster: { config, append: (outs) => fileLog.append(outs) },
-      urls: (await import('../api/url-table')).frontierTable(frontier.state), policy: hostPolicy,
+      urls: urlTable, policy: hostPolicy,
+      ...(opts.apiToken ? { operator: { token: opts.apiToken, send: async (outs: OutRecord[]) => operatorAppend(outs) } } : {}),
     },
   );
+  const applyRequest = async (req: InboxRequest): Promise<string> => {
+    const h = req.knownHost;
+    if (h !== undefined && hostPolicy.fields(h).length === 0 && !(await urlTable.hostKnown(h))) throw new Error(`the crawl does not know ${h}; give --force to set it anyway`);
+    operatorAppend(req.records);
+    return `${req.records.length} record(s) in the journal`;
+  };
+  let taking: Promise<unknown> | null = null;
+  const takeInbox = (): void => {
+    taking ??= inbox
+      .take(applyRequest, (req, reply, file) => log.info({ file, what: req?.what ?? null, ok: reply.ok, message: reply.message }, 'operator request'))
+      .catch((err: unknown) => log.error({ err }, 'operator inbox not read'))
+      .finally(() => (taking = null));
+  };
   // Fetch may run ahead of parse by CRAWL_PARSE_BACKLOG_MAX stored pages (4,096; each waits as its
   // compressed WARC record), no more: beyond, pages only wait in memory. A page reaches parse only
   // once its WARC file is stored (about 1,000 pages a file), so a smaller lead left parse waiting
@@ -219,6 +246,7 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
     }));
   };
   appendSeeds(firstSeeds);
+  takeInbox();
   // Said once, for the first seed (of the first batch) the SSRF guard will refuse.
   for (const l of firstSeeds) {
     const hint = refusedSeedHint(l.url, new URL(l.url).hostname, config);
@@ -245,18 +273,23 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   progress?.start();
   let stoppedBy: RunSummary['stoppedBy'] = 'done';
   let idleTicks = 0;
+  let ticks = 0;
   for (;;) {
     await new Promise((r) => setTimeout(r, 200));
+    // The operator's requests, once a second.
+    if (++ticks % 5 === 0) takeInbox();
     if (seedError) break;
     if (signal?.aborted) { stoppedBy = 'signal'; break; }
     if (opts.maxPages !== undefined && pagesStored() >= opts.maxPages) { stoppedBy = 'max-pages'; break; }
     if (opts.maxSecs !== undefined && Date.now() - started >= opts.maxSecs * 1000) { stoppedBy = 'max-secs'; break; }
-    idleTicks = runner.idle() && feed.done ? idleTicks + 1 : 0;
+    idleTicks = runner.idle() && feed.done && taking === null ? idleTicks + 1 : 0;
     if (idleTicks >= 5 && !opts.keepRunning) break;
   }
   const waitingRetry = frontier.state.stats().retrying + frontier.state.parked(Date.now());
   const pagesParsedBeforeStop = pagesParsed();
   progress?.stop();
+  await taking;
+  inbox.release();
   await feed.close();
   await seeding;
   await runner.stop();
