@@ -65,6 +65,10 @@ export interface RunSummary {
   /** Other responses stored (redirects, 4xx pages, not-modified revisits, non-HTML as metadata; a stored 5xx counts as a failure); robots.txt not counted. */
   otherResponsesStored: number;
   failures: number;
+  /** The failures by reason ("timeout (30 s deadline)", "DNS", "HTTP 5xx", "robots.txt unavailable", …: run-summary.ts failureReason). */
+  failuresByReason: Record<string, number>;
+  /** HTML pages cut at the body cap, stored marked WARC-Truncated. */
+  truncated: number;
   handoffEvents: number;
   /** Parsed pages that were not handed off, by reason. */
   notHandedOff: NotHandedOff;
@@ -175,8 +179,8 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   const parseStateDir = join(opts.out, 'state', 'parse');
   const stages = buildStages(STAGE_NAMES, {
     config, http, warc, textWarc, scope: feed.scope, frontierStateDir: join(opts.out, 'state', 'frontier'), parseStateDir, hostPolicy,
-    onOutcome: (outcome) => {
-      if (outcome === 'FAILED' || outcome === 'REFUSED' || outcome === 'ROBOTS_UNAVAILABLE') counts.failures++;
+    onOutcome: (outcome, status, reason) => {
+      if (tally.outcome(outcome, status, reason)) counts.failures++;
     },
     onFetchStatus: (s) => {
       if (!s.stored && s.http_status !== null) counts.responses++;
@@ -321,7 +325,7 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   sink.close();
   const seconds = (Date.now() - started) / 1000;
   const summary: RunSummary = {
-    pagesStored: pagesStored(), otherResponsesStored: tally.storedResponses - pagesStored(), failures: counts.failures, handoffEvents: sink.count - handoffAtStart,
+    pagesStored: pagesStored(), otherResponsesStored: tally.storedResponses - pagesStored(), failures: counts.failures, failuresByReason: Object.fromEntries(tally.failures), truncated: tally.truncated, handoffEvents: sink.count - handoffAtStart,
     notHandedOff: tally.notHandedOff, pagesParsed: pagesParsed(), pagesParsedBeforeStop, leftForNextRun,
     warcFiles: warc.stats.files, seconds, pagesPerSecond: pagesStored() / seconds, stoppedBy, handoffFile, waitingRetry, seeds: feed.tally.summary(),
   };
