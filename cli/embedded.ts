@@ -280,14 +280,16 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   let ticks = 0;
   for (;;) {
     await new Promise((r) => setTimeout(r, 200));
-    // The operator's requests, once a second.
-    if (++ticks % 5 === 0) takeInbox();
     if (seedError) break;
     if (signal?.aborted) { stoppedBy = 'signal'; break; }
     if (opts.maxPages !== undefined && pagesStored() >= opts.maxPages) { stoppedBy = 'max-pages'; break; }
     if (opts.maxSecs !== undefined && Date.now() - started >= opts.maxSecs * 1000) { stoppedBy = 'max-secs'; break; }
+    // Not idle while an operator's request is being applied (taken up at the end of the tick
+    // before: an empty inbox is read by the next one).
     idleTicks = runner.idle() && feed.done && taking === null ? idleTicks + 1 : 0;
     if (idleTicks >= 5 && !opts.keepRunning) break;
+    // The operator's requests, once a second.
+    if (++ticks % 5 === 0) takeInbox();
   }
   const waitingRetry = frontier.state.stats().retrying + frontier.state.parked(Date.now());
   const pagesParsedBeforeStop = pagesParsed();
