@@ -2,7 +2,8 @@
  * `crawl run --status-port N`: the same status page, /stats and /metrics as `crawl serve`,
  * over the embedded log, and the webmaster API (/webmaster/v1, for accounts made with
  * `crawl webmaster add-account --out DIR` before the run), whose changes go to the embedded log
- * like any other row. The operator's endpoints are not served here. A small observer stage follows
+ * like any other row. The operator's endpoints (seeds, feeds, blocks, crawl rates, opt-outs) are served
+ * only when the run has an operator token (CRAWL_API_TOKEN as it starts), writing to the embedded log. A small observer stage follows
  * crawl.fetch-status (its own consumer group) and the tables the API reads, and feeds a
  * CrawlView; URL rows and the frontier's numbers are read from the frontier's own stores
  * (api/url-table.ts). Nothing in the crawl knows it is there.
@@ -79,9 +80,11 @@ export function embeddedStatus(
     urls?: UrlTableView | null;
     /** The host-policy table the crawl's stages share (one copy of every host's rows, not two). */
     policy?: HostPolicyTable;
+    /** The operator's endpoints too (as on `crawl serve`), for this bearer token, writing through `send` (the embedded log). */
+    operator?: { token: string; send: (outs: OutRecord[]) => Promise<void> };
   } = {},
 ): EmbeddedStatus {
-  const { warcStats, lags, webmaster, urls = null, policy } = o;
+  const { warcStats, lags, webmaster, urls = null, policy, operator } = o;
   const view = new CrawlView({
     ...(webmaster ? { registryLagAlarmMs: webmaster.config.optoutLagAlarmMs, registryReportMs: webmaster.config.optoutReportMs } : {}),
     urls,
@@ -97,8 +100,9 @@ export function embeddedStatus(
       view,
       ...(lags ? { lag: () => waitingByTopic(lags()) } : {}),
       ...(webmaster ? { webmaster: webmasterBackend(webmaster.config, async (outs) => webmaster.append(outs)) } : {}),
+      ...(operator ? { send: operator.send } : {}),
     },
-    { token: null, log: log.child({ component: 'status' }), title: 'kcrawl run' },
+    { token: operator?.token ?? null, log: log.child({ component: 'status' }), title: 'kcrawl run' },
   );
   setMetricSources({ frontier: () => view.frontierNumbers(Date.now()), warc: warcStats, registryLag: () => view.registryLag(Date.now()) });
   return {

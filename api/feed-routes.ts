@@ -15,8 +15,8 @@ export const MAX_FEEDS_PER_PAGE = 1000;
 
 export interface FeedRouteDeps {
   view: CrawlView;
-  /** Absent: read-only (`crawl run --status-port`). */
-  send?: (outs: OutRecord[]) => Promise<void>;
+  /** POST /feeds's writer (an operator route: a read-only server answers it not_served first). */
+  send: (outs: OutRecord[]) => Promise<void>;
   now: () => number;
   maxBodyBytes: number;
 }
@@ -45,11 +45,9 @@ export function feedRoutes(router: Router, d: FeedRouteDeps): void {
       if (!feed) throw new ApiError(404, 'unknown_feed', `not a feed the crawl polls: ${n.url}`);
       sendJson(res, 200, feed);
     });
-  if (!d.send) return;
-  const send = d.send;
   router.add('POST', '/feeds', async (req, res) => {
     const urls = await readChecked(req, d.maxBodyBytes, parseSeeds);
-    await send(seedRecords(urls, d.now(), 1));
+    await d.send(seedRecords(urls, d.now(), 1));
     sendJson(res, 202, { accepted: true, feeds: urls.length, urls });
   }, { operator: true });
 }

@@ -228,7 +228,7 @@ export function readOnlyOpenApiDocument(): object {
   }
   return {
     ...doc,
-    info: { ...doc.info, description: `A read-only server (\`crawl run --status-port\`): the status page, /stats, /metrics, URL and feed look-ups and the webmaster API; the operator's endpoints are served by \`crawl serve\` only. ${doc.info.description}` },
+    info: { ...doc.info, description: `A read-only server (\`crawl run --status-port\`): the status page, /stats, /metrics, URL and feed look-ups and the webmaster API; the operator's endpoints are served by \`crawl serve\`, and by \`crawl run --status-port\` when CRAWL_API_TOKEN is set as it starts. ${doc.info.description}` },
     paths,
   };
 }

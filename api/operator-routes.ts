@@ -30,6 +30,24 @@ export function seedRecords(urls: readonly string[], now: number, priorityClass?
   });
 }
 
+/** A crawl.host-policy row set by the operator (`block`, `crawl-rate`). */
+export function hostPolicyRecord(host: string, field: string, v: Partial<HostPolicyMsg>, now: number): OutRecord {
+  return {
+    topic: 'hostPolicy', key: hostPolicyKey(host, field), host,
+    value: { host, field, updated_at: now, blocked_until: null, reason: null, min_delay_ms: null, ...v } satisfies HostPolicyMsg,
+  };
+}
+
+/** Removes the operator's row of `field` for `host`. */
+export function hostPolicyTombstone(host: string, field: string): OutRecord {
+  return { topic: 'hostPolicy', key: hostPolicyKey(host, field), host, value: null };
+}
+
+/** The operator's changes a webmaster may ask about go to the audit log too. */
+export function operatorAudit(actor: string, action: string, host: string, detail: Record<string, unknown>, at: number): OutRecord {
+  return { topic: 'webmasterAudit', key: host, host, value: auditRow(actor, action, host, detail, at) };
+}
+
 export function operatorRoutes(router: Router, d: OperatorDeps): void {
   const body = <T>(req: IncomingMessage, check: (v: unknown) => T): Promise<T> => readChecked(req, d.maxBodyBytes, check);
   const accepted = async (res: ServerResponse, outs: OutRecord[], extra: Record<string, unknown>): Promise<void> => {
@@ -42,14 +60,9 @@ export function operatorRoutes(router: Router, d: OperatorDeps): void {
     const force = typeof value === 'object' && value !== null && (value as { force?: unknown }).force === true;
     if (!force && !(await d.view.hostKnown(host))) throw new ApiError(404, 'unknown_host', `the crawl does not know ${host}; send "force": true to set it anyway`);
   };
-  const policyRow = (host: string, field: string, v: Partial<HostPolicyMsg>): OutRecord => ({
-    topic: 'hostPolicy', key: hostPolicyKey(host, field), host,
-    value: { host, field, updated_at: d.now(), blocked_until: null, reason: null, min_delay_ms: null, ...v } satisfies HostPolicyMsg,
-  });
-  const tombstone = (host: string, field: string): OutRecord => ({ topic: 'hostPolicy', key: hostPolicyKey(host, field), host, value: null });
-  // The operator's changes a webmaster may ask about go to the audit log too (one operator token: no name).
-  const audit = (action: string, host: string, detail: Record<string, unknown>, at: number): OutRecord =>
-    ({ topic: 'webmasterAudit', key: host, host, value: auditRow('operator:api', action, host, detail, at) });
+  const policyRow = (host: string, field: string, v: Partial<HostPolicyMsg>): OutRecord => hostPolicyRecord(host, field, v, d.now());
+  const tombstone = hostPolicyTombstone;
+  const audit = (action: string, host: string, detail: Record<string, unknown>, at: number): OutRecord => operatorAudit('operator:api', action, host, detail, at);
 
   router
     .add('POST', '/seeds', async (req, res) => {

@@ -50,22 +50,14 @@ export interface ApiOptions {
 }
 
 /**
- * What a read-only server says of the operator's endpoints. Before, `crawl run --status-port`
- * answered POST /seeds with "no route /seeds; see GET /openapi.json", and its /openapi.json listed
- * that route.
+ * What a read-only server says of the operator's endpoints (routes the Router marks `operator`).
+ * Before, `crawl run --status-port` answered POST /seeds with "no route /seeds; see GET
+ * /openapi.json", and its /openapi.json listed that route.
  */
 export const READ_ONLY_NOTE =
-  'the operator\'s endpoints (seeds, feeds, blocks, crawl rates, opt-outs) are not served by `crawl run --status-port`, only by `crawl serve` (Kafka mode). ' +
-  'To add seeds to an embedded crawl, stop it (Ctrl-C) and run the same command with more --seed: it resumes where it stopped.';
-
-/** The routes only a server that can write serves, for telling them apart from unknown paths. */
-function operatorOnlyRouter(view: CrawlView, now: () => number): Router {
-  const r = new Router();
-  const send = async (): Promise<void> => undefined;
-  operatorRoutes(r, { view, send, now, maxBodyBytes: 0 });
-  feedRoutes(r, { view, send, now, maxBodyBytes: 0 });
-  return r;
-}
+  'the operator\'s endpoints (seeds, feeds, blocks, crawl rates, opt-outs) are served by `crawl run --status-port` only when CRAWL_API_TOKEN is set as the run starts (and by `crawl serve` in Kafka mode). ' +
+  'Without a port: `crawl seed URL --out DIR`, `crawl block HOST --out DIR` and `crawl optout set … --out DIR` reach a running embedded crawl (or the next run on DIR); ' +
+  'or stop it (Ctrl-C) and run the same command with more --seed: it resumes where it stopped.';
 
 export function createApiServer(backend: ApiBackend, opts: ApiOptions): Server {
   if (backend.send && !opts.token) throw new Error('the control API needs an operator token: set CRAWL_API_TOKEN');
@@ -122,11 +114,12 @@ export function createApiServer(backend: ApiBackend, opts: ApiOptions): Server {
       });
       res.end(page.payload);
     });
-  if (backend.send) operatorRoutes(router, { view: backend.view, send: backend.send, now, maxBodyBytes: opts.maxBodyBytes ?? MAX_BODY_BYTES });
+  // The operator's routes are always registered (marked `operator`): a read-only server
+  // (`crawl run --status-port` without CRAWL_API_TOKEN) answers them not_served before their handler runs.
+  const send = backend.send ?? readOnlySend;
+  operatorRoutes(router, { view: backend.view, send, now, maxBodyBytes: opts.maxBodyBytes ?? MAX_BODY_BYTES });
   if (backend.webmaster) webmasterRoutes(router, { ...backend.webmaster, view: backend.view, now, maxBodyBytes: opts.maxBodyBytes ?? MAX_BODY_BYTES });
-  feedRoutes(router, { view: backend.view, send: backend.send, now, maxBodyBytes: opts.maxBodyBytes ?? MAX_BODY_BYTES });
-  // A read-only server (`crawl run --status-port`) knows the operator's routes only to say they are not served here.
-  const notServed = backend.send ? null : operatorOnlyRouter(backend.view, now);
+  feedRoutes(router, { view: backend.view, send, now, maxBodyBytes: opts.maxBodyBytes ?? MAX_BODY_BYTES });
 
   const server = createServer((req, res) => {
     const started = Date.now();
@@ -150,17 +143,21 @@ export function createApiServer(backend: ApiBackend, opts: ApiOptions): Server {
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://api.invalid');
     const found = router.find(req.method ?? 'GET', url.pathname);
-    if (found === null || found === 'methodNotAllowed') {
-      const operatorRoute = notServed?.find(req.method ?? 'GET', url.pathname);
-      if (operatorRoute && operatorRoute !== 'methodNotAllowed') throw new ApiError(404, 'not_served', `${req.method} ${url.pathname}: ${READ_ONLY_NOTE}`);
-    }
     if (found === null) throw new ApiError(404, 'not_found', `no route ${url.pathname}; see GET /openapi.json`);
     if (found === 'methodNotAllowed') throw new ApiError(405, 'method_not_allowed', `${req.method} is not allowed on ${url.pathname}`);
-    if (found.route.operator) checkBearer(req, opts.token!);
+    if (found.route.operator) {
+      if (!backend.send) throw new ApiError(404, 'not_served', `${req.method} ${url.pathname}: ${READ_ONLY_NOTE}`);
+      checkBearer(req, opts.token!);
+    }
     await found.route.handler(req, res, { params: found.params, url });
   }
 
   return server;
+}
+
+/** The writer of a read-only server's operator routes: never called (they are answered not_served first). */
+async function readOnlySend(): Promise<void> {
+  throw new ApiError(404, 'not_served', READ_ONLY_NOTE);
 }
 
 /** A URL's row (read from the URL table's store), by the URL or the SHA-256 (hex) of it. */

@@ -30,6 +30,7 @@ import { RunTally, type NotHandedOff } from './run-summary';
 import { SeedFeed } from './seed-feed';
 import { prepareOutDir } from './out-dir';
 import { refusedSeedHint } from './seed-hint';
+import { OperatorInbox, type InboxRequest } from './operator-inbox';
 
 export interface RunOptions {
   /** Seed URLs (--seed); one without a scheme is taken as https://. */
@@ -54,6 +55,8 @@ export interface RunOptions {
   progress?: boolean;
   /** Serve the live status page, /stats and /metrics on 127.0.0.1:<port> while crawling (0 = any free port). */
   statusPort?: number;
+  /** With statusPort: also serve the operator's endpoints (seeds, feeds, blocks, crawl rates, opt-outs) to this bearer token (CRAWL_API_TOKEN). */
+  apiToken?: string;
 }
 
 export interface RunSummary {
@@ -62,6 +65,10 @@ export interface RunSummary {
   /** Other responses stored (redirects, 4xx pages, not-modified revisits, non-HTML as metadata; a stored 5xx counts as a failure); robots.txt not counted. */
   otherResponsesStored: number;
   failures: number;
+  /** The failures by reason ("timeout (30 s deadline)", "DNS", "HTTP 5xx", "robots.txt unavailable", …: run-summary.ts failureReason). */
+  failuresByReason: Record<string, number>;
+  /** HTML pages cut at the body cap, stored marked WARC-Truncated. */
+  truncated: number;
   handoffEvents: number;
   /** Parsed pages that were not handed off, by reason. */
   notHandedOff: NotHandedOff;
@@ -132,6 +139,9 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
     throw new Error(`no valid seed URL (${feed.tally.summary()}): give --seed URL, --seeds-file FILE or --feed URL`);
   }
 
+  // The operator's changes from other processes (`crawl seed|block|optout … --out DIR`).
+  const inbox = new OperatorInbox(opts.out);
+  inbox.claim();
   const opening = performance.now();
   const fileLog = new FileLog({ dir: join(opts.out, 'state'), partitions: config.partitions, diskForms: { fetched: fetchedWithoutBody } });
   log.info({ ms: Math.round(performance.now() - opening), sinceStartMs: Math.round(performance.now()) }, 'journal opened');
@@ -169,8 +179,8 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   const parseStateDir = join(opts.out, 'state', 'parse');
   const stages = buildStages(STAGE_NAMES, {
     config, http, warc, textWarc, scope: feed.scope, frontierStateDir: join(opts.out, 'state', 'frontier'), parseStateDir, hostPolicy,
-    onOutcome: (outcome) => {
-      if (outcome === 'FAILED' || outcome === 'REFUSED' || outcome === 'ROBOTS_UNAVAILABLE') counts.failures++;
+    onOutcome: (outcome, status, reason) => {
+      if (tally.outcome(outcome, status, reason)) counts.failures++;
     },
     onFetchStatus: (s) => {
       if (!s.stored && s.http_status !== null) counts.responses++;
@@ -191,12 +201,33 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   const lags = (): GroupLag[] =>
     [...stages, sinkStage].flatMap((s) => s.inputs.map((t) => ({ group: `crawl.${s.id}`, topic: topics[t].name, records: fileLog.lag(`crawl.${s.id}`, t) })));
   const frontier = stages.find((s) => s.id === 'frontier') as FrontierStage;
+  const urlTable = (await import('../api/url-table')).frontierTable(frontier.state);
+  // The operator's records (the inbox's, the API's): seeds widen the scope as `--seed` does; in the journal before they are answered.
+  const operatorAppend = (outs: OutRecord[]): void => {
+    for (const o of outs) if (o.topic === 'links' && o.host) feed.admit(o.host);
+    fileLog.append(outs);
+    fileLog.flush();
+  };
   const status = opts.statusPort === undefined ? null : (await import('../api/embedded-status')).embeddedStatus(
     opts.statusPort, log, {
       warcStats: () => warc.stats, lags, webmaster: { config, append: (outs) => fileLog.append(outs) },
-      urls: (await import('../api/url-table')).frontierTable(frontier.state), policy: hostPolicy,
+      urls: urlTable, policy: hostPolicy,
+      ...(opts.apiToken ? { operator: { token: opts.apiToken, send: async (outs: OutRecord[]) => operatorAppend(outs) } } : {}),
     },
   );
+  const applyRequest = async (req: InboxRequest): Promise<string> => {
+    const h = req.knownHost;
+    if (h !== undefined && hostPolicy.fields(h).length === 0 && !(await urlTable.hostKnown(h))) throw new Error(`the crawl does not know ${h}; give --force to set it anyway`);
+    operatorAppend(req.records);
+    return `${req.records.length} record(s) in the journal`;
+  };
+  let taking: Promise<unknown> | null = null;
+  const takeInbox = (): void => {
+    taking ??= inbox
+      .take(applyRequest, (req, reply, file) => log.info({ file, what: req?.what ?? null, ok: reply.ok, message: reply.message }, 'operator request'))
+      .catch((err: unknown) => log.error({ err }, 'operator inbox not read'))
+      .finally(() => (taking = null));
+  };
   // Fetch may run ahead of parse by CRAWL_PARSE_BACKLOG_MAX stored pages (4,096; each waits as its
   // compressed WARC record), no more: beyond, pages only wait in memory. A page reaches parse only
   // once its WARC file is stored (about 1,000 pages a file), so a smaller lead left parse waiting
@@ -219,6 +250,7 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
     }));
   };
   appendSeeds(firstSeeds);
+  takeInbox();
   // Said once, for the first seed (of the first batch) the SSRF guard will refuse.
   for (const l of firstSeeds) {
     const hint = refusedSeedHint(l.url, new URL(l.url).hostname, config);
@@ -245,18 +277,25 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   progress?.start();
   let stoppedBy: RunSummary['stoppedBy'] = 'done';
   let idleTicks = 0;
+  let ticks = 0;
   for (;;) {
     await new Promise((r) => setTimeout(r, 200));
     if (seedError) break;
     if (signal?.aborted) { stoppedBy = 'signal'; break; }
     if (opts.maxPages !== undefined && pagesStored() >= opts.maxPages) { stoppedBy = 'max-pages'; break; }
     if (opts.maxSecs !== undefined && Date.now() - started >= opts.maxSecs * 1000) { stoppedBy = 'max-secs'; break; }
-    idleTicks = runner.idle() && feed.done ? idleTicks + 1 : 0;
+    // Not idle while an operator's request is being applied (taken up at the end of the tick
+    // before: an empty inbox is read by the next one).
+    idleTicks = runner.idle() && feed.done && taking === null ? idleTicks + 1 : 0;
     if (idleTicks >= 5 && !opts.keepRunning) break;
+    // The operator's requests, once a second.
+    if (++ticks % 5 === 0) takeInbox();
   }
   const waitingRetry = frontier.state.stats().retrying + frontier.state.parked(Date.now());
   const pagesParsedBeforeStop = pagesParsed();
   progress?.stop();
+  await taking;
+  inbox.release();
   await feed.close();
   await seeding;
   await runner.stop();
@@ -288,7 +327,7 @@ export async function runEmbedded(opts: RunOptions, signal?: AbortSignal): Promi
   sink.close();
   const seconds = (Date.now() - started) / 1000;
   const summary: RunSummary = {
-    pagesStored: pagesStored(), otherResponsesStored: tally.storedResponses - pagesStored(), failures: counts.failures, handoffEvents: sink.count - handoffAtStart,
+    pagesStored: pagesStored(), otherResponsesStored: tally.storedResponses - pagesStored(), failures: counts.failures, failuresByReason: Object.fromEntries(tally.failures), truncated: tally.truncated, handoffEvents: sink.count - handoffAtStart,
     notHandedOff: tally.notHandedOff, pagesParsed: pagesParsed(), pagesParsedBeforeStop, leftForNextRun,
     warcFiles: warc.stats.files, seconds, pagesPerSecond: pagesStored() / seconds, stoppedBy, handoffFile, waitingRetry, seeds: feed.tally.summary(),
   };

@@ -14,7 +14,7 @@ import type { FeedStateMsg, HostPolicyMsg, OptOutMsg, UrlStateMsg } from '../lib
 import { OptOutRegistry } from '../lib/optout-registry';
 import { robotsFromFetch } from '../lib/robots';
 import { normalizeUrl } from '../lib/url-normalize';
-import { robotsFetcher } from '../processors/fetch';
+import { ROBOTS_BODY_CAP_BYTES, robotsFetcher } from '../processors/fetch';
 import { explain, explanationText, type Explanation } from '../processors/frontier-explain';
 import { readJournaledTable, readUrlRow } from './explain-state';
 
@@ -66,7 +66,7 @@ export async function explainUrl(url: string, o: ExplainOptions, config: CrawlCo
       await http.close();
     }
   }
-  return explain({ url, now: Date.now(), userAgent: config.userAgent, robots, robotsError, classPolicy: config, ...state });
+  return explain({ url, now: Date.now(), userAgent: config.userAgent, robots, robotsError, classPolicy: config, maxBodyBytes: ROBOTS_BODY_CAP_BYTES, ...state });
 }
 
 export async function explainCommand(url: string, o: ExplainOptions): Promise<void> {

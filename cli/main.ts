@@ -36,9 +36,11 @@ export function program(): Command {
     .addOption(new Option('--scope <scope>', 'stay within the seeds\' registered domains, hosts, or not at all').choices(['domain', 'host', 'any']).default('domain'))
     .option('--allow-private-network', 'allow loopback, private and link-local targets (tests, intranets)', false)
     .option('--allow-cidr <cidr>', 'allow this address range even without --allow-private-network (repeatable)', collect, [])
-    .option('--status-port <n>', 'serve the live status page, /stats and /metrics on 127.0.0.1:<n> while crawling (0 = any free port)', port)
+    .option('--status-port <n>', 'serve the live status page, /stats and /metrics on 127.0.0.1:<n> while crawling (0 = any free port); with CRAWL_API_TOKEN set, the operator\'s endpoints too', port)
     .action(async (o: { seed: string[]; seedsFile?: string; feed: string[]; keepRunning: boolean; out: string; maxPages?: number; maxSecs?: number; scope: 'domain' | 'host' | 'any'; allowPrivateNetwork: boolean; allowCidr: string[]; statusPort?: number }) => {
       if (o.seed.length === 0 && !o.seedsFile && o.feed.length === 0) throw new Error('give at least one --seed URL, a --seeds-file or a --feed URL');
+      const apiToken = process.env.CRAWL_API_TOKEN || undefined;
+      if (apiToken !== undefined && o.statusPort !== undefined && apiToken.length < 16) throw new Error('CRAWL_API_TOKEN is shorter than 16 characters (e.g. `openssl rand -hex 24`)');
       const ac = new AbortController();
       const onSignal = (): void => ac.abort();
       process.once('SIGINT', onSignal);
@@ -46,7 +48,7 @@ export function program(): Command {
       const s = await runEmbedded(
         {
           seeds: o.seed, seedsFile: o.seedsFile, feeds: o.feed, keepRunning: o.keepRunning, notice: (line) => process.stderr.write(`crawl run: ${line}\n`), out: o.out, maxPages: o.maxPages, maxSecs: o.maxSecs, scope: o.scope, allowPrivateNetwork: o.allowPrivateNetwork,
-          config: o.allowCidr.length ? { allowCidrs: o.allowCidr } : {}, progress: true, statusPort: o.statusPort,
+          config: o.allowCidr.length ? { allowCidrs: o.allowCidr } : {}, progress: true, statusPort: o.statusPort, apiToken,
         },
         ac.signal,
       );
@@ -81,6 +83,9 @@ export function program(): Command {
   return cmd;
 }
 
+/** `--out DIR` of the operator's commands: a running embedded crawl (or the next run on DIR) instead of Kafka. */
+const onEmbedded = (): Option => new Option('--out <dir>', 'the embedded crawl on DIR (`crawl run --out DIR`) instead of Kafka: a running crawl applies it within a second, else the next run as it starts');
+
 /** Kafka-mode commands are loaded lazily so `crawl run` never loads kafkajs. */
 function registerKafkaCommands(cmd: Command): void {
   cmd
@@ -89,14 +94,31 @@ function registerKafkaCommands(cmd: Command): void {
     .action(async () => (await import('./kafka-commands')).init());
   cmd
     .command('seed')
-    .description('send seed URLs to crawl.links (Kafka mode); a URL without a scheme is taken as https://')
+    .description('send seed URLs to crawl.links (Kafka mode), or with --out DIR to the embedded crawl on DIR (running, or the next run); a URL without a scheme is taken as https://')
     .argument('[url...]')
     .option('--file <file>', 'a file of seed URLs, one per line (# comments; - for standard input), streamed in batches')
     .option('--feed <url>', 'a feed (RSS, Atom, news sitemap) to poll, in priority class 1 (repeatable)', collect, [])
-    .action(async (urls: string[], o: { file?: string; feed: string[] }) => {
+    .addOption(onEmbedded())
+    .action(async (urls: string[], o: { file?: string; feed: string[]; out?: string }) => {
       if (urls.length === 0 && !o.file && o.feed.length === 0) throw new Error('give seed URLs, --file FILE (- for standard input) or --feed URL');
-      await (await import('./kafka-commands')).seed(urls, { file: o.file, feeds: o.feed });
+      if (o.out) await (await import('./operator-commands')).seedEmbedded(o.out, urls, { file: o.file, feeds: o.feed });
+      else await (await import('./kafka-commands')).seed(urls, { file: o.file, feeds: o.feed });
     });
+  cmd
+    .command('block')
+    .description('block a host: no request to it until the block ends (every fetch applies it within a second embedded, 60 s in Kafka mode); Kafka mode, or --out DIR')
+    .argument('<host>')
+    .option('--for <seconds>', 'how long the block lasts', '86400')
+    .option('--reason <text>', 'why (kept with the block and in the audit topic)')
+    .option('--force', 'block a host the crawl does not know (checked with --out only)', false)
+    .addOption(onEmbedded())
+    .action(async (host: string, o: { for: string; reason?: string; force: boolean; out?: string }) => (await import('./operator-commands')).blockCommand(host, o));
+  cmd
+    .command('unblock')
+    .description('lift a host\'s block (Kafka mode, or --out DIR)')
+    .argument('<host>')
+    .addOption(onEmbedded())
+    .action(async (host: string, o: { out?: string }) => (await import('./operator-commands')).unblockCommand(host, o));
   cmd
     .command('serve')
     .description('control API, Prometheus metrics and the live status page (Kafka mode; needs CRAWL_API_TOKEN)')
@@ -109,7 +131,7 @@ function registerKafkaCommands(cmd: Command): void {
     .argument('<name...>')
     .option('--allow-private-network', 'allow loopback, private and link-local targets', false)
     .action(async (names: string[], o: { allowPrivateNetwork: boolean }) => (await import('./kafka-commands')).processes(names, o));
-  const optout = cmd.command('optout').description('the opt-out registry, crawl.optout (Kafka mode)');
+  const optout = cmd.command('optout').description('the opt-out registry, crawl.optout (Kafka mode, or --out DIR for an embedded crawl)');
   optout
     .command('set')
     .description('record a decision with the next registry version: <subject> is a host or registered domain, <purpose> crawl | search_index | ai_training')
@@ -118,12 +140,14 @@ function registerKafkaCommands(cmd: Command): void {
     .argument('<decision>', 'allow | deny')
     .option('--scope <scope>', 'host (the subject only) or registered_domain (the subject and every host under it); default: as before, else registered_domain for a registered domain')
     .option('--verified', 'the subject\'s owner was verified (recorded with the decision)', false)
-    .action(async (subject: string, purpose: string, decision: string, o: { scope?: string; verified: boolean }) =>
+    .addOption(onEmbedded())
+    .action(async (subject: string, purpose: string, decision: string, o: { scope?: string; verified: boolean; out?: string }) =>
       (await import('./optout')).optoutSet(subject, purpose, decision, o));
   optout
     .command('list')
     .description('print every subject\'s record (scope, purposes, source, effective time, version) and the registry version')
-    .action(async () => (await import('./optout')).optoutList());
+    .option('--out <dir>', 'an embedded crawl\'s folder (`crawl run --out DIR`) instead of Kafka')
+    .action(async (o: { out?: string }) => (await import('./optout')).optoutList(o.out));
   const webmaster = cmd.command('webmaster').description('accounts of the webmaster API (/webmaster/v1 on crawl serve; Kafka mode, or --out DIR for `crawl run --out DIR --status-port N`)');
   const where = (): Option => new Option('--out <dir>', 'an embedded crawl\'s folder (write while no crawl runs on it) instead of Kafka');
   webmaster

@@ -76,9 +76,13 @@ export async function setOptOut(o: SetOptOut, env: KafkaEnv = kafkaEnv(), config
   return rows[0].value!;
 }
 
-export async function optoutSet(subject: string, purpose: string, decision: string, opts: { scope?: string; verified?: boolean } = {}): Promise<void> {
+export async function optoutSet(subject: string, purpose: string, decision: string, opts: { scope?: string; verified?: boolean; out?: string } = {}): Promise<void> {
   const s = parseSubject(subject);
   const p = parsePurpose(purpose);
+  if (opts.out) {
+    const line = await (await import('./operator-commands')).optoutSetEmbedded(opts.out, { subject: s, purpose: p, allowed: parseDecision(decision), scope: parseScope(s, opts.scope), verified: opts.verified });
+    return void process.stdout.write(`${line}\n`);
+  }
   const v = await setOptOut({ subject: s, purpose: p, allowed: parseDecision(decision), scope: parseScope(s, opts.scope), verified: opts.verified });
   process.stdout.write(`${v.subject} ${p} ${v.purposes![p]}: registry version ${v.registry_version} (scope ${v.scope})\n`);
 }
@@ -89,9 +93,8 @@ export function recordLine(r: OptOutRecord): string {
   return `${r.subject}\t${r.scope}\t${purposes}\t${r.source}${r.verified ? ' verified' : ''}\t${new Date(r.effective_at).toISOString()}\tv${r.registry_version}\n`;
 }
 
-export async function optoutList(env: KafkaEnv = kafkaEnv(), config: CrawlConfig = loadConfig()): Promise<void> {
-  const rt = await runtimeFor(env, config, createLogger());
-  const registry = await readRegistry(rt);
+export async function optoutList(out?: string): Promise<void> {
+  const registry = out ? (await import('./operator-commands')).journaledRegistry(out) : await readRegistry(await runtimeFor(kafkaEnv(), loadConfig(), createLogger()));
   const records = registry.records().sort((a, b) => a.subject.localeCompare(b.subject));
   for (const r of records) process.stdout.write(recordLine(r));
   process.stdout.write(`registry version ${registry.version}, ${records.length} subject(s)\n`);

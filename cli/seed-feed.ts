@@ -46,6 +46,11 @@ export class SeedFeed {
     return this.o.scope === 'host' ? host : registeredDomain(host) ?? host;
   }
 
+  /** A seed added while the crawl runs (`crawl seed --out`, POST /seeds): its domain (or host) is in scope from now on. */
+  admit(host: string): void {
+    if (this.o.scope !== 'any') this.scope.add(this.scopeKey(host));
+  }
+
   /** The scope of a list in a file, read ahead in one streaming pass (only the keys are kept). */
   async readScope(): Promise<void> {
     if (this.o.scope === 'any' || !this.o.file || this.o.file === '-') return;

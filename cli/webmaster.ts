@@ -8,7 +8,6 @@
  * DIR --status-port N` then serves the API for it). That journal must not be written while a
  * crawl runs on it: add accounts before starting the run.
  */
-import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { createProducer, produce } from '../connectors/kafka';
 import { loadConfig } from '../lib/config';
@@ -20,19 +19,14 @@ import { encodeRecords, type KafkaRuntime } from '../runtime/kafka-runner';
 import type { OutRecord } from '../runtime/stage';
 import { readJournaledTable } from './explain-state';
 import { kafkaEnv, latestRows, runtimeFor } from './kafka-commands';
+import { operatorName } from './operator-inbox';
 
 export interface Where {
   /** An embedded crawl's folder (`crawl run --out`); absent = Kafka mode. */
   out?: string;
 }
 
-function operator(): string {
-  try {
-    return `operator:${userInfo().username}`;
-  } catch {
-    return 'operator:unknown';
-  }
-}
+const operator = operatorName;
 
 function accountRows(account: WebmasterAccountMsg, action: string, at: number): OutRecord[] {
   return [

@@ -31,8 +31,14 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
  * not there) printed its error and then that stack trace. Given the descriptor, it is ready at once.
  */
 export function openLogFile(file: string): number {
-  mkdirSync(dirname(file), { recursive: true });
-  return openSync(file, 'a');
+  // Its folder is made only when missing: `crawl run` has made (and checked) --out already.
+  try {
+    return openSync(file, 'a');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    mkdirSync(dirname(file), { recursive: true });
+    return openSync(file, 'a');
+  }
 }
 
 /**

@@ -6,6 +6,7 @@ export {
   sitemaps,
   productToken,
   robotsFromFetch,
+  ROBOTS_MAX_BYTES,
   ALLOW_ALL,
   DISALLOW_ALL,
 } from './robots/index';

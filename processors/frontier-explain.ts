@@ -11,7 +11,7 @@ import type { HostPolicyTable } from '../lib/host-policy';
 import { DEFAULTS } from '../lib/config';
 import type { FeedStateMsg, UrlStateMsg } from '../lib/messages';
 import type { OptOutRegistry } from '../lib/optout-registry';
-import { isAllowed, type RobotsFromFetch } from '../lib/robots';
+import { isAllowed, ROBOTS_MAX_BYTES, type RobotsFromFetch } from '../lib/robots';
 import { repeatedSegment, trapRulePrefix, underPrefix } from '../lib/traps';
 import { normalizeUrl } from '../lib/url-normalize';
 import { backoffFromRecord } from './frontier-aimd';
@@ -33,7 +33,7 @@ export interface Explanation {
   /** Earliest time the URL could be fetched (verdict fetch-now/fetch-later/fetched with a recrawl). */
   at: number | null;
   findings: Finding[];
-  robots: { kind: string; allowed: boolean; rule: { directive: string; pattern: string; line: number } | null; stale?: boolean } | null;
+  robots: { kind: string; allowed: boolean; rule: { directive: string; pattern: string; line: number } | null; stale?: boolean; cut_from_bytes?: number } | null;
   state: UrlStateMsg | null;
   /** The URL's priority class (1 high, 2, 3 low; processors/priority-class.ts), null when the crawl does not know the URL. */
   priority_class: PriorityClass | null;
@@ -58,6 +58,8 @@ export interface ExplainInput {
   maxSegmentRepeats?: number;
   /** The robots.txt fetch error, when it could not be asked at all (e.g. `SSRF_BLOCKED: …`). */
   robotsError?: string | null;
+  /** The body cap robots.txt was fetched under (fetch.ts ROBOTS_BODY_CAP_BYTES): a body this long may be longer still. */
+  maxBodyBytes?: number;
 }
 
 export function explain(i: ExplainInput): Explanation {
@@ -96,7 +98,17 @@ export function explain(i: ExplainInput): Explanation {
     never({ code: 'refused-target', detail: `the crawler never contacts this address unless allowed (--allow-private-network or --allow-cidr; give explain the same flags as the crawl) (${i.robotsError})` });
   } else if (i.robots) {
     const a = isAllowed(i.robots.rules, n.url, i.userAgent);
-    out.robots = { kind: i.robots.kind, allowed: a.allowed && !i.robots.retryLater, rule: a.rule, ...(i.robots.stale ? { stale: true } : {}) };
+    out.robots = {
+      kind: i.robots.kind, allowed: a.allowed && !i.robots.retryLater, rule: a.rule, ...(i.robots.stale ? { stale: true } : {}),
+      ...(i.robots.cutFromBytes !== undefined ? { cut_from_bytes: i.robots.cutFromBytes } : {}),
+    };
+    if (i.robots.cutFromBytes !== undefined) {
+      out.findings.push({
+        code: 'robots-cut',
+        detail: `robots.txt is ${i.robots.cutFromBytes.toLocaleString('en')} bytes${i.maxBodyBytes !== undefined && i.robots.cutFromBytes >= i.maxBodyBytes ? ' or more' : ''}: ` +
+          `only its first ${ROBOTS_MAX_BYTES.toLocaleString('en')} bytes (500 KiB, RFC 9309 §2.5) were read; rules after that are ignored`,
+      });
+    }
     if (i.robots.retryLater) {
       later({ code: 'robots-unavailable', detail: `robots.txt ${i.robots.kind}: everything disallowed until it answers`, until: i.now + 60_000 });
     } else if (!a.allowed) {

@@ -26,6 +26,8 @@ export interface RobotsFromFetch {
   kind: 'parsed' | 'allow-all-4xx' | 'disallow-all-5xx' | 'disallow-all-unreachable';
   /** True when the result is a transient failure and robots.txt should be fetched again soon. */
   retryLater: boolean;
+  /** The body's size when it was longer than the parsing limit (500 KiB): only that much was read (RFC 9309 §2.5). */
+  cutFromBytes?: number;
 }
 
 /**
@@ -162,10 +164,15 @@ export function sitemaps(rules: RobotsRules): string[] {
  * - 5xx: "unreachable", complete disallow, retry later (§2.3.1.4);
  * - network error (or a status outside 200..599): unreachable, complete disallow, retry later.
  */
+/** Bytes of robots.txt read (RFC 9309 §2.5's minimum, 500 KiB); what follows is ignored. */
+export const ROBOTS_MAX_BYTES = DEFAULT_MAX_BYTES;
+
 export function robotsFromFetch(result: RobotsFetchResult): RobotsFromFetch {
   if ('error' in result) return { rules: DISALLOW_ALL, kind: 'disallow-all-unreachable', retryLater: true };
   const s = result.status;
-  if (s >= 200 && s < 300) return { rules: parseRobots(result.body), kind: 'parsed', retryLater: false };
+  if (s >= 200 && s < 300) {
+    return { rules: parseRobots(result.body), kind: 'parsed', retryLater: false, ...(result.body.length > DEFAULT_MAX_BYTES ? { cutFromBytes: result.body.length } : {}) };
+  }
   if (s === 429) return { rules: DISALLOW_ALL, kind: 'disallow-all-5xx', retryLater: true };
   if (s >= 300 && s < 500) return { rules: ALLOW_ALL, kind: 'allow-all-4xx', retryLater: false };
   if (s >= 500 && s < 600) return { rules: DISALLOW_ALL, kind: 'disallow-all-5xx', retryLater: true };

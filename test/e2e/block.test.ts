@@ -1,12 +1,12 @@
 /**
- * A block set through the API stops requests to that host on every fetch process within 60 s,
+ * A block set through the API (or with `crawl block`) stops requests to that host on every fetch process within 60 s,
  * judged from the fixture servers' own request log. Kafka mode on the local stack: `crawl
  * serve`, one process for seen-test/frontier/parse/handoff and two `crawl process fetch`
  * processes, each with its own Prometheus listener. The two blocked hosts are chosen so their
  * partitions have different parity, which the co-partition assignor gives to different fetch
  * processes; a third host is never blocked and shows the crawl carried on.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -117,10 +117,13 @@ describe('a block set through the API', () => {
     for (const ip of [...hosts.blocked, hosts.control]) expect(count(ip)).toBeGreaterThanOrEqual(3);
 
     const blockedAt = Date.now();
-    for (const ip of hosts.blocked) {
-      const r = await api('POST', `/hosts/${ip}/block`, { duration_s: 3600, reason: 'webmaster complaint (test)' });
-      expect(r.status).toBe(202);
-    }
+    // One through the API, the other with `crawl block` (the same crawl.host-policy row). Not
+    // spawnSync: the fixture sites answer from this process's event loop.
+    const r = await api('POST', `/hosts/${hosts.blocked[0]}/block`, { duration_s: 3600, reason: 'webmaster complaint (test)' });
+    expect(r.status).toBe(202);
+    const cli = await new Promise<{ err: Error | null; out: string }>((resolve) =>
+      execFile(process.execPath, [CLI, 'block', hosts.blocked[1], '--for', '3600', '--reason', 'webmaster complaint (cli)'], { env, encoding: 'utf8', timeout: 60_000 }, (err, stdout, stderr) => resolve({ err, out: stdout + stderr })));
+    expect([cli.err, cli.out]).toEqual([null, expect.stringMatching(/^crawl block 127\.0\.8\.\d+ until .*: sent to crawl\.host-policy\n/)]);
 
     // Wait until the blocked hosts have been silent for QUIET_MS (bounded by the 60 s limit).
     const lastBlockedRequest = (): number => Math.max(0, ...hosts.blocked.flatMap((ip) => web.requestsTo(web.origin(ip)).map((e) => e.at)));

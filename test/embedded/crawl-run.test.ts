@@ -69,6 +69,8 @@ describe('crawl run (embedded default)', () => {
     const [, parsed, beforeStop] = /(\d+) parsed \((\d+) before stopping\)/.exec(result.stdout) ?? [];
     expect(Number(parsed)).toBeGreaterThan(0);
     expect(beforeStop).toBe(parsed);
+    // 127.0.0.24:1 refuses connections: the summary says so by reason, not only as a count.
+    expect(result.stdout).toMatch(/\n  failures by reason: [^\n]*(robots\.txt unavailable|connection refused) \d+/);
   });
 
   test('is polite by the servers\' own logs: robots.txt first, one request at a time, gaps honoured, disallowed never fetched', () => {

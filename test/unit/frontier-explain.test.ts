@@ -98,6 +98,23 @@ describe('explain', () => {
     expect(JSON.parse(JSON.stringify(e))).toMatchObject({ verdict: 'never', findings: [{ code: 'robots-disallowed' }] });
   });
 
+  it('says when robots.txt was cut at 500 KiB (RFC 9309 §2.5), and that rules past it do not count', () => {
+    // A Disallow past the limit: ignored, so the URL is allowed.
+    const body = Buffer.from(`User-agent: *\nAllow: /\n${'# padding\n'.repeat(52_000)}Disallow: /late\n`);
+    expect(body.length).toBeGreaterThan(500 * 1024);
+    const robots = robotsFromFetch({ status: 200, body });
+    expect(robots.cutFromBytes).toBe(body.length);
+    const e = explain({ url: 'http://a.test/late', now: NOW, userAgent: UA, robots, policy: new HostPolicyTable(), optout: new OptOutRegistry(), row: null, maxBodyBytes: 512 * 1024 });
+    expect(e.verdict).toBe('fetch-now');
+    expect(e.robots).toMatchObject({ allowed: true, cut_from_bytes: body.length });
+    expect(explanationText(e, NOW)).toContain(`robots-cut: robots.txt is ${body.length.toLocaleString('en')} bytes: only its first 512,000 bytes (500 KiB, RFC 9309 §2.5) were read; rules after that are ignored`);
+    // At the fetch cap, the file may be longer still.
+    const capped = explain({ url: 'http://a.test/', now: NOW, userAgent: UA, robots: robotsFromFetch({ status: 200, body: Buffer.concat([body, Buffer.alloc(20_000, 0x0a)]).subarray(0, 512 * 1024) }), policy: new HostPolicyTable(), optout: new OptOutRegistry(), row: null, maxBodyBytes: 512 * 1024 });
+    expect(capped.findings.find((f) => f.code === 'robots-cut')?.detail).toMatch(/^robots\.txt is 524,288 bytes or more: /);
+    // Within the limit: nothing said.
+    expect(robotsFromFetch({ status: 200, body: body.subarray(0, 500 * 1024) }).cutFromBytes).toBeUndefined();
+  });
+
   it('text gives the time of a back-off', () => {
     const policy = new HostPolicyTable();
     policy.apply(...pol('a.test', 'backoff', { blocked_until: NOW + 30_000, reason: 'http-429 retry-after' }));

@@ -1,4 +1,4 @@
-import { RunTally, summaryText } from '../../cli/run-summary';
+import { failureReason, RunTally, summaryText } from '../../cli/run-summary';
 import type { RunSummary } from '../../cli/embedded';
 import type { FetchStatusMsg, ParsedPageMsg } from '../../lib/messages';
 import type { InRecord } from '../../runtime/stage';
@@ -16,7 +16,7 @@ function parsed(fields: Partial<ParsedPageMsg>): InRecord {
 }
 
 const SUMMARY: RunSummary = {
-  pagesStored: 150, otherResponsesStored: 0, failures: 0, handoffEvents: 50, notHandedOff: { unchanged: 0, noindex: 0, duplicates: 0 },
+  pagesStored: 150, otherResponsesStored: 0, failures: 0, failuresByReason: {}, truncated: 0, handoffEvents: 50, notHandedOff: { unchanged: 0, noindex: 0, duplicates: 0 },
   pagesParsed: 150, pagesParsedBeforeStop: 0, leftForNextRun: { unparsed: 0, notHandedOff: 0 }, warcFiles: 2, seconds: 5.5, pagesPerSecond: 27.3,
   stoppedBy: 'max-secs', handoffFile: 'out/handoff/crawl.handoff.v3.avro', waitingRetry: 0, seeds: '50 accepted, 0 refused',
 };
@@ -40,6 +40,47 @@ describe('RunTally', () => {
     const t = new RunTally();
     t.add([parsed({}), parsed({ near_duplicate_of: 'http://a.test/' }), parsed({ change: 'UNCHANGED', noindex: true }), parsed({ noindex: true, near_duplicate_of: 'http://a.test/' })]);
     expect(t.notHandedOff).toEqual({ unchanged: 1, noindex: 1, duplicates: 1 });
+  });
+});
+
+describe('failures by reason', () => {
+  test('each outcome and error code in words, counted; successes are not failures', () => {
+    const t = new RunTally();
+    const outcomes: Array<[Parameters<RunTally['outcome']>, string | null]> = [
+      [['FETCHED', 200, null], null],
+      [['NOT_HTML', 200, 'not-html'], null],
+      [['ROBOTS_DISALLOWED', null, 'full'], null],
+      [['FAILED', null, 'DEADLINE_EXCEEDED'], 'timeout (30 s deadline)'],
+      [['FAILED', null, 'CONNECT_TIMEOUT'], 'connect timeout'],
+      [['FAILED', null, 'DNS_FAILED'], 'DNS'],
+      [['FAILED', null, 'CONNECT_FAILED'], 'connection refused'],
+      [['REFUSED', null, 'SSRF_BLOCKED'], 'private address refused'],
+      [['REFUSED', null, 'HEADERS_TOO_LARGE'], 'headers too large'],
+      [['FAILED', 503, 'http-503'], 'HTTP 5xx'],
+      [['FAILED', 500, 'http-500'], 'HTTP 5xx'],
+      [['FAILED', 429, 'http-429'], 'HTTP 429'],
+      [['ROBOTS_UNAVAILABLE', null, 'unreachable'], 'robots.txt unavailable'],
+      [['REFUSED', null, 'blocked'], 'operator block'],
+      [['FAILED', null, 'something-new'], 'something-new'],
+    ];
+    for (const [args, why] of outcomes) {
+      expect(t.outcome(...args)).toBe(why !== null);
+      if (why !== null) expect(failureReason(...args)).toBe(why);
+    }
+    expect(t.failures.get('HTTP 5xx')).toBe(2);
+    expect([...t.failures.values()].reduce((a, b) => a + b, 0)).toBe(12);
+  });
+
+  test('truncated pages are counted from the fetched records', () => {
+    const t = new RunTally();
+    t.add([rec('fetched', { truncated: true }), rec('fetched', { truncated: false })]);
+    expect(t.truncated).toBe(1);
+  });
+
+  test('the summary lists them, most first', () => {
+    const text = summaryText({ ...SUMMARY, failures: 6, failuresByReason: { DNS: 1, 'HTTP 5xx': 3, 'connection refused': 2 }, truncated: 2 }, 'out');
+    expect(text).toContain('\n  failures by reason: HTTP 5xx 3, connection refused 2, DNS 1 (each URL\'s reason: out/crawl.log, or crawl explain URL --out out)\n');
+    expect(text).toContain('\n  2 page(s) cut at the body cap (CRAWL_MAX_BODY_BYTES), stored marked WARC-Truncated\n');
   });
 });
 
