@@ -82,10 +82,10 @@ export function fetchOptions(config: CrawlConfig, headers: Record<string, string
   };
 }
 
-/** robots.txt of an origin, following up to 5 redirects (RFC 9309 §2.3.1.2), archived too. */
 /** The most of a robots.txt body read off the wire: a little past the 500 KiB it is parsed to. */
 export const ROBOTS_BODY_CAP_BYTES = 512 * 1024;
 
+/** robots.txt of an origin, following up to 5 redirects (RFC 9309 §2.3.1.2), archived too. */
 export function robotsFetcher(deps: FetchDeps): (origin: string) => Promise<RobotsFetchResult> {
   const opts = { ...fetchOptions(deps.config), maxBodyBytes: ROBOTS_BODY_CAP_BYTES };
   return async (origin) => {

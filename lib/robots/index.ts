@@ -154,6 +154,9 @@ export function sitemaps(rules: RobotsRules): string[] {
   return [...rules.sitemaps];
 }
 
+/** Bytes of robots.txt read (RFC 9309 §2.5's minimum, 500 KiB); what follows is ignored. */
+export const ROBOTS_MAX_BYTES = DEFAULT_MAX_BYTES;
+
 /**
  * Maps a robots.txt fetch outcome (after redirects) to rules, per RFC 9309 §2.3.1:
  * - 2xx: the body is parsed (§2.3.1.1);
@@ -164,9 +167,6 @@ export function sitemaps(rules: RobotsRules): string[] {
  * - 5xx: "unreachable", complete disallow, retry later (§2.3.1.4);
  * - network error (or a status outside 200..599): unreachable, complete disallow, retry later.
  */
-/** Bytes of robots.txt read (RFC 9309 §2.5's minimum, 500 KiB); what follows is ignored. */
-export const ROBOTS_MAX_BYTES = DEFAULT_MAX_BYTES;
-
 export function robotsFromFetch(result: RobotsFetchResult): RobotsFromFetch {
   if ('error' in result) return { rules: DISALLOW_ALL, kind: 'disallow-all-unreachable', retryLater: true };
   const s = result.status;
