@@ -62,9 +62,18 @@ describe('crawl run, killed with SIGKILL and run again', () => {
     // Nothing lost: every page of both sites is in a stored WARC file.
     const all = new Set(await storedResponses(out));
     for (const s of web.sites) for (const path of Object.keys(site(s.ip).pages)) expect(all).toContain(`${s.origin}${path}`);
-    // What was stored before the kill was not fetched again after it.
-    const after = web.log.slice(requestsAtKill).map((e) => `${e.site}${e.path}`);
-    for (const url of storedAtKill) expect(after).not.toContain(url);
+    // What was stored before the kill was not fetched again after it, but for the one page a
+    // host may have had between its WARC file and its status in the journal: a kill there is a
+    // crash in the middle of a fetch, which may fetch that page again (never lose it). A host has
+    // one request in flight at a time, so that is at most its last page stored before the kill;
+    // a resume that lost the journal would fetch its first pages again. (The fresh-clone CI of
+    // edbcd17 killed in that window: both sites' p2, stored in one WARC file, were fetched again.)
+    const after = new Set(web.log.slice(requestsAtKill).map((e) => `${e.site}${e.path}`));
+    for (const s of web.sites) {
+      const stored = Object.keys(site(s.ip).pages).map((path) => `${s.origin}${path}`).filter((url) => storedAtKill.has(url));
+      const again = stored.filter((url) => after.has(url));
+      expect(again.filter((url) => url !== stored[stored.length - 1])).toEqual([]);
+    }
     // Politeness held across the restart too.
     for (const s of web.sites) {
       const reqs = web.requestsTo(s.origin);
