@@ -98,19 +98,21 @@ export function queuedAtFront(row: UrlStateMsg): boolean {
 const QUEUE_URL_WHOLE = 0;
 const QUEUE_URL_PREFIX = ['', 'https://', 'http://'];
 
+/** The form a queue key holds `url` in: the index of its prefix when the host follows it, else QUEUE_URL_WHOLE. */
+function queueUrlForm(url: string, host: string): number {
+  for (let f = 1; f < QUEUE_URL_PREFIX.length; f++) {
+    const p = QUEUE_URL_PREFIX[f];
+    if (url.startsWith(p) && url.startsWith(host, p.length)) return f;
+  }
+  return QUEUE_URL_WHOLE;
+}
+
 /**
  * `rowKeyBytes`, when given, must be rowKey(url): the key's host and rest are then copied from
  * its bytes instead of encoded again (a sorted rebuild has every row's key as bytes).
  */
 export function queueKey(host: string, level: number, front: boolean, queuedAt: number, url: string, rowKeyBytes?: Buffer): Buffer {
-  let form = QUEUE_URL_WHOLE;
-  for (let f = 1; f < QUEUE_URL_PREFIX.length; f++) {
-    const p = QUEUE_URL_PREFIX[f];
-    if (url.startsWith(p) && url.startsWith(host, p.length)) {
-      form = f;
-      break;
-    }
-  }
+  const form = queueUrlForm(url, host);
   if (rowKeyBytes !== undefined && form !== QUEUE_URL_WHOLE) {
     // rowKey(url) = KEY_ROW, the prefix, the host's bytes, the rest's bytes.
     const hs = 1 + QUEUE_URL_PREFIX[form].length;
@@ -136,8 +138,8 @@ export function queueKey(host: string, level: number, front: boolean, queuedAt: 
  * rowKey(url) and queueKey(host, level, front, queuedAt, url) written one after the other into
  * `out` from index 0, the URL encoded once: the queue key's host and rest are copied from the
  * row key's bytes within `out` (copyWithin: no Buffer made, no second UTF-8 pass). The row key is
- * `out[0, rowEnd)` and the queue key `out[rowEnd, end)`; returns `end`, or -1 when `out` is
- * shorter than rowAndQueueKeyRoom(url, host) (nothing is then written that the caller may use).
+ * `out[0, rowEnd)` and the queue key `out[rowEnd, end)`; returns both ends, or null when `out`
+ * is shorter than rowAndQueueKeyRoom(url, host) (nothing is then written).
  * The frontier stages a queued row with these keys (frontier-store.ts UrlStore.stage), byte for
  * byte those of rowKey and queueKey (test/unit/frontier-keys.test.ts).
  */
@@ -145,14 +147,7 @@ export function writeRowAndQueueKeys(out: Buffer, host: string, level: number, f
   if (out.length < rowAndQueueKeyRoom(url, host)) return null;
   out[0] = KEY_ROW;
   const rowEnd = 1 + out.write(url, 1, 'utf8');
-  let form = QUEUE_URL_WHOLE;
-  for (let f = 1; f < QUEUE_URL_PREFIX.length; f++) {
-    const p = QUEUE_URL_PREFIX[f];
-    if (url.startsWith(p) && url.startsWith(host, p.length)) {
-      form = f;
-      break;
-    }
-  }
+  const form = queueUrlForm(url, host);
   let at = rowEnd;
   out[at++] = KEY_QUEUE;
   if (form === QUEUE_URL_WHOLE) {
